@@ -1,0 +1,98 @@
+/**
+ * The one error catalogue of engine and gateway. Every failure a client can see is a ServeError
+ * carrying one of these codes; transports map it to the wire in one place (toGrpcStatus /
+ * toHttpStatus). Codes are stable: never reuse a retired one.
+ */
+import { status as GrpcStatus } from '@grpc/grpc-js';
+
+export interface ErrorSpec {
+  readonly grpc: GrpcStatus;
+  readonly http: number;
+  readonly description: string;
+}
+
+export const ERROR_CATALOGUE = {
+  HLO_ERR_MODEL_NOT_FOUND: { grpc: GrpcStatus.NOT_FOUND, http: 404, description: 'unknown or unloaded model' },
+  HLO_ERR_MODEL_NOT_READY: { grpc: GrpcStatus.UNAVAILABLE, http: 503, description: 'model known but not ready' },
+  HLO_ERR_INVALID_ARGUMENT: { grpc: GrpcStatus.INVALID_ARGUMENT, http: 400, description: 'malformed request' },
+  HLO_ERR_QUEUE_FULL: { grpc: GrpcStatus.RESOURCE_EXHAUSTED, http: 429, description: 'model queue at capacity' },
+  HLO_ERR_OVERLOADED: { grpc: GrpcStatus.RESOURCE_EXHAUSTED, http: 429, description: 'in-flight request cap reached' },
+  HLO_ERR_MESSAGE_TOO_LARGE: {
+    grpc: GrpcStatus.RESOURCE_EXHAUSTED,
+    http: 413,
+    description: 'request or response larger than the configured limit',
+  },
+  HLO_ERR_DEADLINE_EXCEEDED: {
+    grpc: GrpcStatus.DEADLINE_EXCEEDED,
+    http: 504,
+    description: 'deadline passed before the work could finish',
+  },
+  HLO_ERR_CANCELLED: { grpc: GrpcStatus.CANCELLED, http: 499, description: 'the client cancelled the request' },
+  HLO_ERR_SHM_REGION_UNKNOWN: {
+    grpc: GrpcStatus.FAILED_PRECONDITION,
+    http: 400,
+    description: 'shared-memory region not registered',
+  },
+  HLO_ERR_SHM_INVALID: {
+    grpc: GrpcStatus.INVALID_ARGUMENT,
+    http: 400,
+    description: 'shared-memory registration or access out of bounds',
+  },
+  HLO_ERR_UNSUPPORTED: { grpc: GrpcStatus.UNIMPLEMENTED, http: 501, description: 'feature not supported' },
+  HLO_ERR_FAILED_PRECONDITION: {
+    grpc: GrpcStatus.FAILED_PRECONDITION,
+    http: 409,
+    description: 'operation not allowed in the current state',
+  },
+  HLO_ERR_SHUTTING_DOWN: { grpc: GrpcStatus.UNAVAILABLE, http: 503, description: 'server is shutting down' },
+  HLO_ERR_BUNDLE_INVALID: { grpc: GrpcStatus.INVALID_ARGUMENT, http: 400, description: 'bundle failed to load' },
+  HLO_ERR_CONFIG_INVALID: { grpc: GrpcStatus.INVALID_ARGUMENT, http: 400, description: 'invalid configuration' },
+  HLO_ERR_RUNTIME: { grpc: GrpcStatus.INTERNAL, http: 500, description: 'the device runtime failed' },
+  HLO_ERR_INTERNAL: { grpc: GrpcStatus.INTERNAL, http: 500, description: 'internal error' },
+} as const satisfies Record<string, ErrorSpec>;
+
+export type ErrorCode = keyof typeof ERROR_CATALOGUE;
+
+export class ServeError extends Error {
+  readonly code: ErrorCode;
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ServeError';
+    this.code = code;
+  }
+  get grpcStatus(): GrpcStatus {
+    return ERROR_CATALOGUE[this.code].grpc;
+  }
+  get httpStatus(): number {
+    return ERROR_CATALOGUE[this.code].http;
+  }
+}
+
+export function isServeError(err: unknown): err is ServeError {
+  return err instanceof ServeError;
+}
+
+/** Anything thrown on a request path becomes a ServeError; unknown failures are INTERNAL. */
+export function toServeError(err: unknown): ServeError {
+  if (err instanceof ServeError) return err;
+  if (err instanceof Error && err.name === 'AbortError') {
+    return new ServeError('HLO_ERR_CANCELLED', 'request cancelled', { cause: err });
+  }
+  if (err instanceof Error && err.name === 'PjrtError') {
+    return new ServeError('HLO_ERR_RUNTIME', err.message, { cause: err });
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  return new ServeError('HLO_ERR_INTERNAL', message, { cause: err });
+}
+
+export function toGrpcStatus(err: unknown): { code: GrpcStatus; details: string } {
+  const e = toServeError(err);
+  return { code: e.grpcStatus, details: e.message };
+}
+
+export function toHttpStatus(err: unknown): { status: number; body: { error: string; code: ErrorCode } } {
+  const e = toServeError(err);
+  return { status: e.httpStatus, body: { error: e.message, code: e.code } };
+}
+
+export const invalidArgument = (message: string): ServeError => new ServeError('HLO_ERR_INVALID_ARGUMENT', message);

@@ -1,0 +1,35 @@
+// Runs every compiled test file (<pkg>/dist/test/**/*.test.js) with node's test runner.
+// --unit skips the cross-process suites in e2e/.
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+
+const unitOnly = process.argv.includes('--unit');
+const only = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+const pkgs = ['native', 'engine', 'gateway', 'client', 'proto', ...(unitOnly ? [] : ['e2e'])];
+
+function walk(dir, out) {
+  for (const name of readdirSync(dir)) {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) walk(p, out);
+    else if (name.endsWith('.test.js')) out.push(p);
+  }
+  return out;
+}
+
+const files = [];
+for (const pkg of pkgs) {
+  const dir = join(pkg, 'dist', 'test');
+  if (existsSync(dir)) files.push(...walk(dir, []));
+}
+const selected = only.length ? files.filter((f) => only.some((o) => f.includes(o))) : files;
+if (selected.length === 0) {
+  console.error('run-tests: no test files found; did the build run?');
+  process.exit(1);
+}
+const r = spawnSync(
+  process.execPath,
+  ['--test', '--test-concurrency=1', '--test-reporter=spec', ...selected],
+  { stdio: 'inherit', env: { ...process.env, HLOSERVE_TEST: '1' } },
+);
+process.exit(r.status ?? 1);
