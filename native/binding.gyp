@@ -1,0 +1,28 @@
+{
+  "targets": [
+    {
+      "target_name": "hloserve_pjrt",
+      "sources": [
+        "src/addon.cc",
+        "src/addon_data.cc",
+        "src/buffer_wrap.cc",
+        "src/client_wrap.cc",
+        "src/executable_wrap.cc",
+        "src/handles.cc",
+        "src/plugin.cc",
+        "src/status.cc",
+        "src/task_pool.cc",
+        "src/tensor_helper.cc"
+      ],
+      "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
+      "defines": ["NAPI_VERSION=8", "NODE_ADDON_API_DISABLE_DEPRECATED"],
+      "cflags!": ["-fno-exceptions"],
+      "cflags_cc!": ["-fno-exceptions", "-fno-rtti"],
+      "cflags_cc": ["-std=c++17", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Wno-missing-field-initializers"],
+      "libraries": ["-ldl", "-lpthread"],
+      "conditions": [
+        ["OS=='linux'", { "ldflags": ["-Wl,--as-needed"] }]
+      ]
+    }
+  ]
+}

@@ -1,0 +1,134 @@
+/**
+ * The exact shape of the compiled addon's exports. This is the only file that loads the .node
+ * binary; everything else goes through the typed wrappers.
+ */
+import { createRequire } from 'node:module';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { DisposedError, PjrtError, PluginLoadError } from './errors.js';
+
+export interface NativeHostArray {
+  data: ArrayBufferView;
+  type: number;
+  dims: number[];
+}
+
+export interface NativeHostResult {
+  data: Buffer;
+  type: number;
+  dims: number[];
+}
+
+export interface NativeMemoryInfo {
+  index: number;
+  id: number;
+  kind: string;
+  isDefault: boolean;
+}
+
+export interface NativeDeviceInfo {
+  index: number;
+  id: number;
+  localHardwareId: number;
+  kind: string;
+  debugString: string;
+  memories: NativeMemoryInfo[];
+}
+
+export interface NativeMemoryStats {
+  bytesInUse: number;
+  peakBytesInUse: number | null;
+  numAllocs: number | null;
+  largestAllocSize: number | null;
+  bytesLimit: number | null;
+  bytesReserved: number | null;
+  peakBytesReserved: number | null;
+  bytesReservableLimit: number | null;
+  largestFreeBlockBytes: number | null;
+  poolBytes: number | null;
+  peakPoolBytes: number | null;
+}
+
+export interface NativeCompiledMemoryStats {
+  generatedCodeBytes: number;
+  argumentBytes: number;
+  outputBytes: number;
+  aliasBytes: number;
+  tempBytes: number;
+  peakMemoryBytes: number;
+}
+
+export interface NativeBuffer {
+  describe(): { type: number; dims: number[]; onDeviceBytes: number; memoryKind: string; deviceIndex: number };
+  toHost(destination?: ArrayBufferView): Promise<Buffer | undefined>;
+  copyToMemory(memoryIndex: number): Promise<NativeBuffer>;
+  isDeleted(): boolean;
+  dispose(): void;
+}
+
+export interface NativeExecutable {
+  describe(): {
+    numOutputs: number;
+    outputTypes: number[];
+    outputDims: number[][];
+    memoryStats: NativeCompiledMemoryStats | null;
+  };
+  execute(args: Array<NativeBuffer | NativeHostArray>, deviceIndex: number, download: true): Promise<NativeHostResult[]>;
+  execute(args: Array<NativeBuffer | NativeHostArray>, deviceIndex: number, download: false): Promise<NativeBuffer[]>;
+  dispose(): void;
+}
+
+export interface NativeClient {
+  platformName(): string;
+  platformVersion(): string;
+  devices(): NativeDeviceInfo[];
+  memoryStats(deviceIndex: number): NativeMemoryStats | null;
+  ledger(): { liveBuffers: number; liveBufferBytes: number; liveExecutables: number };
+  compile(code: Uint8Array | string, options?: undefined): Promise<NativeExecutable>;
+  upload(array: NativeHostArray, deviceIndex: number, memoryIndex: number): Promise<NativeBuffer>;
+  dispose(): void;
+  isDisposed(): boolean;
+}
+
+export type NativeOptionKind = 'string' | 'int64' | 'int64list' | 'float' | 'bool';
+export interface NativeOption {
+  name: string;
+  kind: NativeOptionKind;
+  value: string | number | number[] | boolean;
+}
+
+export interface NativePluginInfo {
+  path: string;
+  apiVersion: [number, number];
+  apiStructSize: number;
+  declaredMinor: number;
+  attributes: Record<string, string | number | number[] | boolean>;
+}
+
+export interface NativeBinding {
+  init(pjrtError: typeof PjrtError, disposedError: typeof DisposedError): void;
+  loadPlugin(path: string): NativePluginInfo;
+  createClient(pluginPath: string, options: NativeOption[]): Promise<NativeClient>;
+  PjrtBuffer: abstract new (...args: never[]) => NativeBuffer;
+  PjrtExecutable: abstract new (...args: never[]) => NativeExecutable;
+  PjrtClient: abstract new (...args: never[]) => NativeClient;
+}
+
+let cached: NativeBinding | undefined;
+
+/** The addon, loaded and initialised once per environment. */
+export function binding(): NativeBinding {
+  if (cached) return cached;
+  const here = dirname(fileURLToPath(import.meta.url));
+  // dist/lib -> package root
+  // HLOSERVE_ADDON points at another build of the same addon (the ASan build of scripts/asan.sh).
+  const file = process.env.HLOSERVE_ADDON ?? join(here, '..', '..', 'build', 'Release', 'hloserve_pjrt.node');
+  if (!existsSync(file)) {
+    throw new PluginLoadError(`the hloserve native addon is not built (${file} is missing): run 'npm install'`);
+  }
+  const b = createRequire(import.meta.url)(file) as NativeBinding;
+  b.init(PjrtError, DisposedError);
+  cached = b;
+  return b;
+}

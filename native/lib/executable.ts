@@ -1,0 +1,131 @@
+import type { NativeBuffer, NativeCompiledMemoryStats, NativeExecutable, NativeHostArray } from './binding.js';
+import { DeviceBuffer, type MemoryResolver } from './device-buffer.js';
+import { dtypeFromPjrt, PJRT_TYPE } from './dtype.js';
+import { abortError, ArgumentError } from './errors.js';
+import { checkHostArray, type HostArray } from './host-array.js';
+import type { ProgramSignature, TensorType } from './mlir-signature.js';
+
+export type ExecuteArg = DeviceBuffer | HostArray;
+
+export interface ExecuteOptions {
+  device?: number;
+  signal?: AbortSignal;
+}
+
+function shapeMatches(expected: readonly number[], got: readonly number[]): boolean {
+  return expected.length === got.length && expected.every((d, i) => d === -1 || d === got[i]);
+}
+
+function fmt(t: { dtype: string; shape: readonly number[] }): string {
+  return `${t.dtype}[${t.shape.join(',')}]`;
+}
+
+/** A compiled program. run() takes device buffers and/or host arrays and returns host arrays. */
+export class Executable {
+  /** Parameter and result types when known (parsed from text, or given at compile time). */
+  readonly signature: ProgramSignature | null;
+  readonly outputs: readonly TensorType[];
+  readonly memoryStats: NativeCompiledMemoryStats | null;
+  readonly #native: NativeExecutable;
+  readonly #memories: MemoryResolver;
+  readonly #deviceCount: number;
+  #disposed = false;
+
+  /** @internal created by Runtime.compile */
+  constructor(
+    native: NativeExecutable,
+    signature: ProgramSignature | null,
+    memories: MemoryResolver,
+    deviceCount: number,
+  ) {
+    const d = native.describe();
+    this.#native = native;
+    this.#memories = memories;
+    this.#deviceCount = deviceCount;
+    this.outputs = d.outputTypes.map((t, i) => ({ dtype: dtypeFromPjrt(t) ?? 'u8', shape: d.outputDims[i] ?? [] }));
+    this.memoryStats = d.memoryStats;
+    this.signature = signature;
+  }
+
+  get disposed(): boolean {
+    return this.#disposed;
+  }
+
+  /** Executes and downloads every output. Never blocks the event loop. */
+  async run(args: readonly ExecuteArg[], options: ExecuteOptions = {}): Promise<HostArray[]> {
+    const [nativeArgs, device] = this.#prepare(args, options);
+    const pending = this.#native.execute(nativeArgs, device, true);
+    const out = await this.#race(pending, options.signal);
+    return out.map((o) => ({ dtype: dtypeFromPjrt(o.type) ?? 'u8', shape: o.dims, data: o.data }));
+  }
+
+  /** Executes and leaves the outputs on the device. */
+  async runToDevice(args: readonly ExecuteArg[], options: ExecuteOptions = {}): Promise<DeviceBuffer[]> {
+    const [nativeArgs, device] = this.#prepare(args, options);
+    const pending = this.#native.execute(nativeArgs, device, false);
+    const out = await this.#race(pending, options.signal);
+    return out.map((b) => new DeviceBuffer(b, this.#memories));
+  }
+
+  dispose(): void {
+    this.#disposed = true;
+    this.#native.dispose();
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+
+  #prepare(args: readonly ExecuteArg[], options: ExecuteOptions): [Array<NativeBuffer | NativeHostArray>, number] {
+    options.signal?.throwIfAborted();
+    const device = options.device ?? 0;
+    if (!Number.isInteger(device) || device < 0 || device >= this.#deviceCount) {
+      throw new ArgumentError(`device ${device} is out of range (0..${this.#deviceCount - 1})`);
+    }
+    if (!Array.isArray(args)) throw new ArgumentError('args must be an array');
+    const params = this.signature?.parameters;
+    if (params && args.length !== params.length) {
+      throw new ArgumentError(`expected ${params.length} arguments, got ${args.length}`);
+    }
+    const out: Array<NativeBuffer | NativeHostArray> = [];
+    args.forEach((a, i) => {
+      const field = `args[${i}]`;
+      let got: { dtype: string; shape: readonly number[] };
+      if (a instanceof DeviceBuffer) {
+        if (a.device !== device) throw new ArgumentError(`${field} lives on device ${a.device}, not ${device}`);
+        got = a;
+        out.push(a.native);
+      } else {
+        const h = checkHostArray(a, field);
+        got = h;
+        out.push({ data: h.data, type: PJRT_TYPE[h.dtype], dims: h.shape as number[] });
+      }
+      const want = params?.[i];
+      if (want && (want.dtype !== got.dtype || !shapeMatches(want.shape, got.shape))) {
+        throw new ArgumentError(`${field}: expected ${fmt(want)}, got ${fmt(got)}`);
+      }
+    });
+    return [out, device];
+  }
+
+  // An abort releases the caller at once; the device work finishes in the background and its
+  // results are dropped (PJRT cannot cancel a launched execution).
+  async #race<T>(pending: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+    if (!signal) return pending;
+    signal.throwIfAborted();
+    return new Promise<T>((resolve, reject) => {
+      const onAbort = () => reject(abortError(signal));
+      signal.addEventListener('abort', onAbort, { once: true });
+      pending.then(
+        (v) => {
+          signal.removeEventListener('abort', onAbort);
+          resolve(v);
+        },
+        (e: unknown) => {
+          signal.removeEventListener('abort', onAbort);
+          reject(e);
+        },
+      );
+    });
+  }
+}

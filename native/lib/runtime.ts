@@ -1,0 +1,175 @@
+import {
+  binding,
+  type NativeClient,
+  type NativeDeviceInfo,
+  type NativeMemoryStats,
+  type NativeOption,
+  type NativePluginInfo,
+} from './binding.js';
+import { DeviceBuffer } from './device-buffer.js';
+import { PJRT_TYPE } from './dtype.js';
+import { ArgumentError, PluginLoadError } from './errors.js';
+import { Executable } from './executable.js';
+import { checkHostArray, type HostArray } from './host-array.js';
+import { isMlirBytecode, parseMainSignature, type ProgramSignature } from './mlir-signature.js';
+import { resolvePlugin } from './plugin.js';
+
+export interface CudaOptions {
+  /** Fraction of device memory for XLA's BFC pool (plugin default 0.75). */
+  memoryFraction?: number;
+  /** Grab the pool at client creation (plugin default true; ours false). */
+  preallocate?: boolean;
+  allocator?: 'default' | 'platform' | 'bfc' | 'cuda_async';
+  visibleDevices?: number[];
+}
+
+export interface RuntimeOptions {
+  /** 'cpu' (the pinned XLA CPU plugin), 'cuda', or a path to a PJRT plugin. Default 'cpu'. */
+  plugin?: string;
+  /** CPU plugin: how many devices to create (the plugin's own default is 4). Default 1. */
+  cpuDeviceCount?: number;
+  cuda?: CudaOptions;
+  /** Further create options passed through verbatim (the plugin rejects unknown names). */
+  extraOptions?: NativeOption[];
+}
+
+export interface CompileOptions {
+  /** The program's parameter/result types, for bytecode programs whose signature we cannot read. */
+  signature?: ProgramSignature;
+  signal?: AbortSignal;
+}
+
+export type DeviceInfo = NativeDeviceInfo;
+export type MemoryStats = NativeMemoryStats;
+export type PluginInfo = NativePluginInfo;
+
+function isCudaPlugin(info: NativePluginInfo): boolean {
+  return 'cuda_version' in info.attributes;
+}
+
+function createOptions(info: NativePluginInfo, o: RuntimeOptions): NativeOption[] {
+  const out: NativeOption[] = [];
+  if (isCudaPlugin(info)) {
+    const c = o.cuda ?? {};
+    out.push({ name: 'platform_name', kind: 'string', value: 'cuda' });
+    out.push({ name: 'allocator', kind: 'string', value: c.allocator ?? 'bfc' });
+    out.push({ name: 'preallocate', kind: 'bool', value: c.preallocate ?? false });
+    out.push({ name: 'memory_fraction', kind: 'float', value: c.memoryFraction ?? 0.9 });
+    if (c.visibleDevices) out.push({ name: 'visible_devices', kind: 'int64list', value: c.visibleDevices });
+  } else if (info.path.includes('cpu')) {
+    const n = o.cpuDeviceCount ?? 1;
+    if (!Number.isInteger(n) || n < 1) throw new ArgumentError('cpuDeviceCount must be a positive integer');
+    out.push({ name: 'cpu_device_count', kind: 'int64', value: n });
+  }
+  return [...out, ...(o.extraOptions ?? [])];
+}
+
+/**
+ * One PJRT client on one plugin: the entry point for compile, upload and memory queries.
+ * Everything it creates is freed by dispose(), or individually by each object's dispose().
+ */
+export class Runtime {
+  readonly plugin: PluginInfo;
+  readonly platformName: string;
+  readonly platformVersion: string;
+  readonly devices: readonly DeviceInfo[];
+  readonly #client: NativeClient;
+
+  private constructor(client: NativeClient, plugin: PluginInfo) {
+    this.#client = client;
+    this.plugin = plugin;
+    this.platformName = client.platformName();
+    this.platformVersion = client.platformVersion();
+    this.devices = client.devices();
+  }
+
+  /** Loads the plugin (once per process) and creates a client. Nothing is downloaded here. */
+  static async create(options: RuntimeOptions = {}): Promise<Runtime> {
+    const path = resolvePlugin(options.plugin ?? 'cpu');
+    // XLA logs every INFO line to stderr unless told otherwise; errors still come back as statuses.
+    process.env.TF_CPP_MIN_LOG_LEVEL ??= '1';
+    const b = binding();
+    let info: NativePluginInfo;
+    try {
+      info = b.loadPlugin(path);
+    } catch (err) {
+      throw new PluginLoadError(`cannot load PJRT plugin ${path}: ${(err as Error).message}`, { cause: err });
+    }
+    const client = await b.createClient(path, createOptions(info, options));
+    return new Runtime(client, info);
+  }
+
+  get disposed(): boolean {
+    return this.#client.isDisposed();
+  }
+
+  /** Allocator statistics of a device; null where the plugin keeps none (the CPU plugin). */
+  memoryStats(device = 0): MemoryStats | null {
+    this.#checkDevice(device);
+    return this.#client.memoryStats(device);
+  }
+
+  /** Buffers and executables alive in this client, and the bytes the buffers occupy. */
+  ledger(): { liveBuffers: number; liveBufferBytes: number; liveExecutables: number } {
+    return this.#client.ledger();
+  }
+
+  /** Memory spaces of a device by kind ('device', 'pinned_host', 'unpinned_host'). */
+  memoryKinds(device = 0): string[] {
+    this.#checkDevice(device);
+    return this.devices[device]!.memories.map((m) => m.kind);
+  }
+
+  /** Compiles StableHLO (text or a portable-artifact bytecode) off the JS thread. */
+  async compile(code: Uint8Array | string, options: CompileOptions = {}): Promise<Executable> {
+    options.signal?.throwIfAborted();
+    let bytes: Uint8Array;
+    if (typeof code === 'string') bytes = Buffer.from(code, 'utf8');
+    else if (code instanceof Uint8Array) bytes = code;
+    else throw new ArgumentError('code must be a string or a Uint8Array');
+    if (bytes.byteLength === 0) throw new ArgumentError('code is empty');
+    const signature =
+      options.signature ?? (isMlirBytecode(bytes) ? null : parseMainSignature(Buffer.from(bytes).toString('utf8')));
+    const native = await this.#client.compile(bytes);
+    return new Executable(native, signature, this.#memoryIndex, this.devices.length);
+  }
+
+  /** Copies host data into a new buffer in `memory` ('device' by default) of `device`. */
+  async upload(array: HostArray, options: { device?: number; memory?: string } = {}): Promise<DeviceBuffer> {
+    const a = checkHostArray(array, 'array');
+    const device = options.device ?? 0;
+    this.#checkDevice(device);
+    const mem = options.memory === undefined ? -1 : this.#memoryIndex(device, options.memory);
+    const native = await this.#client.upload(
+      { data: a.data, type: PJRT_TYPE[a.dtype], dims: a.shape as number[] },
+      device,
+      mem,
+    );
+    return new DeviceBuffer(native, this.#memoryIndex);
+  }
+
+  /** Frees every buffer and executable of this client, then the client (once in-flight work ends). */
+  dispose(): void {
+    this.#client.dispose();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    this.dispose();
+  }
+
+  #checkDevice(device: number): void {
+    if (!Number.isInteger(device) || device < 0 || device >= this.devices.length) {
+      throw new ArgumentError(`device ${device} is out of range (0..${this.devices.length - 1})`);
+    }
+  }
+
+  readonly #memoryIndex = (device: number, kind: string): number => {
+    this.#checkDevice(device);
+    const m = this.devices[device]!.memories.find((x) => x.kind === kind);
+    if (!m) {
+      const have = this.devices[device]!.memories.map((x) => x.kind).join(', ');
+      throw new ArgumentError(`device ${device} has no '${kind}' memory (it has: ${have})`);
+    }
+    return m.index;
+  };
+}

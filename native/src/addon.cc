@@ -1,0 +1,106 @@
+// Registration only: the classes live in *_wrap.cc, the plugin loader in plugin.cc.
+#include <napi.h>
+
+#include <cstdlib>
+
+#include "addon_data.h"
+#include "handles.h"
+#include "plugin.h"
+#include "wraps.h"
+
+namespace hlo {
+namespace {
+
+Napi::Value AttributeToJs(Napi::Env env, const AttributeValue& v) {
+  if (auto* s = std::get_if<std::string>(&v)) return Napi::String::New(env, *s);
+  if (auto* i = std::get_if<int64_t>(&v)) return Napi::Number::New(env, static_cast<double>(*i));
+  if (auto* l = std::get_if<std::vector<int64_t>>(&v)) {
+    Napi::Array a = Napi::Array::New(env, l->size());
+    for (size_t k = 0; k < l->size(); ++k) a.Set(static_cast<uint32_t>(k), Napi::Number::New(env, static_cast<double>((*l)[k])));
+    return a;
+  }
+  if (auto* d = std::get_if<double>(&v)) return Napi::Number::New(env, *d);
+  return Napi::Boolean::New(env, std::get<bool>(v));
+}
+
+// init(PjrtError, DisposedError): the TS layer hands over its error classes so native code throws
+// the real types.
+Napi::Value Init(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!info[0].IsFunction() || !info[1].IsFunction()) throw Napi::TypeError::New(env, "init(PjrtError, DisposedError) expects two classes");
+  AddonData* data = AddonData::Get(env);
+  data->pjrt_error_ctor = Napi::Persistent(info[0].As<Napi::Function>());
+  data->disposed_error_ctor = Napi::Persistent(info[1].As<Napi::Function>());
+  return env.Undefined();
+}
+
+// loadPlugin(path) -> {path, apiVersion: [major, minor], apiStructSize, attributes}. Synchronous:
+// dlopen happens once per process, at startup.
+Napi::Value LoadPluginJs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!info[0].IsString()) throw Napi::TypeError::New(env, "pluginPath must be a string");
+  Status s;
+  const Plugin* p = LoadPlugin(info[0].As<Napi::String>(), &s);
+  if (p == nullptr) ThrowStatus(env, s);
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("path", Napi::String::New(env, p->path));
+  Napi::Array version = Napi::Array::New(env, 2);
+  version.Set(0u, Napi::Number::New(env, p->major));
+  version.Set(1u, Napi::Number::New(env, p->minor));
+  o.Set("apiVersion", version);
+  o.Set("apiStructSize", Napi::Number::New(env, static_cast<double>(p->api_struct_size)));
+  o.Set("declaredMinor", Napi::Number::New(env, hloabi::kDeclaredMinor));
+  Napi::Object attrs = Napi::Object::New(env);
+  for (const auto& [k, v] : p->attributes) attrs.Set(k, AttributeToJs(env, v));
+  o.Set("attributes", attrs);
+  return o;
+}
+
+void Teardown(AddonData* data) {
+  data->tearing_down = true;
+  // Join the workers first so no task touches a client while it is destroyed.
+  if (data->pool) data->pool->Shutdown();
+  std::set<std::shared_ptr<ClientState>> clients;
+  {
+    std::lock_guard<std::mutex> lock(data->clients_mu);
+    clients.swap(data->clients);
+  }
+  for (const auto& c : clients) c->Close();
+}
+
+}  // namespace
+
+Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
+  auto* data = new AddonData();
+  size_t threads = 4;
+  if (const char* t = std::getenv("HLOSERVE_NATIVE_THREADS")) {
+    long n = std::strtol(t, nullptr, 10);
+    if (n >= 1 && n <= 256) threads = static_cast<size_t>(n);
+  }
+  data->pool = std::make_unique<TaskPool>(threads);
+  data->completions = Napi::ThreadSafeFunction::New(env, Napi::Function::New(env, [](const Napi::CallbackInfo&) {}),
+                                                    "hloserve-pjrt", 0, 1);
+  data->completions.Unref(env);
+  data->client_ctor = Napi::Persistent(ClientWrap::Init(env));
+  data->buffer_ctor = Napi::Persistent(BufferWrap::Init(env));
+  data->executable_ctor = Napi::Persistent(ExecutableWrap::Init(env));
+  env.SetInstanceData<AddonData>(data);
+  // Runs before the instance data finalizer, while napi calls are still allowed.
+  env.AddCleanupHook([data]() {
+    Teardown(data);
+    data->completions.Release();
+  });
+  exports.Set("init", Napi::Function::New(env, Init));
+  exports.Set("loadPlugin", Napi::Function::New(env, LoadPluginJs));
+  exports.Set("createClient", Napi::Function::New(env, CreateClient));
+  exports.Set("PjrtClient", data->client_ctor.Value());
+  exports.Set("PjrtBuffer", data->buffer_ctor.Value());
+  exports.Set("PjrtExecutable", data->executable_ctor.Value());
+  return exports;
+}
+
+}  // namespace hlo
+
+static Napi::Object InitAll(Napi::Env env, Napi::Object exports) { return hlo::InitModule(env, exports); }
+
+NODE_API_MODULE(hloserve_pjrt, InitAll)

@@ -1,0 +1,288 @@
+#include <numeric>
+
+#include "addon_data.h"
+#include "tensor_helper.h"
+#include "wraps.h"
+
+namespace hlo {
+namespace {
+
+struct OutputArray {
+  int type = 0;
+  std::vector<int64_t> dims;
+  HostBlock block;
+};
+
+struct ExecuteJob {
+  std::shared_ptr<ExecutableResource> exe;
+  std::shared_ptr<ClientState> cs;
+  int device = 0;
+  bool download = false;
+  // One entry per argument: either an existing device buffer or host data to upload first.
+  std::vector<std::shared_ptr<BufferResource>> buffers;
+  std::vector<HostArg> host;
+  std::vector<bool> is_host;
+  // Results.
+  std::vector<std::shared_ptr<BufferResource>> outputs;
+  std::vector<OutputArray> arrays;
+};
+
+void DestroyBuffer(const hloabi::PJRT_Api* api, hloabi::PJRT_Buffer* b) {
+  if (b == nullptr) return;
+  hloabi::PJRT_Buffer_Destroy_Args d{};
+  d.struct_size = HLO_STRUCT_SIZE(hloabi::PJRT_Buffer_Destroy_Args, buffer);
+  d.buffer = b;
+  TakeError(api, api->PJRT_Buffer_Destroy(&d));
+}
+
+Status RunExecute(ExecuteJob& job) {
+  const auto* api = job.cs->api();
+  hloabi::PJRT_Device* device = job.cs->devices[job.device].device;
+  const size_t n = job.is_host.size();
+  std::vector<hloabi::PJRT_Buffer*> args(n, nullptr);
+  std::vector<hloabi::PJRT_Buffer*> transient;
+  std::vector<hloabi::PJRT_Event*> uploads;
+  Status s;
+  size_t host_at = 0, buf_at = 0;
+  for (size_t i = 0; i < n && s.ok(); ++i) {
+    if (!job.is_host[i]) {
+      args[i] = job.buffers[buf_at++]->buffer();
+      continue;
+    }
+    const HostArg& h = job.host[host_at++];
+    hloabi::PJRT_Client_BufferFromHostBuffer_Args b{};
+    b.struct_size = HLO_STRUCT_SIZE(hloabi::PJRT_Client_BufferFromHostBuffer_Args, buffer);
+    b.client = job.cs->client();
+    b.data = h.data;
+    b.type = h.type;
+    b.dims = h.dims.data();
+    b.num_dims = h.dims.size();
+    b.host_buffer_semantics = hloabi::kImmutableUntilTransferCompletes;
+    b.device = device;
+    s = TakeError(api, api->PJRT_Client_BufferFromHostBuffer(&b));
+    if (s.ok()) {
+      args[i] = b.buffer;
+      transient.push_back(b.buffer);
+      uploads.push_back(b.done_with_host_buffer);
+    }
+  }
+  // Uploads proceed concurrently; every event is awaited (and destroyed) before JS memory is let go.
+  for (auto* e : uploads) {
+    Status es = AwaitAndDestroy(api, e);
+    if (s.ok()) s = es;
+  }
+  const size_t num_out = job.exe->num_outputs;
+  std::vector<hloabi::PJRT_Buffer*> outs(num_out, nullptr);
+  if (s.ok()) {
+    std::vector<int64_t> non_donatable(n);
+    std::iota(non_donatable.begin(), non_donatable.end(), 0);
+    hloabi::PJRT_ExecuteOptions opts{};
+    opts.struct_size = HLO_STRUCT_SIZE(hloabi::PJRT_ExecuteOptions, num_hlo_output_callbacks);
+    opts.non_donatable_input_indices = non_donatable.data();
+    opts.num_non_donatable_input_indices = n;
+    hloabi::PJRT_Buffer* const* arg_list = args.data();
+    hloabi::PJRT_Buffer** out_list = outs.data();
+    hloabi::PJRT_Event* done = nullptr;
+    hloabi::PJRT_LoadedExecutable_Execute_Args e{};
+    e.struct_size = HLO_STRUCT_SIZE(hloabi::PJRT_LoadedExecutable_Execute_Args, execute_device);
+    e.executable = job.exe->executable();
+    e.options = &opts;
+    e.argument_lists = &arg_list;
+    e.num_devices = 1;
+    e.num_args = n;
+    e.output_lists = &out_list;
+    e.device_complete_events = &done;
+    e.execute_device = device;
+    s = TakeError(api, api->PJRT_LoadedExecutable_Execute(&e));
+    // On GPU an execution error arrives through the event, after the outputs exist.
+    if (s.ok()) s = AwaitAndDestroy(api, done);
+  }
+  for (auto* b : transient) DestroyBuffer(api, b);
+  if (!s.ok()) {
+    for (auto* b : outs) DestroyBuffer(api, b);
+    return s;
+  }
+  if (!job.download) {
+    for (auto* b : outs) {
+      auto res = std::make_shared<BufferResource>(job.cs, b, job.device);
+      job.cs->Adopt(res);
+      Status ds = DescribeBuffer(res.get());
+      if (s.ok()) s = ds;
+      job.outputs.push_back(std::move(res));
+    }
+    return s;
+  }
+  // Download every output concurrently, then free the device copies.
+  job.arrays.resize(num_out);
+  std::vector<hloabi::PJRT_Event*> downloads(num_out, nullptr);
+  for (size_t i = 0; i < num_out && s.ok(); ++i) {
+    OutputArray& a = job.arrays[i];
+    hloabi::PJRT_Buffer_ElementType_Args t{};
+    t.struct_size = HLO_STRUCT_SIZE(hloabi::PJRT_Buffer_ElementType_Args, type);
+    t.buffer = outs[i];
+    s = TakeError(api, api->PJRT_Buffer_ElementType(&t));
+    if (!s.ok()) break;
+    a.type = t.type;
+    hloabi::PJRT_Buffer_Dimensions_Args d{};
+    d.struct_size = HLO_STRUCT_SIZE(hloabi::PJRT_Buffer_Dimensions_Args, num_dims);
+    d.buffer = outs[i];
+    s = TakeError(api, api->PJRT_Buffer_Dimensions(&d));
+    if (!s.ok()) break;
+    a.dims.assign(d.dims, d.dims + d.num_dims);
+    size_t bytes = ElementSize(a.type);
+    if (bytes == 0) {
+      s = Status{12, "output " + std::to_string(i) + " has an element type hloserve does not support"};
+      break;
+    }
+    for (int64_t x : a.dims) bytes *= static_cast<size_t>(x);
+    a.block = HostBlock::Allocate(bytes);
+    hloabi::PJRT_Buffer_ToHostBuffer_Args th{};
+    th.struct_size = HLO_STRUCT_SIZE(hloabi::PJRT_Buffer_ToHostBuffer_Args, event);
+    th.src = outs[i];
+    th.dst = a.block.data;
+    th.dst_size = bytes;
+    s = TakeError(api, api->PJRT_Buffer_ToHostBuffer(&th));
+    downloads[i] = th.event;
+  }
+  for (auto* e : downloads) {
+    Status es = AwaitAndDestroy(api, e);
+    if (s.ok()) s = es;
+  }
+  for (auto* b : outs) DestroyBuffer(api, b);
+  return s;
+}
+
+}  // namespace
+
+Napi::Function ExecutableWrap::Init(Napi::Env env) {
+  return DefineClass(env, "PjrtExecutable",
+                     {InstanceMethod<&ExecutableWrap::Describe>("describe"),
+                      InstanceMethod<&ExecutableWrap::Execute>("execute"),
+                      InstanceMethod<&ExecutableWrap::Dispose>("dispose")});
+}
+
+Napi::Object ExecutableWrap::NewInstance(Napi::Env env, std::shared_ptr<ExecutableResource> res) {
+  auto* holder = new std::shared_ptr<ExecutableResource>(std::move(res));
+  auto ext = Napi::External<std::shared_ptr<ExecutableResource>>::New(
+      env, holder, [](Napi::Env, std::shared_ptr<ExecutableResource>* h) { delete h; });
+  return AddonData::Get(env)->executable_ctor.New({ext});
+}
+
+ExecutableWrap::ExecutableWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<ExecutableWrap>(info) {
+  if (info.Length() != 1 || !info[0].IsExternal()) throw Napi::TypeError::New(info.Env(), "PjrtExecutable is created by compile()");
+  res_ = *info[0].As<Napi::External<std::shared_ptr<ExecutableResource>>>().Data();
+}
+
+ExecutableWrap::~ExecutableWrap() {
+  if (res_) res_->Release();
+}
+
+std::shared_ptr<ExecutableResource> ExecutableWrap::Live(Napi::Env env) {
+  if (!res_ || res_->released() || res_->client()->closed()) ThrowStatus(env, Status::Disposed("the executable has been disposed"));
+  return res_;
+}
+
+Napi::Value ExecutableWrap::Describe(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto e = Live(env);
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("numOutputs", Napi::Number::New(env, static_cast<double>(e->num_outputs)));
+  Napi::Array types = Napi::Array::New(env, e->output_types.size());
+  for (size_t i = 0; i < e->output_types.size(); ++i) types.Set(static_cast<uint32_t>(i), Napi::Number::New(env, e->output_types[i]));
+  o.Set("outputTypes", types);
+  Napi::Array dims = Napi::Array::New(env, e->output_dims.size());
+  for (size_t i = 0; i < e->output_dims.size(); ++i) dims.Set(static_cast<uint32_t>(i), DimsToJs(env, e->output_dims[i]));
+  o.Set("outputDims", dims);
+  if (e->has_memory_stats) {
+    const auto& m = e->memory_stats;
+    Napi::Object ms = Napi::Object::New(env);
+    ms.Set("generatedCodeBytes", Napi::Number::New(env, static_cast<double>(m.generated_code_size_in_bytes)));
+    ms.Set("argumentBytes", Napi::Number::New(env, static_cast<double>(m.argument_size_in_bytes)));
+    ms.Set("outputBytes", Napi::Number::New(env, static_cast<double>(m.output_size_in_bytes)));
+    ms.Set("aliasBytes", Napi::Number::New(env, static_cast<double>(m.alias_size_in_bytes)));
+    ms.Set("tempBytes", Napi::Number::New(env, static_cast<double>(m.temp_size_in_bytes)));
+    ms.Set("peakMemoryBytes", Napi::Number::New(env, static_cast<double>(m.peak_memory_in_bytes)));
+    o.Set("memoryStats", ms);
+  } else {
+    o.Set("memoryStats", env.Null());
+  }
+  return o;
+}
+
+// execute(args: Array<PjrtBuffer | {data, type, dims}>, deviceIndex, download) -> Promise
+Napi::Value ExecutableWrap::Execute(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto job = std::make_shared<ExecuteJob>();
+  job->exe = Live(env);
+  job->cs = job->exe->client();
+  if (!info[0].IsArray()) throw Napi::TypeError::New(env, "args must be an array");
+  auto arr = info[0].As<Napi::Array>();
+  job->device = info[1].IsNumber() ? info[1].As<Napi::Number>().Int32Value() : 0;
+  if (job->device < 0 || job->device >= static_cast<int>(job->cs->devices.size()))
+    throw Napi::RangeError::New(env, "device index out of range");
+  job->download = info[2].ToBoolean();
+  KeepAlive keep = std::make_shared<std::vector<Napi::ObjectReference>>();
+  AddonData* data = AddonData::Get(env);
+  for (uint32_t i = 0; i < arr.Length(); ++i) {
+    std::string field = "args[" + std::to_string(i) + "]";
+    Napi::Value v = arr.Get(i);
+    if (v.IsObject() && v.As<Napi::Object>().InstanceOf(data->buffer_ctor.Value())) {
+      auto b = BufferWrap::FromValue(v, field);
+      if (b->client() != job->cs) throw Napi::TypeError::New(env, field + " belongs to another client");
+      if (b->device_index() != job->device) throw Napi::TypeError::New(env, field + " lives on another device");
+      job->buffers.push_back(b);
+      job->is_host.push_back(false);
+    } else if (v.IsObject()) {
+      job->host.push_back(ReadHostArg(v.As<Napi::Object>(), field, keep));
+      job->is_host.push_back(true);
+    } else {
+      throw Napi::TypeError::New(env, field + " must be a PjrtBuffer or {data, type, dims}");
+    }
+  }
+  // Pin everything first so a concurrent dispose() cannot free what this execution reads.
+  const bool exe_pinned = job->exe->Pin();
+  size_t pinned = 0;
+  bool ok = exe_pinned;
+  while (ok && pinned < job->buffers.size()) {
+    if (job->buffers[pinned]->Pin()) ++pinned;
+    else ok = false;
+  }
+  if (!ok || !job->cs->Begin()) {
+    for (size_t i = 0; i < pinned; ++i) job->buffers[i]->Unpin();
+    if (exe_pinned) job->exe->Unpin();
+    ThrowStatus(env, Status::Disposed("an argument or the executable has been disposed"));
+  }
+  AsyncOp op;
+  op.work = [job]() -> Status {
+    Status s = RunExecute(*job);
+    for (auto& b : job->buffers) b->Unpin();
+    job->exe->Unpin();
+    job->cs->End();
+    return s;
+  };
+  op.finish = [job, keep](Napi::Env env) -> Napi::Value {
+    if (!job->download) {
+      Napi::Array out = Napi::Array::New(env, job->outputs.size());
+      for (size_t i = 0; i < job->outputs.size(); ++i) out.Set(static_cast<uint32_t>(i), BufferWrap::NewInstance(env, job->outputs[i]));
+      return out;
+    }
+    Napi::Array out = Napi::Array::New(env, job->arrays.size());
+    for (size_t i = 0; i < job->arrays.size(); ++i) {
+      OutputArray& a = job->arrays[i];
+      Napi::Object o = Napi::Object::New(env);
+      o.Set("type", Napi::Number::New(env, a.type));
+      o.Set("dims", DimsToJs(env, a.dims));
+      o.Set("data", a.block.ToJs(env));
+      out.Set(static_cast<uint32_t>(i), o);
+    }
+    return out;
+  };
+  return RunAsync(env, std::move(op));
+}
+
+Napi::Value ExecutableWrap::Dispose(const Napi::CallbackInfo& info) {
+  if (res_) res_->Release();
+  return info.Env().Undefined();
+}
+
+}  // namespace hlo

@@ -1,0 +1,71 @@
+// The three JS classes over PJRT objects. Each holds a shared_ptr to its Resource (or client
+// state); dispose() releases it deterministically, GC is only a backstop.
+#pragma once
+
+#include <napi.h>
+
+#include <memory>
+
+#include "handles.h"
+
+namespace hlo {
+
+class ClientWrap : public Napi::ObjectWrap<ClientWrap> {
+ public:
+  static Napi::Function Init(Napi::Env env);
+  static Napi::Object NewInstance(Napi::Env env, std::shared_ptr<ClientState> state);
+  explicit ClientWrap(const Napi::CallbackInfo& info);
+  ~ClientWrap() override;
+
+ private:
+  std::shared_ptr<ClientState> Live(Napi::Env env);
+  Napi::Value PlatformName(const Napi::CallbackInfo& info);
+  Napi::Value PlatformVersion(const Napi::CallbackInfo& info);
+  Napi::Value Devices(const Napi::CallbackInfo& info);
+  Napi::Value MemoryStats(const Napi::CallbackInfo& info);
+  Napi::Value Ledger(const Napi::CallbackInfo& info);
+  Napi::Value Compile(const Napi::CallbackInfo& info);
+  Napi::Value Upload(const Napi::CallbackInfo& info);
+  Napi::Value Dispose(const Napi::CallbackInfo& info);
+  Napi::Value IsDisposed(const Napi::CallbackInfo& info);
+  std::shared_ptr<ClientState> state_;
+};
+
+class BufferWrap : public Napi::ObjectWrap<BufferWrap> {
+ public:
+  static Napi::Function Init(Napi::Env env);
+  static Napi::Object NewInstance(Napi::Env env, std::shared_ptr<BufferResource> res);
+  explicit BufferWrap(const Napi::CallbackInfo& info);
+  ~BufferWrap() override;
+  // The live resource behind a JS value, or a thrown DisposedError / TypeError.
+  static std::shared_ptr<BufferResource> FromValue(const Napi::Value& v, const std::string& field);
+
+ private:
+  std::shared_ptr<BufferResource> Live(Napi::Env env);
+  Napi::Value Describe(const Napi::CallbackInfo& info);
+  Napi::Value ToHost(const Napi::CallbackInfo& info);
+  Napi::Value CopyToMemory(const Napi::CallbackInfo& info);
+  Napi::Value IsDeleted(const Napi::CallbackInfo& info);
+  Napi::Value Dispose(const Napi::CallbackInfo& info);
+  std::shared_ptr<BufferResource> res_;
+};
+
+class ExecutableWrap : public Napi::ObjectWrap<ExecutableWrap> {
+ public:
+  static Napi::Function Init(Napi::Env env);
+  static Napi::Object NewInstance(Napi::Env env, std::shared_ptr<ExecutableResource> res);
+  explicit ExecutableWrap(const Napi::CallbackInfo& info);
+  ~ExecutableWrap() override;
+
+ private:
+  std::shared_ptr<ExecutableResource> Live(Napi::Env env);
+  Napi::Value Describe(const Napi::CallbackInfo& info);
+  Napi::Value Execute(const Napi::CallbackInfo& info);
+  Napi::Value Dispose(const Napi::CallbackInfo& info);
+  std::shared_ptr<ExecutableResource> res_;
+};
+
+// createClient(pluginPath, options) -> Promise<ClientWrap>
+Napi::Value CreateClient(const Napi::CallbackInfo& info);
+
+}  // namespace hlo

@@ -1,0 +1,74 @@
+import assert from 'node:assert/strict';
+import { after, before, suite, test } from 'node:test';
+import { hostArray, Runtime } from '../lib/index.js';
+import { ADD, randomF32 } from './programs.js';
+
+function gc(): void {
+  (globalThis as { gc?: () => void }).gc?.();
+}
+
+suite('lifetime and memory', () => {
+  let rt: Runtime;
+  before(async () => {
+    rt = await Runtime.create();
+  });
+  after(() => rt.dispose());
+
+  test('10,000 execute cycles leave RSS within 5%', async () => {
+    const n = 4096;
+    const exe = await rt.compile(ADD(n));
+    const w = await rt.upload(hostArray('f32', [n], randomF32(n, 1)));
+    const x = hostArray('f32', [n], randomF32(n, 2));
+    const cycle = async () => {
+      const [out] = await exe.run([x, w]);
+      const dev = await rt.upload(out!);
+      const back = await dev.toHost();
+      dev.dispose();
+      return back.data.byteLength;
+    };
+    for (let i = 0; i < 1000; i++) await cycle(); // warm allocator pools and JIT
+    gc();
+    const before = process.memoryUsage().rss;
+    for (let i = 0; i < 10_000; i++) await cycle();
+    gc();
+    await new Promise((r) => setTimeout(r, 50));
+    gc();
+    const afterRss = process.memoryUsage().rss;
+    const growth = (afterRss - before) / before;
+    assert.ok(growth < 0.05, `RSS grew ${(growth * 100).toFixed(2)}% (${before} -> ${afterRss})`);
+    assert.equal(rt.ledger().liveBuffers, 1, 'only the weight buffer should be alive');
+  });
+
+  test('dispose frees buffers deterministically (ledger)', async () => {
+    const before = rt.ledger();
+    const bufs = await Promise.all(Array.from({ length: 10 }, (_, i) => rt.upload(hostArray('f32', [256], randomF32(256, i)))));
+    assert.equal(rt.ledger().liveBuffers, before.liveBuffers + 10);
+    assert.equal(rt.ledger().liveBufferBytes, before.liveBufferBytes + 10 * 1024);
+    for (const b of bufs) b.dispose();
+    assert.deepEqual(rt.ledger(), before);
+  });
+
+  test('memory spaces: pinned_host staging, copy to device, execute', async () => {
+    assert.deepEqual(rt.memoryKinds(), ['device', 'pinned_host', 'unpinned_host']);
+    assert.equal(rt.memoryStats(), null, 'the CPU plugin keeps no allocator statistics');
+    const n = 64;
+    const data = randomF32(n, 3);
+    const staged = await rt.upload(hostArray('f32', [n], data), { memory: 'pinned_host' });
+    assert.equal(staged.memoryKind, 'pinned_host');
+    const onDevice = await staged.copyTo('device');
+    assert.equal(onDevice.memoryKind, 'device');
+    const exe = await rt.compile(ADD(n));
+    const [out] = await exe.run([onDevice, onDevice]);
+    const got = new Float32Array(out!.data.buffer, out!.data.byteOffset, n);
+    got.forEach((v, i) => assert.equal(v, data[i]! * 2));
+    staged.dispose();
+    onDevice.dispose();
+  });
+
+  test('plugin facts: API version, StableHLO range, one CPU device', () => {
+    assert.deepEqual(rt.plugin.apiVersion, [0, 115]);
+    assert.deepEqual(rt.plugin.attributes.stablehlo_current_version, [1, 20, 0]);
+    assert.equal(rt.platformName, 'cpu');
+    assert.equal(rt.devices.length, 1);
+  });
+});

@@ -1,0 +1,64 @@
+import assert from 'node:assert/strict';
+import { after, before, suite, test } from 'node:test';
+import { asFloat32, hostArray, Runtime } from '../lib/index.js';
+import { ADD, CONV, conv64, DOT, matmul64, maxRelError, MLP, randomF32 } from './programs.js';
+
+suite('numerics on the real CPU plugin (float64 reference, relative error < 1e-5)', () => {
+  let rt: Runtime;
+  before(async () => {
+    rt = await Runtime.create({ plugin: 'cpu' });
+  });
+  after(() => rt.dispose());
+
+  test('elementwise add', async () => {
+    const n = 1000;
+    const a = randomF32(n, 1);
+    const b = randomF32(n, 2);
+    const exe = await rt.compile(ADD(n));
+    const [out] = await exe.run([hostArray('f32', [n], a), hostArray('f32', [n], b)]);
+    const want = Float64Array.from(a, (x, i) => x + b[i]!);
+    assert.deepEqual(out!.shape, [n]);
+    assert.ok(maxRelError(asFloat32(out!), want) < 1e-5);
+  });
+
+  test('dot', async () => {
+    const [m, k, n] = [17, 33, 9];
+    const a = randomF32(m * k, 3);
+    const b = randomF32(k * n, 4);
+    const exe = await rt.compile(DOT(m, k, n));
+    const [out] = await exe.run([hostArray('f32', [m, k], a), hostArray('f32', [k, n], b)]);
+    assert.deepEqual(out!.shape, [m, n]);
+    assert.ok(maxRelError(asFloat32(out!), matmul64(a, b, m, k, n)) < 1e-5);
+  });
+
+  test('convolution (NHWC, 3x3, SAME)', async () => {
+    const [n, h, w, ci, co] = [2, 7, 6, 3, 4];
+    const x = randomF32(n * h * w * ci, 5);
+    const k = randomF32(9 * ci * co, 6);
+    const exe = await rt.compile(CONV(n, h, w, ci, co));
+    const [out] = await exe.run([hostArray('f32', [n, h, w, ci], x), hostArray('f32', [3, 3, ci, co], k)]);
+    assert.deepEqual(out!.shape, [n, h, w, co]);
+    assert.ok(maxRelError(asFloat32(out!), conv64(x, k, n, h, w, ci, co)) < 1e-5);
+  });
+
+  test('small MLP with device-resident weights', async () => {
+    const [b, i, h, o] = [4, 8, 16, 3];
+    const x = randomF32(b * i, 7);
+    const w1 = randomF32(i * h, 8);
+    const b1 = randomF32(h, 9);
+    const w2 = randomF32(h * o, 10);
+    const b2 = randomF32(o, 11);
+    const exe = await rt.compile(MLP(b, i, h, o));
+    const weights = await Promise.all([
+      rt.upload(hostArray('f32', [i, h], w1)),
+      rt.upload(hostArray('f32', [h], b1)),
+      rt.upload(hostArray('f32', [h, o], w2)),
+      rt.upload(hostArray('f32', [o], b2)),
+    ]);
+    const [out] = await exe.run([hostArray('f32', [b, i], x), ...weights]);
+    const hidden = matmul64(x, w1, b, i, h).map((v, j) => Math.max(0, v + b1[j % h]!));
+    const want = matmul64(hidden, w2, b, h, o).map((v, j) => v + b2[j % o]!);
+    assert.ok(maxRelError(asFloat32(out!), want) < 1e-5);
+    for (const w of weights) w.dispose();
+  });
+});
