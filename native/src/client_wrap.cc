@@ -1,3 +1,4 @@
+#include <cstdlib>
 #include <cstring>
 
 #include "addon_data.h"
@@ -173,6 +174,7 @@ Napi::Value CreateClient(const Napi::CallbackInfo& info) {
     s = TakeError(plugin->api, plugin->api->PJRT_Client_Create(&c));
     if (!s.ok()) return s;
     auto cs = std::make_shared<ClientState>(plugin, c.client);
+    if (const char* d = std::getenv("HLOSERVE_DIRECT_HOST_COPY")) cs->direct_host_copy = std::string(d) != "0";
     s = QueryDevices(cs.get());
     if (!s.ok()) return s;
     if (cs->devices.empty()) return Status{9, "the PJRT client reports no addressable devices"};

@@ -1,3 +1,4 @@
+#include <cstring>
 #include <numeric>
 
 #include "addon_data.h"
@@ -35,6 +36,28 @@ void DestroyBuffer(const hloabi::PJRT_Api* api, hloabi::PJRT_Buffer* b) {
   TakeError(api, api->PJRT_Buffer_Destroy(&d));
 }
 
+// When the output already lives in host memory (the CPU plugin) and is ready, one memcpy on this
+// thread replaces an asynchronous transfer whose completion costs two cross-thread wakeups.
+// Layout is the buffer's own (row-major by default), the same one ToHostBuffer(host_layout=NULL)
+// would produce.
+bool CopyIfOnCpu(const hloabi::PJRT_Api* api, hloabi::PJRT_Buffer* b, uint8_t* dst, size_t bytes) {
+  if (!HLO_HAS(api, PJRT_Buffer_IsOnCpu) || !HLO_HAS(api, PJRT_Buffer_UnsafePointer)) return false;
+  hloabi::PJRT_Buffer_IsOnCpu_Args c{};
+  c.struct_size = HLO_STRUCT_SIZE(hloabi::PJRT_Buffer_IsOnCpu_Args, is_on_cpu);
+  c.buffer = b;
+  if (!TakeError(api, api->PJRT_Buffer_IsOnCpu(&c)).ok() || !c.is_on_cpu) return false;
+  hloabi::PJRT_Buffer_OnDeviceSizeInBytes_Args z{};
+  z.struct_size = HLO_STRUCT_SIZE(hloabi::PJRT_Buffer_OnDeviceSizeInBytes_Args, on_device_size_in_bytes);
+  z.buffer = b;
+  if (!TakeError(api, api->PJRT_Buffer_OnDeviceSizeInBytes(&z)).ok() || z.on_device_size_in_bytes != bytes) return false;
+  hloabi::PJRT_Buffer_UnsafePointer_Args p{};
+  p.struct_size = HLO_STRUCT_SIZE(hloabi::PJRT_Buffer_UnsafePointer_Args, buffer_pointer);
+  p.buffer = b;
+  if (!TakeError(api, api->PJRT_Buffer_UnsafePointer(&p)).ok() || p.buffer_pointer == 0) return false;
+  if (bytes > 0) std::memcpy(dst, reinterpret_cast<const void*>(p.buffer_pointer), bytes);
+  return true;
+}
+
 Status RunExecute(ExecuteJob& job) {
   const auto* api = job.cs->api();
   hloabi::PJRT_Device* device = job.cs->devices[job.device].device;
@@ -66,11 +89,15 @@ Status RunExecute(ExecuteJob& job) {
       uploads.push_back(b.done_with_host_buffer);
     }
   }
-  // Uploads proceed concurrently; every event is awaited (and destroyed) before JS memory is let go.
-  for (auto* e : uploads) {
-    Status es = AwaitAndDestroy(api, e);
-    if (s.ok()) s = es;
-  }
+  // Execute does not wait for the uploads here: PJRT orders it after them itself. Their events are
+  // awaited (and destroyed) after the transient buffers are gone, before JS memory is let go.
+  auto await_uploads = [&]() {
+    for (auto* e : uploads) {
+      Status es = AwaitAndDestroy(api, e);
+      if (s.ok()) s = es;
+    }
+    uploads.clear();
+  };
   const size_t num_out = job.exe->num_outputs;
   std::vector<hloabi::PJRT_Buffer*> outs(num_out, nullptr);
   if (s.ok()) {
@@ -98,6 +125,7 @@ Status RunExecute(ExecuteJob& job) {
     if (s.ok()) s = AwaitAndDestroy(api, done);
   }
   for (auto* b : transient) DestroyBuffer(api, b);
+  await_uploads();
   if (!s.ok()) {
     for (auto* b : outs) DestroyBuffer(api, b);
     return s;
@@ -136,6 +164,7 @@ Status RunExecute(ExecuteJob& job) {
     }
     for (int64_t x : a.dims) bytes *= static_cast<size_t>(x);
     a.block = HostBlock::Allocate(bytes);
+    if (job.cs->direct_host_copy && CopyIfOnCpu(api, outs[i], a.block.data, bytes)) continue;
     hloabi::PJRT_Buffer_ToHostBuffer_Args th{};
     th.struct_size = HLO_STRUCT_SIZE(hloabi::PJRT_Buffer_ToHostBuffer_Args, event);
     th.src = outs[i];

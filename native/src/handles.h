@@ -75,6 +75,9 @@ class ClientState {
   std::atomic<int64_t> live_buffers{0};
   std::atomic<int64_t> live_buffer_bytes{0};
   std::atomic<int64_t> live_executables{0};
+  // Read outputs that live in host memory with a plain memcpy instead of an async transfer
+  // (HLOSERVE_DIRECT_HOST_COPY=0 turns it off, for comparison).
+  bool direct_host_copy = true;
 
  private:
   void DestroyLocked();

@@ -211,6 +211,8 @@ struct PJRT_Buffer_Dimensions_Args { HLO_ARGS_HEAD; PJRT_Buffer* buffer; const i
 struct PJRT_Buffer_OnDeviceSizeInBytes_Args { HLO_ARGS_HEAD; PJRT_Buffer* buffer; size_t on_device_size_in_bytes; };
 struct PJRT_Buffer_Memory_Args { HLO_ARGS_HEAD; PJRT_Buffer* buffer; PJRT_Memory* memory; };
 struct PJRT_Buffer_IsDeleted_Args { HLO_ARGS_HEAD; PJRT_Buffer* buffer; bool is_deleted; };
+struct PJRT_Buffer_IsOnCpu_Args { HLO_ARGS_HEAD; PJRT_Buffer* buffer; bool is_on_cpu; };
+struct PJRT_Buffer_UnsafePointer_Args { HLO_ARGS_HEAD; PJRT_Buffer* buffer; uintptr_t buffer_pointer; };
 struct PJRT_Buffer_ReadyEvent_Args { HLO_ARGS_HEAD; PJRT_Buffer* buffer; PJRT_Event* event; };
 struct PJRT_Buffer_ToHostBuffer_Args { HLO_ARGS_HEAD; PJRT_Buffer* src; PJRT_Buffer_MemoryLayout* host_layout; void* dst; size_t dst_size; PJRT_Event* event; };
 struct PJRT_Executable_OutputElementTypes_Args { HLO_ARGS_HEAD; PJRT_Executable* executable; int* output_types; size_t num_output_types; };
@@ -313,9 +315,10 @@ struct PJRT_Api {
   HLO_FN(PJRT_Buffer_IsDeleted);                                 // 69
   HLO_SLOT(70);                                                  // Buffer_CopyToDevice
   HLO_FN(PJRT_Buffer_ToHostBuffer);                              // 71
-  HLO_SLOT(72);                                                  // Buffer_IsOnCpu
+  HLO_FN(PJRT_Buffer_IsOnCpu);                                   // 72
   HLO_FN(PJRT_Buffer_ReadyEvent);                                // 73
-  HLO_SLOT(74); HLO_SLOT(75); HLO_SLOT(76); HLO_SLOT(77);         // 74-77
+  HLO_FN(PJRT_Buffer_UnsafePointer);                             // 74
+  HLO_SLOT(75); HLO_SLOT(76); HLO_SLOT(77);                       // 75-77
   HLO_SLOT(78); HLO_SLOT(79); HLO_SLOT(80); HLO_SLOT(81); HLO_SLOT(82);                // CopyToDeviceStream
   HLO_SLOT(83); HLO_SLOT(84); HLO_SLOT(85); HLO_SLOT(86); HLO_SLOT(87); HLO_SLOT(88);  // Topology
   HLO_SLOT(89);                                                  // TopologyDescription_Attributes

@@ -370,4 +370,10 @@ static_assert(offsetof(::PJRT_Api, pjrt_api_version) == offsetof(hloabi::PJRT_Ap
 static_assert((int)::PJRT_HostBufferSemantics_kImmutableUntilTransferCompletes == (int)hloabi::kImmutableUntilTransferCompletes, "semantics");
 static_assert((int)::PJRT_NamedValue_kBool == (int)hloabi::PJRT_NamedValue_kBool, "named value kinds");
 static_assert((int)::PJRT_Buffer_Type_BF16 == 13 && (int)::PJRT_Buffer_Type_PRED == 1 && (int)::PJRT_Buffer_Type_F64 == 12, "element types");
+SAME_OFFSET(PJRT_Buffer_IsOnCpu_Args, buffer); SAME_OFFSET(PJRT_Buffer_IsOnCpu_Args, is_on_cpu); SAME_SIZE(PJRT_Buffer_IsOnCpu_Args, is_on_cpu);
+static_assert(::PJRT_Buffer_IsOnCpu_Args_STRUCT_SIZE == HLO_STRUCT_SIZE(hloabi::PJRT_Buffer_IsOnCpu_Args, is_on_cpu), "PJRT_Buffer_IsOnCpu_Args struct size differs");
+SAME_OFFSET(PJRT_Buffer_UnsafePointer_Args, buffer); SAME_OFFSET(PJRT_Buffer_UnsafePointer_Args, buffer_pointer); SAME_SIZE(PJRT_Buffer_UnsafePointer_Args, buffer_pointer);
+static_assert(::PJRT_Buffer_UnsafePointer_Args_STRUCT_SIZE == HLO_STRUCT_SIZE(hloabi::PJRT_Buffer_UnsafePointer_Args, buffer_pointer), "PJRT_Buffer_UnsafePointer_Args struct size differs");
+static_assert(offsetof(::PJRT_Api, PJRT_Buffer_IsOnCpu) == offsetof(hloabi::PJRT_Api, PJRT_Buffer_IsOnCpu), "PJRT_Api.PJRT_Buffer_IsOnCpu slot differs");
+static_assert(offsetof(::PJRT_Api, PJRT_Buffer_UnsafePointer) == offsetof(hloabi::PJRT_Api, PJRT_Buffer_UnsafePointer), "PJRT_Api.PJRT_Buffer_UnsafePointer slot differs");
 int main() { return 0; }

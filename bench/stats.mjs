@@ -1,0 +1,20 @@
+// Small helpers shared by the benchmark scripts (they print numbers; nothing here asserts).
+import os from 'node:os';
+
+export function percentile(sorted, p) {
+  if (sorted.length === 0) return NaN;
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[i];
+}
+
+export function summarize(samplesUs) {
+  const s = Float64Array.from(samplesUs).sort();
+  return { n: s.length, p50: percentile(s, 50), p90: percentile(s, 90), p99: percentile(s, 99), min: s[0], max: s[s.length - 1] };
+}
+
+export function machine() {
+  const cpus = os.cpus();
+  return `${cpus[0]?.model ?? 'cpu'} x${cpus.length}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, ${os.platform()} ${os.release()}, node ${process.version}`;
+}
+
+export const fmt = (x, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : String(x));
