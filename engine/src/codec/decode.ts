@@ -1,0 +1,153 @@
+import { fixedElementByteSize, fromWireDatatype, toWireDatatype } from '../dtypes.js';
+import { invalidArgument } from '../errors.js';
+import type { SharedMemoryRegistry } from '../kserve/shared-memory.js';
+import type { HostTensor } from '../tensor.js';
+import { countBytesElements } from './bytes-tensor.js';
+import type { IoTensorSpec, ModelIO } from './model-io.js';
+import { typedToBytes } from './typed-values.js';
+import type { Params, WireInferRequest, WireInput } from './wire.js';
+
+export interface ShmTarget {
+  readonly region: string;
+  readonly offset: number;
+  readonly byteSize: number;
+}
+
+export interface RequestedOutput {
+  readonly index: number; // position among the model's outputs
+  readonly spec: IoTensorSpec;
+  readonly shm: ShmTarget | null;
+  readonly parameters: Params;
+}
+
+export interface DecodedRequest {
+  /** Inputs in the model's order, with their bytes (views into the request where possible). */
+  readonly inputs: readonly HostTensor[];
+  /** Extent of the batch axis (1 for models without one). */
+  readonly rows: number;
+  readonly outputs: readonly RequestedOutput[];
+}
+
+const MAX_ELEMENTS = 2 ** 40;
+
+function intParam(p: Params, key: string, field: string): number | undefined {
+  const v = p[key];
+  if (v === undefined) return undefined;
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) {
+    throw invalidArgument(`${field}: parameter '${key}' must be a non-negative integer`);
+  }
+  return v;
+}
+
+/** Reads the shared_memory_* parameters of a tensor; null when it carries none. */
+export function shmTarget(p: Params, field: string): ShmTarget | null {
+  const region = p.shared_memory_region;
+  const byteSize = intParam(p, 'shared_memory_byte_size', field);
+  const offset = intParam(p, 'shared_memory_offset', field) ?? 0;
+  if (region === undefined) {
+    if (byteSize !== undefined || p.shared_memory_offset !== undefined) {
+      throw invalidArgument(`${field}: shared_memory_byte_size/offset given without shared_memory_region`);
+    }
+    return null;
+  }
+  if (typeof region !== 'string' || region === '') throw invalidArgument(`${field}: shared_memory_region must be a non-empty string`);
+  if (byteSize === undefined) throw invalidArgument(`${field}: shared_memory_region needs shared_memory_byte_size`);
+  return { region, offset, byteSize };
+}
+
+function checkShape(spec: IoTensorSpec, input: WireInput, field: string): number {
+  const shape = input.shape;
+  if (shape.length !== spec.dims.length) {
+    throw invalidArgument(
+      `${field}: shape [${shape.join(',')}] has rank ${shape.length}, the model expects rank ${spec.dims.length} ([${spec.dims.join(',')}])`,
+    );
+  }
+  let n = 1;
+  shape.forEach((d, i) => {
+    if (!Number.isSafeInteger(d) || d < 0) throw invalidArgument(`${field}: shape[${i}] = ${d} is not a valid extent`);
+    if (spec.dims[i] !== -1 && d !== spec.dims[i]) {
+      throw invalidArgument(`${field}: shape [${shape.join(',')}] does not match the model's [${spec.dims.join(',')}] at axis ${i}`);
+    }
+    if (i === spec.batchAxis && d === 0) throw invalidArgument(`${field}: the batch axis must have at least one row`);
+    n *= d;
+  });
+  if (n > MAX_ELEMENTS) throw invalidArgument(`${field}: ${n} elements is too large`);
+  return n;
+}
+
+function inputBytes(spec: IoTensorSpec, input: WireInput, elements: number, shm: SharedMemoryRegistry | null, field: string): Uint8Array {
+  const target = shmTarget(input.parameters, field);
+  let bytes: Uint8Array;
+  if (target) {
+    if (input.data.kind !== 'none') throw invalidArgument(`${field}: data given both inline and in shared memory`);
+    if (!shm) throw invalidArgument(`${field}: shared memory is disabled on this server`);
+    bytes = shm.read(target.region, target.offset, target.byteSize);
+  } else if (input.data.kind === 'raw') {
+    bytes = input.data.bytes;
+  } else if (input.data.kind === 'typed') {
+    bytes = typedToBytes(spec.dtype, input.data.values, `${field}.${input.data.field}`);
+  } else {
+    throw invalidArgument(`${field}: no data (neither raw contents, typed contents nor shared memory)`);
+  }
+  const size = fixedElementByteSize(spec.dtype);
+  if (size === null) {
+    const count = countBytesElements(bytes, field);
+    if (count !== elements) throw invalidArgument(`${field}: ${count} BYTES elements for shape [${input.shape.join(',')}] (${elements})`);
+  } else if (bytes.byteLength !== elements * size) {
+    throw invalidArgument(
+      `${field}: expected ${elements * size} bytes for ${toWireDatatype(spec.dtype)}[${input.shape.join(',')}], got ${bytes.byteLength}`,
+    );
+  }
+  return bytes;
+}
+
+/**
+ * Validates a request against the model (names, datatypes, ranks, fixed extents, sizes, batch
+ * rows) and resolves its data, before anything is queued: a bad request can never poison a batch.
+ */
+export function decodeRequest(model: ModelIO, req: WireInferRequest, shm: SharedMemoryRegistry | null): DecodedRequest {
+  const byName = new Map(model.inputs.map((s, i) => [s.name, i]));
+  const tensors: (HostTensor | undefined)[] = new Array(model.inputs.length);
+  let rows: number | null = null;
+  req.inputs.forEach((input, k) => {
+    const field = `inputs[${k}] '${input.name}'`;
+    const idx = byName.get(input.name);
+    if (idx === undefined) {
+      throw invalidArgument(`unexpected inference input '${input.name}' for model '${model.name}' (expects: ${model.inputs.map((s) => s.name).join(', ')})`);
+    }
+    if (tensors[idx]) throw invalidArgument(`${field}: input given twice`);
+    const spec = model.inputs[idx]!;
+    const dtype = fromWireDatatype(input.datatype);
+    if (dtype !== spec.dtype) {
+      throw invalidArgument(`${field}: datatype ${JSON.stringify(input.datatype)} does not match the model's ${toWireDatatype(spec.dtype)}`);
+    }
+    const elements = checkShape(spec, input, field);
+    if (spec.batchAxis !== null) {
+      const r = input.shape[spec.batchAxis]!;
+      if (rows !== null && r !== rows) throw invalidArgument(`${field}: batch of ${r} rows disagrees with ${rows} in another input`);
+      rows = r;
+    }
+    tensors[idx] = { name: spec.name, dtype: spec.dtype, shape: input.shape, data: inputBytes(spec, input, elements, shm, field) };
+  });
+  const missing = model.inputs.filter((_, i) => !tensors[i]).map((s) => s.name);
+  if (missing.length) throw invalidArgument(`missing inference input(s) for model '${model.name}': ${missing.join(', ')}`);
+  const r: number = rows ?? 1;
+  if (r > model.maxRows) {
+    throw invalidArgument(`a batch of ${r} rows exceeds the largest batch model '${model.name}' accepts (${model.maxRows})`);
+  }
+  return { inputs: tensors as HostTensor[], rows: r, outputs: selectOutputs(model, req) };
+}
+
+function selectOutputs(model: ModelIO, req: WireInferRequest): RequestedOutput[] {
+  if (req.outputs.length === 0) return model.outputs.map((spec, index) => ({ index, spec, shm: null, parameters: {} }));
+  const seen = new Set<string>();
+  return req.outputs.map((o, k) => {
+    const index = model.outputs.findIndex((s) => s.name === o.name);
+    if (index < 0) {
+      throw invalidArgument(`unexpected inference output '${o.name}' for model '${model.name}' (has: ${model.outputs.map((s) => s.name).join(', ')})`);
+    }
+    if (seen.has(o.name)) throw invalidArgument(`outputs[${k}] '${o.name}' requested twice`);
+    seen.add(o.name);
+    return { index, spec: model.outputs[index]!, shm: shmTarget(o.parameters, `outputs[${k}] '${o.name}'`), parameters: o.parameters };
+  });
+}

@@ -1,0 +1,50 @@
+/**
+ * A KServe V2 inference request and response in a transport-neutral form. The gRPC and HTTP
+ * front ends translate into these; the codec validates and converts them in one place.
+ */
+
+export type ParamValue = string | number | boolean;
+export type Params = Readonly<Record<string, ParamValue>>;
+
+export type WireData =
+  | { readonly kind: 'raw'; readonly bytes: Uint8Array }
+  | { readonly kind: 'typed'; readonly values: readonly unknown[]; readonly field: string }
+  | { readonly kind: 'none' };
+
+export interface WireInput {
+  readonly name: string;
+  readonly datatype: string;
+  readonly shape: readonly number[];
+  readonly parameters: Params;
+  readonly data: WireData;
+}
+
+export interface WireRequestedOutput {
+  readonly name: string;
+  readonly parameters: Params;
+}
+
+export interface WireInferRequest {
+  readonly modelName: string;
+  readonly modelVersion: string;
+  readonly id: string;
+  readonly parameters: Params;
+  readonly inputs: readonly WireInput[];
+  readonly outputs: readonly WireRequestedOutput[];
+}
+
+export interface WireOutput {
+  readonly name: string;
+  readonly datatype: string;
+  readonly shape: readonly number[];
+  readonly parameters: Params;
+  /** Absent when the output went to the client's shared memory. */
+  readonly data: Uint8Array | null;
+}
+
+export interface WireInferResponse {
+  readonly modelName: string;
+  readonly modelVersion: string;
+  readonly id: string;
+  readonly outputs: readonly WireOutput[];
+}

@@ -1,0 +1,124 @@
+import { closeSync, fstatSync, openSync, readSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { ServeError } from '../errors.js';
+
+export interface RegionStatus {
+  readonly name: string;
+  readonly key: string;
+  readonly offset: number;
+  readonly byteSize: number;
+}
+
+interface Region extends RegionStatus {
+  readonly fd: number;
+}
+
+const shmError = (message: string) => new ServeError('HLO_ERR_SHM_INVALID', message);
+
+/**
+ * Triton's system shared memory: clients register a POSIX shm object (key '/name', which Linux
+ * backs with /dev/shm/name) and then point input and output tensors into it. Regions are read
+ * and written with plain fd I/O: no mmap, no native code, and every access is bounds-checked
+ * against the registered window.
+ */
+export class SharedMemoryRegistry {
+  readonly #regions = new Map<string, Region>();
+  readonly #root: string;
+
+  constructor(root = '/dev/shm') {
+    this.#root = root;
+  }
+
+  register(name: string, key: string, offset: number, byteSize: number): void {
+    if (!name) throw shmError('shared memory region name must not be empty');
+    if (!/^\/?[A-Za-z0-9._-]+$/.test(key) || key.replace(/^\//, '') === '.' || key.replace(/^\//, '') === '..') {
+      throw shmError(`shared memory key '${key}' is not a valid POSIX shm name ('/name')`);
+    }
+    if (!Number.isSafeInteger(offset) || offset < 0) throw shmError(`offset ${offset} must be a non-negative integer`);
+    if (!Number.isSafeInteger(byteSize) || byteSize <= 0) throw shmError(`byte_size ${byteSize} must be a positive integer`);
+    let fd: number;
+    try {
+      fd = openSync(join(this.#root, key.replace(/^\//, '')), 'r+');
+    } catch (err) {
+      throw shmError(`unable to open shared memory region '${name}' (key '${key}'): ${(err as NodeJS.ErrnoException).code}`);
+    }
+    const size = fstatSync(fd).size;
+    if (offset > size || byteSize > size - offset) {
+      closeSync(fd);
+      throw shmError(
+        `shared memory region '${name}': offset ${offset} + byte_size ${byteSize} exceeds the object's ${size} bytes`,
+      );
+    }
+    // Re-registering a name replaces it (Triton refuses; tritonclient users re-register after restarts).
+    this.unregister(name);
+    this.#regions.set(name, { name, key, offset, byteSize, fd });
+  }
+
+  /** Unregisters one region, or every region when `name` is empty. Unknown names are not an error. */
+  unregister(name = ''): void {
+    const names = name ? [name] : [...this.#regions.keys()];
+    for (const n of names) {
+      const r = this.#regions.get(n);
+      if (!r) continue;
+      this.#regions.delete(n);
+      closeSync(r.fd);
+    }
+  }
+
+  status(name = ''): RegionStatus[] {
+    if (!name) return [...this.#regions.values()].map(({ fd: _fd, ...s }) => s);
+    const r = this.#regions.get(name);
+    if (!r) throw new ServeError('HLO_ERR_SHM_REGION_UNKNOWN', `unable to find system shared memory region: '${name}'`);
+    const { fd: _fd, ...s } = r;
+    return [s];
+  }
+
+  get size(): number {
+    return this.#regions.size;
+  }
+
+  #window(name: string, offset: number, byteSize: number): Region {
+    const r = this.#regions.get(name);
+    if (!r) throw new ServeError('HLO_ERR_SHM_REGION_UNKNOWN', `unable to find system shared memory region: '${name}'`);
+    if (!Number.isSafeInteger(offset) || offset < 0 || !Number.isSafeInteger(byteSize) || byteSize < 0) {
+      throw shmError(`invalid shared memory offset ${offset} / byte size ${byteSize} for region '${name}'`);
+    }
+    if (offset > r.byteSize || byteSize > r.byteSize - offset) {
+      throw shmError(
+        `shared memory access out of bounds: offset ${offset} + ${byteSize} bytes exceeds region '${name}' of ${r.byteSize} bytes`,
+      );
+    }
+    return r;
+  }
+
+  /** Copies `byteSize` bytes out of a region (inputs are copied once, never aliased). */
+  read(name: string, offset: number, byteSize: number): Uint8Array {
+    const r = this.#window(name, offset, byteSize);
+    const out = Buffer.allocUnsafe(byteSize);
+    let done = 0;
+    while (done < byteSize) {
+      const n = readSync(r.fd, out, done, byteSize - done, r.offset + offset + done);
+      if (n === 0) throw shmError(`shared memory region '${name}' was truncated by its owner`);
+      done += n;
+    }
+    return out;
+  }
+
+  /** Writes `data` into a region; `capacity` is the byte size the client reserved for it. */
+  write(name: string, offset: number, capacity: number, data: Uint8Array): void {
+    const r = this.#window(name, offset, capacity);
+    if (data.byteLength > capacity) {
+      throw shmError(
+        `output of ${data.byteLength} bytes does not fit the ${capacity} bytes reserved in shared memory region '${name}'`,
+      );
+    }
+    let done = 0;
+    while (done < data.byteLength) {
+      done += writeSync(r.fd, data, done, data.byteLength - done, r.offset + offset + done);
+    }
+  }
+
+  close(): void {
+    this.unregister('');
+  }
+}

@@ -1,0 +1,122 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** What one finished request contributes to the metrics (durations in microseconds). */
+export interface RequestSample {
+  model: string;
+  ok: boolean;
+  /** Triton's failure reasons: REJECTED (queue/admission), CANCELED, BACKEND (device), OTHER. */
+  reason?: 'REJECTED' | 'CANCELED' | 'BACKEND' | 'OTHER';
+  batchRows: number;
+  totalUs: number;
+  queueUs: number;
+  computeInputUs: number;
+  computeInferUs: number;
+  computeOutputUs: number;
+}
+
+const LATENCY_BUCKETS = Array.from({ length: 14 }, (_, k) => 0.001 * 2 ** k);
+
+/**
+ * The worker's Prometheus registry. Triton's names (nv_inference_*) where they mean the same
+ * thing, so existing dashboards work; hloserve_* for what Triton has no name for (the weight
+ * cache, batching, the dispatch loop).
+ */
+export class Metrics {
+  readonly registry = new Registry();
+  readonly #success: Counter<'model' | 'version'>;
+  readonly #failure: Counter<'model' | 'version' | 'reason'>;
+  readonly #count: Counter<'model' | 'version'>;
+  readonly #execCount: Counter<'model' | 'version'>;
+  readonly #requestUs: Counter<'model' | 'version'>;
+  readonly #queueUs: Counter<'model' | 'version'>;
+  readonly #inputUs: Counter<'model' | 'version'>;
+  readonly #inferUs: Counter<'model' | 'version'>;
+  readonly #outputUs: Counter<'model' | 'version'>;
+  readonly pending: Gauge<'model' | 'version'>;
+  readonly #latency: Histogram<'model'>;
+  readonly #batchSize: Histogram<'model'>;
+  readonly #weightLoads: Counter<'model'>;
+  readonly #weightEvictions: Counter<'model'>;
+  readonly #weightLoadSeconds: Counter<'model'>;
+  readonly #weightBytesLoaded: Counter<'model'>;
+  readonly residentBytes: Gauge;
+  readonly budgetBytes: Gauge;
+  readonly modelResident: Gauge<'model'>;
+  readonly queueDepth: Gauge<'model'>;
+  readonly inflight: Gauge;
+  readonly shed: Counter<'model' | 'reason'>;
+
+  constructor(options: { defaultMetrics?: boolean } = {}) {
+    const r = [this.registry];
+    const mv = ['model', 'version'] as const;
+    this.#success = new Counter({ name: 'nv_inference_request_success', help: 'Successful inference requests', labelNames: mv, registers: r });
+    this.#failure = new Counter({
+      name: 'nv_inference_request_failure',
+      help: 'Failed inference requests',
+      labelNames: ['model', 'version', 'reason'],
+      registers: r,
+    });
+    this.#count = new Counter({ name: 'nv_inference_count', help: 'Inferences performed (a batch of n counts n)', labelNames: mv, registers: r });
+    this.#execCount = new Counter({ name: 'nv_inference_exec_count', help: 'Model executions (batches) performed', labelNames: mv, registers: r });
+    this.#requestUs = new Counter({ name: 'nv_inference_request_duration_us', help: 'Cumulative request duration (µs)', labelNames: mv, registers: r });
+    this.#queueUs = new Counter({ name: 'nv_inference_queue_duration_us', help: 'Cumulative time requests waited in queue (µs)', labelNames: mv, registers: r });
+    this.#inputUs = new Counter({ name: 'nv_inference_compute_input_duration_us', help: 'Cumulative input preparation time (µs)', labelNames: mv, registers: r });
+    this.#inferUs = new Counter({ name: 'nv_inference_compute_infer_duration_us', help: 'Cumulative model execution time (µs)', labelNames: mv, registers: r });
+    this.#outputUs = new Counter({ name: 'nv_inference_compute_output_duration_us', help: 'Cumulative output processing time (µs)', labelNames: mv, registers: r });
+    this.pending = new Gauge({ name: 'nv_inference_pending_request_count', help: 'Requests received and not yet answered', labelNames: mv, registers: r });
+    this.#latency = new Histogram({ name: 'hloserve_request_latency_seconds', help: 'End-to-end request latency in the worker', labelNames: ['model'], buckets: LATENCY_BUCKETS, registers: r });
+    this.#batchSize = new Histogram({ name: 'hloserve_batch_size', help: 'Compiled batch size of each execution', labelNames: ['model'], buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256], registers: r });
+    this.#weightLoads = new Counter({ name: 'hloserve_weight_loads_total', help: 'Weight uploads to the device (cold starts)', labelNames: ['model'], registers: r });
+    this.#weightEvictions = new Counter({ name: 'hloserve_weight_evictions_total', help: 'Weight sets evicted from the device', labelNames: ['model'], registers: r });
+    this.#weightLoadSeconds = new Counter({ name: 'hloserve_weight_load_seconds_total', help: 'Time spent uploading weights', labelNames: ['model'], registers: r });
+    this.#weightBytesLoaded = new Counter({ name: 'hloserve_weight_loaded_bytes_total', help: 'Bytes of weights uploaded', labelNames: ['model'], registers: r });
+    this.residentBytes = new Gauge({ name: 'hloserve_weight_resident_bytes', help: 'Weight bytes resident on the device', registers: r });
+    this.budgetBytes = new Gauge({ name: 'hloserve_weight_budget_bytes', help: 'Byte budget of the weight cache (-1 unlimited)', registers: r });
+    this.modelResident = new Gauge({ name: 'hloserve_model_resident', help: '1 when the model weights are on the device', labelNames: ['model'], registers: r });
+    this.queueDepth = new Gauge({ name: 'hloserve_queue_depth', help: 'Requests queued per model', labelNames: ['model'], registers: r });
+    this.inflight = new Gauge({ name: 'hloserve_inflight_requests', help: 'Requests being served', registers: r });
+    this.shed = new Counter({ name: 'hloserve_requests_shed_total', help: 'Requests refused or dropped before execution', labelNames: ['model', 'reason'], registers: r });
+    if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: 'hloserve_process_' });
+  }
+
+  request(s: RequestSample): void {
+    const l = { model: s.model, version: '1' };
+    if (s.ok) {
+      this.#success.inc(l);
+      this.#count.inc(l, s.batchRows);
+    } else {
+      this.#failure.inc({ ...l, reason: s.reason ?? 'OTHER' });
+    }
+    this.#requestUs.inc(l, s.totalUs);
+    this.#queueUs.inc(l, s.queueUs);
+    this.#inputUs.inc(l, s.computeInputUs);
+    this.#inferUs.inc(l, s.computeInferUs);
+    this.#outputUs.inc(l, s.computeOutputUs);
+    this.#latency.observe({ model: s.model }, s.totalUs / 1e6);
+  }
+
+  execution(model: string, batchSize: number): void {
+    this.#execCount.inc({ model, version: '1' });
+    this.#batchSize.observe({ model }, batchSize);
+  }
+
+  weightLoad(model: string, bytes: number, seconds: number): void {
+    this.#weightLoads.inc({ model });
+    this.#weightBytesLoaded.inc({ model }, bytes);
+    this.#weightLoadSeconds.inc({ model }, seconds);
+    this.modelResident.set({ model }, 1);
+  }
+
+  weightEviction(model: string): void {
+    this.#weightEvictions.inc({ model });
+    this.modelResident.set({ model }, 0);
+  }
+
+  async text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}
