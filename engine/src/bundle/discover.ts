@@ -1,0 +1,60 @@
+/**
+ * Finding the bundles of a model repository: every immediate subdirectory with a manifest.yaml.
+ * Each is loaded on its own and its failure recorded beside the others, because one broken
+ * upload must not keep the rest of the repository from serving.
+ */
+import { readdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ServeError, toServeError } from '../errors.js';
+import { loadBundle, MANIFEST_FILE, type Bundle } from './bundle.js';
+
+export type DiscoveredBundle =
+  | { readonly name: string; readonly dir: string; readonly ok: true; readonly bundle: Bundle }
+  | { readonly name: string; readonly dir: string; readonly ok: false; readonly error: ServeError };
+
+export interface DiscoverOptions {
+  /** Only these model names (`models_include`); empty or absent means all. */
+  readonly include?: readonly string[];
+}
+
+/** Sorted by name. Throws only when the repository itself cannot be read. */
+export async function discoverBundles(repoDir: string, options: DiscoverOptions = {}): Promise<DiscoveredBundle[]> {
+  let names: string[];
+  try {
+    names = await readdir(repoDir);
+  } catch (err) {
+    throw new ServeError('HLO_ERR_CONFIG_INVALID', `model_repo ${repoDir}: cannot read: ${(err as Error).message}`, {
+      cause: err,
+    });
+  }
+  const include = options.include?.length ? new Set(options.include) : null;
+  const out: DiscoveredBundle[] = [];
+  for (const name of names.sort()) {
+    // Dot-directories are editor/VCS/upload scratch space, never models.
+    if (name.startsWith('.') || (include && !include.has(name))) continue;
+    const dir = join(repoDir, name);
+    // stat, not the dirent type: bundles may be symlinks to directories elsewhere.
+    const isDir = await stat(dir).then(
+      (s) => s.isDirectory(),
+      () => false,
+    );
+    if (!isDir) continue;
+    const hasManifest = await stat(join(dir, MANIFEST_FILE)).then(
+      (s) => s.isFile(),
+      () => false,
+    );
+    if (!hasManifest) continue;
+    try {
+      out.push({ name, dir, ok: true, bundle: await loadBundle(dir) });
+    } catch (err) {
+      const error = err instanceof ServeError ? err : wrap(dir, err);
+      out.push({ name, dir, ok: false, error });
+    }
+  }
+  return out;
+}
+
+function wrap(dir: string, err: unknown): ServeError {
+  const e = toServeError(err);
+  return new ServeError('HLO_ERR_BUNDLE_INVALID', `${dir}: ${e.message}`, { cause: err });
+}

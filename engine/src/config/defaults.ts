@@ -1,0 +1,100 @@
+/**
+ * Default values and allowed ranges of every node.yaml key, in one place so that the parser,
+ * the env overrides and docs/configuration.md cannot drift apart (a test checks the doc).
+ * Ranges follow the reference (reactantserver.md §1.4).
+ */
+import { cacheDir as nativeCacheDir } from '@hloserve/native/plugin';
+import type { Interval } from './config-reader.js';
+import type {
+  Allocator,
+  Discipline,
+  EndpointsConfig,
+  LogLevel,
+  ModelControlMode,
+  ModelPolicy,
+  Residency,
+  RuntimeConfig,
+  SchedulerConfig,
+} from './types.js';
+
+export const MODEL_CONTROL_MODES: readonly ModelControlMode[] = ['static', 'dynamic', 'explicit'];
+export const DISCIPLINES: readonly Discipline[] = ['fair', 'fifo', 'edf'];
+export const RESIDENCIES: readonly Residency[] = ['unpinned', 'system', 'device'];
+export const ALLOCATORS: readonly Allocator[] = ['bfc', 'cuda_async', 'platform', 'default'];
+export const LOG_LEVELS: readonly LogLevel[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
+/** runtime.plugin values that name a plugin rather than a file (see native/lib/plugin.ts). */
+export const PLUGIN_NAMES: readonly string[] = ['cpu', 'cpu-openxla', 'cuda'];
+
+/**
+ * The default cache_dir is the directory native/ already uses for the pinned PJRT plugins
+ * ($HLOSERVE_CACHE_DIR, else <install>/.cache), so that one variable moves every cache at once.
+ */
+export function defaultCacheDir(): string {
+  return nativeCacheDir();
+}
+
+export const GLOBAL_DEFAULTS = {
+  modelControlMode: 'static' as ModelControlMode,
+  modelPollSeconds: 15,
+  modelsInclude: [] as readonly string[],
+};
+
+export const RUNTIME_DEFAULTS: RuntimeConfig = {
+  plugin: 'cpu',
+  deviceOrdinal: 0,
+  cpuDeviceCount: 1,
+  memoryFraction: 0.9,
+  preallocate: false,
+  allocator: 'bfc',
+  weightCacheFraction: 1.0,
+  weightCacheWiggleFraction: 0.1,
+  weightCacheBytes: null,
+};
+
+export const SCHEDULER_DEFAULTS: SchedulerConfig = {
+  discipline: 'fair',
+  emaHalflifeSeconds: 30,
+  recencyPenaltyCap: 0.25,
+  coalescingDiscount: 0.1,
+  costEmaAlpha: 0.2,
+  maxQueueDepth: 1024,
+  dispatchTimeoutSeconds: 30,
+  maxQueueDelayUs: 0,
+  models: {},
+};
+
+export const MODEL_POLICY_DEFAULTS: ModelPolicy = {
+  weight: 1.0,
+  residency: 'unpinned',
+  maxBatchSize: null,
+  maxQueueDelayUs: null,
+};
+
+export const ENDPOINTS_DEFAULTS: EndpointsConfig = {
+  host: '127.0.0.1',
+  grpcPort: 8001,
+  httpPort: 8000,
+  metricsPort: 8002,
+  consolePort: 8003,
+  maxConcurrentRequests: 64,
+  maxRecvMsgBytes: 268435456,
+  maxSendMsgBytes: 268435456,
+  allowSharedMemory: true,
+};
+
+export const LOG_LEVEL_DEFAULT: LogLevel = 'info';
+
+export const RANGES = {
+  positive: { min: 0, minOpen: true },
+  nonNegativeInt: { min: 0 },
+  positiveInt: { min: 1 },
+  port: { min: 0, max: 65535 },
+  /** (0, 1] */
+  openZeroToOne: { min: 0, minOpen: true, max: 1 },
+  /** [0, 1) */
+  zeroToOpenOne: { min: 0, max: 1, maxOpen: true },
+  /** [0, 1] */
+  unit: { min: 0, max: 1 },
+  /** gRPC message limits are signed 32-bit in grpc-js. */
+  messageBytes: { min: 1, max: 2 ** 31 - 1 },
+} as const satisfies Record<string, Interval>;

@@ -1,0 +1,118 @@
+/**
+ * The typed node configuration. YAML keys are snake_case (`max_queue_depth`) and map one to one
+ * onto these camelCase fields; docs/configuration.md is the reference for both. Everything here
+ * is fully resolved: defaults applied, paths absolute, env overrides merged, ranges checked.
+ */
+
+export type ModelControlMode = 'static' | 'dynamic' | 'explicit';
+export type Discipline = 'fair' | 'fifo' | 'edf';
+/** Where a model's weights stay when idle: evictable, pinned in host memory, pinned on device. */
+export type Residency = 'unpinned' | 'system' | 'device';
+/** XLA GPU allocator choices (the CUDA plugin's `allocator` create option). */
+export type Allocator = 'bfc' | 'cuda_async' | 'platform' | 'default';
+export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';
+
+export interface RuntimeConfig {
+  /** 'cpu', 'cpu-openxla', 'cuda', or an absolute path to a PJRT plugin (.so). */
+  readonly plugin: string;
+  readonly deviceOrdinal: number;
+  /** CPU plugin only: how many CPU devices the client creates. */
+  readonly cpuDeviceCount: number;
+  /** CUDA only: share of device memory XLA's allocator may use, (0, 1]. */
+  readonly memoryFraction: number;
+  /** CUDA only: grab the allocator pool at start instead of on demand. */
+  readonly preallocate: boolean;
+  readonly allocator: Allocator;
+  /** Share of the device memory left after the runtime's own use that weights may take, [0, 1]. */
+  readonly weightCacheFraction: number;
+  /** Headroom kept free of weights for activations, as a share of the cache size, [0, 1). */
+  readonly weightCacheWiggleFraction: number;
+  /** Explicit weight-cache size; null sizes it from device memory stats (unlimited without stats, e.g. on CPU). */
+  readonly weightCacheBytes: number | null;
+}
+
+export interface ModelPolicy {
+  /** Share of device time under the fair discipline, > 0. */
+  readonly weight: number;
+  readonly residency: Residency;
+  /** Cap on the batch planned for this model (null: the largest compiled size). */
+  readonly maxBatchSize: number | null;
+  /** Per-model batching window (null: the scheduler's max_queue_delay_us). */
+  readonly maxQueueDelayUs: number | null;
+}
+
+export interface SchedulerConfig {
+  readonly discipline: Discipline;
+  readonly emaHalflifeSeconds: number;
+  readonly recencyPenaltyCap: number;
+  readonly coalescingDiscount: number;
+  readonly costEmaAlpha: number;
+  readonly maxQueueDepth: number;
+  readonly dispatchTimeoutSeconds: number;
+  /** How long a batch may wait for more requests before dispatch; 0 dispatches at once. */
+  readonly maxQueueDelayUs: number;
+  /** Per-model policies, keyed by model name (keys kept exactly as written). */
+  readonly models: Readonly<Record<string, ModelPolicy>>;
+}
+
+export interface EndpointsConfig {
+  readonly host: string;
+  /** 0 lets the OS pick a free port (tests); never a collision. */
+  readonly grpcPort: number;
+  readonly httpPort: number;
+  readonly metricsPort: number;
+  readonly consolePort: number;
+  readonly maxConcurrentRequests: number;
+  readonly maxRecvMsgBytes: number;
+  readonly maxSendMsgBytes: number;
+  readonly allowSharedMemory: boolean;
+}
+
+export interface LoggingConfig {
+  readonly level: LogLevel;
+}
+
+/** What one worker process runs with: the `global` block, merged with its `workers[]` entry. */
+export interface WorkerSettings {
+  /** Absolute. Operations state and the compiled-executable cache live here. */
+  readonly cacheDir: string;
+  readonly modelControlMode: ModelControlMode;
+  readonly modelPollSeconds: number;
+  /** Only these models are loaded; empty means every bundle in the repository. */
+  readonly modelsInclude: readonly string[];
+  readonly runtime: RuntimeConfig;
+  readonly scheduler: SchedulerConfig;
+  readonly endpoints: EndpointsConfig;
+  readonly logging: LoggingConfig;
+}
+
+export interface WorkerConfig {
+  readonly name: string;
+  readonly settings: WorkerSettings;
+  /** True for the single worker made up when the file lists none. */
+  readonly implicit: boolean;
+}
+
+export interface NodeConfig {
+  /** The node.yaml it came from (absolute), or null for a built-in default. */
+  readonly file: string | null;
+  /** Absolute. */
+  readonly modelRepo: string;
+  readonly global: WorkerSettings;
+  /** At least one: the file's `workers`, or one implicit worker running `global`. */
+  readonly workers: readonly WorkerConfig[];
+}
+
+/** An environment variable that changed the configuration, for the startup log. */
+export interface AppliedOverride {
+  readonly variable: string;
+  /** The YAML path it set, e.g. `global.scheduler.discipline`. */
+  readonly path: string;
+  /** The variable's text as given. */
+  readonly value: string;
+}
+
+export interface LoadedNodeConfig {
+  readonly config: NodeConfig;
+  readonly appliedOverrides: readonly AppliedOverride[];
+}
