@@ -1,0 +1,2 @@
+// hloserve.control: ControlServiceService (server definition), ControlServiceClient, messages, enums.
+export * from '../generated/hloserve/control.js';
