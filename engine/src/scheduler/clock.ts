@@ -1,0 +1,30 @@
+/**
+ * Time as the scheduler and the weight cache see it. Injected so that tests can drive deadlines,
+ * batching windows and dispatch timeouts without sleeping, and so that a deadline computed by a
+ * transport and the scheduler's "now" always share one timebase.
+ */
+export interface Clock {
+  /** Milliseconds; monotone. Deadlines given to the scheduler are absolute values of this clock. */
+  now(): number;
+  /** Runs `fn` once after `ms` milliseconds (or later). */
+  setTimer(fn: () => void, ms: number): TimerHandle;
+  clearTimer(handle: TimerHandle): void;
+}
+
+/** Opaque to callers; each Clock knows what it handed out. */
+export type TimerHandle = object;
+
+/**
+ * Epoch milliseconds that never go backwards: performance.now() is monotone, and anchoring it at
+ * timeOrigin keeps values comparable with Date.now() for deadlines built from wall-clock budgets.
+ */
+export const systemClock: Clock = {
+  now: () => performance.timeOrigin + performance.now(),
+  setTimer: (fn, ms) => {
+    const t = setTimeout(fn, Math.max(0, ms));
+    // A pending batching window or watchdog must not keep a finished process alive.
+    t.unref();
+    return t;
+  },
+  clearTimer: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
+};

@@ -1,0 +1,38 @@
+/**
+ * The device seam. The scheduler decides what runs and when; an Executor (the lead wires it to
+ * the PJRT runtime and the WeightCache) runs it. Everything device-specific stays behind this.
+ */
+import type { HostTensor } from '../tensor.js';
+
+/** Held from prepare() until the execution that used it has settled; WeightLease satisfies it. */
+export interface ExecutionLease {
+  release(): void;
+}
+
+export interface ExecutionRequest<L extends ExecutionLease = ExecutionLease> {
+  readonly model: string;
+  /** Compiled batch size to run (selects model.bN.mlir); 0 = the model's any-batch module. */
+  readonly batchSize: number;
+  /** Real rows in the batch; the rest up to batchSize is zero padding. */
+  readonly rows: number;
+  /** Requests coalesced into this execution. */
+  readonly requests: number;
+  /** Executable inputs in manifest order, already at batchSize (the weights come from the lease). */
+  readonly inputs: readonly HostTensor[];
+  readonly lease: L;
+  /**
+   * Aborted when the dispatch timeout fires. The scheduler has already answered the callers by
+   * then; an executor able to cancel device work may stop early, one that cannot may ignore it.
+   */
+  readonly signal: AbortSignal;
+}
+
+export interface Executor<L extends ExecutionLease = ExecutionLease> {
+  /**
+   * Makes the model runnable, typically WeightCache.acquire. Called for the next dispatch while
+   * the current one may still be executing, so a cold upload overlaps compute.
+   */
+  prepare(model: string): Promise<L>;
+  /** Runs one batch. Outputs in manifest order, each with the batch axis at batchSize extent. */
+  execute(request: ExecutionRequest<L>): Promise<readonly HostTensor[]>;
+}

@@ -1,0 +1,920 @@
+/**
+ * The dispatch loop: per-model FIFO queues, one loop choosing which model runs next by discipline,
+ * batches planned at compiled sizes, the device work delegated to an injected Executor.
+ *
+ * Decisions that differ from the reference (ReactantServer.jl), and why:
+ * - A full queue answers HLO_ERR_QUEUE_FULL (RESOURCE_EXHAUSTED) at once, so clients back off.
+ * - A request larger than the largest compiled size is refused at submit (INVALID_ARGUMENT).
+ * - dispatch_timeout_seconds is enforced: when an execution overruns, its callers are answered
+ *   DEADLINE_EXCEEDED and the executor's signal is aborted. The device work itself cannot be
+ *   cancelled, so its slot (and weight lease) stays held until it really returns: starting more
+ *   work on a device that is stuck would only pile up, and the weights it reads must not be freed.
+ * - Optional batching window per model (max_queue_delay_us): a model whose queue holds fewer rows
+ *   than its largest usable batch is not eligible until the window (counted from its front
+ *   request's arrival) closes. Other models with work ready are served meanwhile; the device idles
+ *   only when every model with work is inside its window.
+ * - The next dispatch's weights are acquired (Executor.prepare) while the current one executes;
+ *   its batch is planned only when a slot frees, so requests arriving meanwhile still join it.
+ * - Selection is O(models with work): per-model deadline heaps, lazily decayed recency sums, and
+ *   batch planning that reads at most max-batch requests of each queue.
+ */
+import { ServeError, toServeError } from '../errors.js';
+import type { HostTensor } from '../tensor.js';
+import { systemClock, type Clock, type TimerHandle } from './clock.js';
+import { coalesceInputs, coalesceKey, requestRows, sliceOutputs } from './coalesce.js';
+import { CostTable, DEFAULT_COST_SECONDS } from './cost-estimate.js';
+import { cannotMeetDeadline } from './deadline-admission.js';
+import { DeadlineHeap } from './deadline-heap.js';
+import { selectCandidate, type Discipline, type SelectionCandidate } from './discipline.js';
+import {
+  consoleLogger,
+  type DropReason,
+  type SchedulerEvent,
+  type SchedulerEventListener,
+  type SchedulerLogger,
+} from './events.js';
+import type { ExecutionLease, Executor } from './executor.js';
+import { effectiveCost, fairPriority } from './fair-priority.js';
+import { ModelCounters, type ModelSchedulingStats } from './model-counters.js';
+import {
+  resolveModelInfo,
+  rowsProblem,
+  type ModelDefaults,
+  type ModelPolicyPatch,
+  type ModelSchedulingInfo,
+  type ResolvedModelInfo,
+} from './model-info.js';
+import { planBatch, planScanRows, type BatchPlan } from './plan-batch.js';
+import { RecencyLedger } from './recency-ema.js';
+import { RequestQueue, type QueueNode } from './request-queue.js';
+
+export interface SchedulerOptions<L extends ExecutionLease = ExecutionLease> {
+  readonly executor: Executor<L>;
+  /** Default 'fair'. */
+  readonly discipline?: Discipline;
+  /** Device executions in flight at once; default 1 (one stream, as the reference). */
+  readonly maxInflight?: number;
+  /** Halflife of the fair discipline's recent-compute memory; default 30 s. */
+  readonly emaHalflifeSeconds?: number;
+  /** recency_penalty_cap in (0, 1]; default 0.25. */
+  readonly recencyPenaltyCap?: number;
+  /** coalescing_discount in [0, 1); default 0.1. */
+  readonly coalescingDiscount?: number;
+  /** cost_ema_alpha in (0, 1]; default 0.2. */
+  readonly costEmaAlpha?: number;
+  /** Cost assumed for a never-measured (model, batch size); default 0.01 s. */
+  readonly defaultCostSeconds?: number;
+  /** Per-model queue capacity unless the model sets its own; default 1024. */
+  readonly maxQueueDepth?: number;
+  /** Batching window for models that set none (max_queue_delay_us); default 0 (no window). */
+  readonly maxQueueDelayUs?: number;
+  /** Execution watchdog; 0 disables; default 30. */
+  readonly dispatchTimeoutSeconds?: number;
+  /** Let measured costs pick a larger compiled size when it is cheaper per row; default true. */
+  readonly costAwareBatching?: boolean;
+  readonly clock?: Clock;
+  readonly logger?: SchedulerLogger;
+  readonly onEvent?: SchedulerEventListener;
+}
+
+/** Filled in by the scheduler as the request progresses (the transport's metrics read it). */
+export interface RequestTiming {
+  queueSeconds?: number;
+  computeSeconds?: number;
+  batchSize?: number;
+  batchRows?: number;
+}
+
+export interface SubmitOptions {
+  /** Absolute deadline in the scheduler clock's milliseconds (scheduler.now() + budget); null = none. */
+  readonly deadline?: number | null;
+  /** Cancels the request: removed if queued, answered CANCELLED at once if executing. */
+  readonly signal?: AbortSignal;
+  readonly timing?: RequestTiming;
+}
+
+export interface ShutdownOptions {
+  /** true: serve everything queued first (windows close at once); false: reject queued work. */
+  readonly drain: boolean;
+}
+
+type RequestState = 'queued' | 'running' | 'settled';
+
+interface PendingRequest {
+  readonly model: ModelState;
+  readonly inputs: readonly HostTensor[];
+  readonly rows: number;
+  key: string;
+  readonly arrival: number;
+  /** Heap key: the deadline, or Infinity (then the request is not in the heap). */
+  readonly deadline: number;
+  heapIndex: number;
+  node: QueueNode<PendingRequest> | null;
+  state: RequestState;
+  readonly resolve: (outputs: HostTensor[]) => void;
+  readonly reject: (err: ServeError) => void;
+  readonly signal: AbortSignal | undefined;
+  onAbort: (() => void) | null;
+  readonly timing: RequestTiming | undefined;
+}
+
+interface ModelState {
+  /** As given (patches merge here, so a knob reset to null falls back to the default again). */
+  spec: ModelSchedulingInfo;
+  info: ResolvedModelInfo;
+  readonly queue: RequestQueue<PendingRequest>;
+  readonly deadlines: DeadlineHeap<PendingRequest>;
+  costs: CostTable;
+  readonly counters: ModelCounters;
+  removed: boolean;
+  inflightRequests: number;
+}
+
+interface Staged<L> {
+  readonly model: ModelState;
+  lease: L | null;
+}
+
+/** What a model's queue offers right now. */
+interface QueueView {
+  /** Rows of the front run of mutually coalescable requests, cut where planning stops reading. */
+  readonly prefixRows: number[];
+  /** False while the batching window holds the model back. */
+  readonly ready: boolean;
+  /** When the window closes (clock ms), if it is what holds the model back. */
+  readonly windowEndsAt: number | null;
+}
+
+interface Candidate extends SelectionCandidate {
+  readonly state: ModelState;
+}
+
+export class Scheduler<L extends ExecutionLease = ExecutionLease> {
+  readonly clock: Clock;
+  readonly #executor: Executor<L>;
+  #discipline: Discipline;
+  readonly #maxInflight: number;
+  readonly #cap: number;
+  readonly #discount: number;
+  readonly #alpha: number;
+  readonly #defaultCost: number;
+  readonly #defaults: ModelDefaults;
+  readonly #timeoutSeconds: number;
+  readonly #costAware: boolean;
+  readonly #logger: SchedulerLogger;
+  readonly #onEvent: SchedulerEventListener | undefined;
+
+  readonly #models = new Map<string, ModelState>();
+  /** Models whose queue is non-empty: the only ones selection looks at. */
+  readonly #withWork = new Set<ModelState>();
+  readonly #ledger: RecencyLedger;
+  #totalWeight = 0;
+  #staged: Staged<L> | null = null;
+  #executing = 0;
+  #pumpQueued = false;
+  #wakeTimer: TimerHandle | null = null;
+  #wakeAt = Infinity;
+  #shutdown: ShutdownOptions | null = null;
+  #idleWaiters: (() => void)[] = [];
+
+  constructor(options: SchedulerOptions<L>) {
+    this.#executor = options.executor;
+    this.#discipline = options.discipline ?? 'fair';
+    this.#maxInflight = options.maxInflight ?? 1;
+    this.#cap = options.recencyPenaltyCap ?? 0.25;
+    this.#discount = options.coalescingDiscount ?? 0.1;
+    this.#alpha = options.costEmaAlpha ?? 0.2;
+    this.#defaultCost = options.defaultCostSeconds ?? DEFAULT_COST_SECONDS;
+    this.#defaults = { maxQueueDepth: options.maxQueueDepth ?? 1024, maxQueueDelayUs: options.maxQueueDelayUs ?? 0 };
+    this.#timeoutSeconds = options.dispatchTimeoutSeconds ?? 30;
+    this.#costAware = options.costAwareBatching ?? true;
+    this.clock = options.clock ?? systemClock;
+    this.#logger = options.logger ?? consoleLogger;
+    this.#onEvent = options.onEvent;
+    this.#ledger = new RecencyLedger(options.emaHalflifeSeconds ?? 30);
+    const bad = (what: string): never => {
+      throw new ServeError('HLO_ERR_CONFIG_INVALID', `scheduler: ${what}`);
+    };
+    if (!Number.isSafeInteger(this.#maxInflight) || this.#maxInflight < 1) bad('maxInflight must be >= 1');
+    if (!(this.#cap > 0 && this.#cap <= 1)) bad('recency_penalty_cap must be in (0, 1]');
+    if (!(this.#discount >= 0 && this.#discount < 1)) bad('coalescing_discount must be in [0, 1)');
+    if (!(this.#alpha > 0 && this.#alpha <= 1)) bad('cost_ema_alpha must be in (0, 1]');
+    if (!(this.#ledger.halflifeSeconds > 0)) bad('ema_halflife_seconds must be > 0');
+    const { maxQueueDepth, maxQueueDelayUs } = this.#defaults;
+    if (!Number.isSafeInteger(maxQueueDepth) || maxQueueDepth < 1) bad('max_queue_depth must be >= 1');
+    if (!(maxQueueDelayUs >= 0) || !Number.isFinite(maxQueueDelayUs)) bad('max_queue_delay_us must be >= 0');
+    if (!(this.#timeoutSeconds >= 0)) bad('dispatch_timeout_seconds must be >= 0');
+  }
+
+  now(): number {
+    return this.clock.now();
+  }
+
+  get discipline(): Discipline {
+    return this.#discipline;
+  }
+
+  setDiscipline(discipline: Discipline): void {
+    this.#discipline = discipline;
+    this.#schedulePump();
+  }
+
+  // ---- models -------------------------------------------------------------------------------
+
+  addModel(info: ModelSchedulingInfo): void {
+    if (this.#models.has(info.name)) {
+      throw new ServeError('HLO_ERR_FAILED_PRECONDITION', `model '${info.name}' is already scheduled`);
+    }
+    const resolved = resolveModelInfo(info, this.#defaults);
+    this.#models.set(info.name, {
+      spec: info,
+      info: resolved,
+      queue: new RequestQueue(),
+      deadlines: new DeadlineHeap(),
+      costs: new CostTable(this.#alpha, this.#defaultCost),
+      counters: new ModelCounters(),
+      removed: false,
+      inflightRequests: 0,
+    });
+    this.#totalWeight += resolved.weight;
+  }
+
+  hasModel(name: string): boolean {
+    return this.#models.has(name);
+  }
+
+  modelNames(): string[] {
+    return [...this.#models.keys()];
+  }
+
+  /** Changes policy knobs of a serving model; queued work is kept. A null knob reverts to the default. */
+  updateModel(name: string, patch: ModelPolicyPatch): void {
+    const st = this.#require(name);
+    const spec: ModelSchedulingInfo = { ...st.spec, ...patch, name };
+    const next = resolveModelInfo(spec, this.#defaults);
+    this.#totalWeight += next.weight - st.info.weight;
+    st.spec = spec;
+    st.info = next;
+    this.#schedulePump();
+  }
+
+  /**
+   * Swaps a model's executables (a reload) without losing its queue: queued requests the new
+   * compiled sizes cannot serve are answered INVALID_ARGUMENT, the rest wait on. Learned costs are
+   * reset because they belonged to the old executables.
+   */
+  replaceModel(info: ModelSchedulingInfo): void {
+    const st = this.#require(info.name);
+    const next = resolveModelInfo(info, this.#defaults);
+    this.#totalWeight += next.weight - st.info.weight;
+    st.spec = info;
+    st.info = next;
+    st.costs = new CostTable(this.#alpha, this.#defaultCost);
+    for (const node of [...st.queue]) {
+      const r = node.value;
+      const problem = rowsProblem(next, r.rows);
+      if (problem !== null) this.#dropQueued(r, 'invalid', problem);
+      else r.key = next.coalescable ? coalesceKey(r.inputs, next.inputBatchAxes) : '';
+    }
+    this.#schedulePump();
+  }
+
+  /**
+   * Unschedules a model. Queued requests are answered HLO_ERR_MODEL_NOT_FOUND ("was unloaded");
+   * an execution already on the device completes and answers its callers normally.
+   */
+  removeModel(name: string): boolean {
+    const st = this.#models.get(name);
+    if (st === undefined) return false;
+    st.removed = true;
+    this.#models.delete(name);
+    this.#totalWeight -= st.info.weight;
+    const err = new ServeError('HLO_ERR_MODEL_NOT_FOUND', `model '${name}' was unloaded`);
+    for (const node of [...st.queue]) this.#dropQueued(node.value, 'unloaded', err);
+    this.#withWork.delete(st);
+    this.#ledger.remove(name, this.#seconds());
+    // A lease acquired for it is released when its prepare() settles.
+    if (this.#staged?.model === st) this.#abandonStaged();
+    this.#schedulePump();
+    return true;
+  }
+
+  /** Seeds a learned cost (warmup probe, or restored state). */
+  seedCost(name: string, batchSize: number, seconds: number): void {
+    this.#require(name).costs.seed(batchSize, seconds);
+  }
+
+  // ---- requests -----------------------------------------------------------------------------
+
+  /**
+   * Queues one request (executable inputs in manifest order) and resolves with its outputs.
+   * Never throws synchronously: every refusal is a rejected promise carrying a ServeError.
+   */
+  submit(model: string, inputs: readonly HostTensor[], options: SubmitOptions = {}): Promise<HostTensor[]> {
+    const st = this.#models.get(model);
+    const refuse = (err: ServeError, reason: DropReason | null): Promise<never> => {
+      if (st !== undefined && reason !== null) this.#countDrop(st, reason, err);
+      return Promise.reject(err);
+    };
+    if (this.#shutdown !== null)
+      return refuse(new ServeError('HLO_ERR_SHUTTING_DOWN', 'server is shutting down'), null);
+    if (st === undefined) return refuse(new ServeError('HLO_ERR_MODEL_NOT_FOUND', `unknown model '${model}'`), null);
+    if (options.signal?.aborted) return refuse(new ServeError('HLO_ERR_CANCELLED', 'request cancelled'), 'cancelled');
+    const info = st.info;
+    let rows: number;
+    let key = '';
+    try {
+      rows = requestRows(inputs, info.inputBatchAxes);
+      const problem = rowsProblem(info, rows);
+      if (problem !== null) throw problem;
+      if (info.coalescable) key = coalesceKey(inputs, info.inputBatchAxes);
+    } catch (e) {
+      return refuse(toServeError(e), 'invalid');
+    }
+    const now = this.clock.now();
+    const deadline = options.deadline ?? null;
+    if (cannotMeetDeadline(deadline, now, 0)) {
+      return refuse(
+        new ServeError('HLO_ERR_DEADLINE_EXCEEDED', `model '${model}': deadline already passed`),
+        'expired',
+      );
+    }
+    if (st.queue.length >= info.maxQueueDepth) {
+      return refuse(
+        new ServeError('HLO_ERR_QUEUE_FULL', `model '${model}': queue is full (max_queue_depth ${info.maxQueueDepth})`),
+        'queue-full',
+      );
+    }
+    return new Promise<HostTensor[]>((resolve, reject) => {
+      const r: PendingRequest = {
+        model: st,
+        inputs,
+        rows,
+        key,
+        arrival: now,
+        deadline: deadline ?? Infinity,
+        heapIndex: -1,
+        node: null,
+        state: 'queued',
+        resolve,
+        reject,
+        signal: options.signal,
+        onAbort: null,
+        timing: options.timing,
+      };
+      r.node = st.queue.push(r, rows);
+      if (deadline !== null) st.deadlines.push(r);
+      this.#withWork.add(st);
+      if (r.signal !== undefined) {
+        r.onAbort = () => this.#onAbort(r);
+        r.signal.addEventListener('abort', r.onAbort, { once: true });
+      }
+      // Deferred so that requests submitted in the same tick can share the next dispatch.
+      this.#schedulePump();
+    });
+  }
+
+  // ---- observation --------------------------------------------------------------------------
+
+  queueDepth(name: string): number {
+    return this.#models.get(name)?.queue.length ?? 0;
+  }
+
+  /** Executions on the device right now. */
+  get executing(): number {
+    return this.#executing;
+  }
+
+  stats(name: string): ModelSchedulingStats | undefined {
+    const st = this.#models.get(name);
+    if (st === undefined) return undefined;
+    const c = st.counters;
+    return {
+      model: name,
+      weight: st.info.weight,
+      queueDepth: st.queue.length,
+      queuedRows: st.queue.rows,
+      inflightRequests: st.inflightRequests,
+      requestsServed: c.requestsServed,
+      rowsServed: c.rowsServed,
+      paddedRows: c.paddedRows,
+      dispatchCount: c.dispatchCount,
+      batchSizeHistogram: Object.fromEntries([...c.batchSizeHistogram].sort((a, b) => a[0] - b[0])),
+      queueWaitSecondsTotal: c.queueWaitSecondsTotal,
+      queueWaitCount: c.queueWaitCount,
+      computeSecondsTotal: c.computeSecondsTotal,
+      failedDispatches: c.failedDispatches,
+      dispatchTimeouts: c.dispatchTimeouts,
+      dropped: { ...c.dropped },
+      costEstimates: st.costs.snapshot(),
+      recentComputeSeconds: this.#ledger.value(name, this.#seconds()),
+      maxRows: st.info.maxRows,
+    };
+  }
+
+  allStats(): ModelSchedulingStats[] {
+    return [...this.#models.keys()].sort().map((n) => this.stats(n)!);
+  }
+
+  // ---- shutdown -----------------------------------------------------------------------------
+
+  /**
+   * Stops accepting work. drain: queued requests are still served (batching windows close at
+   * once); otherwise they are answered HLO_ERR_SHUTTING_DOWN. Resolves when nothing is queued or
+   * executing. A later call with drain=false escalates a draining shutdown.
+   */
+  shutdown(options: ShutdownOptions): Promise<void> {
+    if (this.#shutdown === null || !options.drain) this.#shutdown = options;
+    if (!options.drain) {
+      const err = new ServeError('HLO_ERR_SHUTTING_DOWN', 'server is shutting down');
+      for (const st of [...this.#withWork])
+        for (const node of [...st.queue]) this.#dropQueued(node.value, 'shutdown', err);
+      if (this.#staged !== null) this.#abandonStaged();
+    }
+    const idle = new Promise<void>((resolve) => this.#idleWaiters.push(resolve));
+    this.#schedulePump();
+    return idle;
+  }
+
+  // ---- the loop -----------------------------------------------------------------------------
+
+  #schedulePump(): void {
+    if (this.#pumpQueued) return;
+    this.#pumpQueued = true;
+    queueMicrotask(() => {
+      this.#pumpQueued = false;
+      this.#pump();
+    });
+  }
+
+  #pump(): void {
+    const now = this.clock.now();
+    this.#dropExpired(now);
+    for (;;) {
+      const staged = this.#staged;
+      if (staged !== null) {
+        if (staged.lease === null || this.#executing >= this.#maxInflight) break;
+        this.#staged = null;
+        this.#launch(staged.model, staged.lease);
+        continue;
+      }
+      const winner = this.#select(now);
+      if (winner === undefined) break;
+      this.#stage(winner);
+    }
+    this.#armWake(now);
+    this.#notifyIdle();
+  }
+
+  /** Answers every queued request whose deadline has passed; O(expired) per model via the heap. */
+  #dropExpired(now: number): void {
+    for (const st of [...this.#withWork]) {
+      for (let top = st.deadlines.peek(); top !== undefined && top.deadline <= now; top = st.deadlines.peek()) {
+        this.#dropQueued(
+          top,
+          'expired',
+          new ServeError('HLO_ERR_DEADLINE_EXCEEDED', `model '${st.info.name}': deadline passed while queued`),
+        );
+      }
+    }
+  }
+
+  #view(st: ModelState, now: number): QueueView {
+    const info = st.info;
+    const scan = planScanRows(info.sizes, info.cap);
+    const front = st.queue.front!;
+    const prefixRows: number[] = [];
+    let rows = 0;
+    let closed = false;
+    for (const node of st.queue) {
+      if (node.value.key !== front.value.key) {
+        closed = true;
+        break;
+      }
+      prefixRows.push(node.rows);
+      rows += node.rows;
+      if (rows >= scan) break;
+    }
+    // The window only waits for rows that could still join: a full batch, a run already cut by a
+    // request of another shape, a model that cannot coalesce, or a draining shutdown dispatch now.
+    if (info.windowMs <= 0 || !info.coalescable || rows >= scan || closed || this.#shutdown !== null) {
+      return { prefixRows, ready: true, windowEndsAt: null };
+    }
+    const endsAt = front.value.arrival + info.windowMs;
+    return endsAt <= now
+      ? { prefixRows, ready: true, windowEndsAt: null }
+      : { prefixRows, ready: false, windowEndsAt: endsAt };
+  }
+
+  #plan(st: ModelState, prefixRows: readonly number[]): BatchPlan {
+    const info = st.info;
+    const costs = st.costs;
+    return planBatch(prefixRows, info.sizes, info.cap, {
+      coalescable: info.coalescable,
+      ...(this.#costAware ? { measuredCost: (b: number) => costs.measured(b) } : {}),
+    });
+  }
+
+  #select(now: number): ModelState | undefined {
+    const nowS = now / 1000;
+    const fair = this.#discipline === 'fair';
+    const totalEma = fair ? this.#ledger.total(nowS) : 0;
+    const candidates: Candidate[] = [];
+    for (const st of this.#withWork) {
+      const view = this.#view(st, now);
+      if (!view.ready) continue;
+      let priority = 0;
+      if (fair) {
+        const plan = this.#plan(st, view.prefixRows);
+        const share = this.#totalWeight > 0 ? st.info.weight / this.#totalWeight : 0;
+        const nema = totalEma > 0 ? this.#ledger.value(st.info.name, nowS) / totalEma : 0;
+        const eff = effectiveCost(st.costs.estimate(plan.batchSize), plan.count, this.#discount);
+        priority = fairPriority(share, nema, this.#cap, eff);
+      }
+      candidates.push({
+        state: st,
+        name: st.info.name,
+        frontArrival: st.queue.front!.value.arrival,
+        minDeadline: st.deadlines.peek()?.deadline ?? null,
+        priority,
+      });
+    }
+    return selectCandidate(this.#discipline, candidates)?.state;
+  }
+
+  #stage(st: ModelState): void {
+    const staged: Staged<L> = { model: st, lease: null };
+    this.#staged = staged;
+    let prepared: Promise<L>;
+    try {
+      prepared = Promise.resolve(this.#executor.prepare(st.info.name));
+    } catch (e) {
+      prepared = Promise.reject(e);
+    }
+    prepared.then(
+      (lease) => {
+        if (this.#staged !== staged) {
+          this.#release(lease);
+          return;
+        }
+        staged.lease = lease;
+        this.#schedulePump();
+      },
+      (e: unknown) => {
+        if (this.#staged !== staged) return;
+        this.#staged = null;
+        this.#failPrepare(st, toServeError(e));
+        this.#schedulePump();
+      },
+    );
+  }
+
+  #abandonStaged(): void {
+    const staged = this.#staged;
+    this.#staged = null;
+    if (staged !== null && staged.lease !== null) this.#release(staged.lease);
+  }
+
+  /** Weights could not be made ready: the batch that would have run fails, later ones retry. */
+  #failPrepare(st: ModelState, err: ServeError): void {
+    if (st.removed || st.queue.length === 0) return;
+    const plan = this.#plan(st, this.#view(st, this.clock.now()).prefixRows);
+    st.counters.failedDispatches++;
+    this.#logger.warn('scheduler: preparing model failed', { model: st.info.name, error: err.message });
+    for (const r of st.queue.shift(plan.count)) {
+      st.deadlines.remove(r);
+      r.node = null;
+      this.#countDrop(st, 'failed', err);
+      this.#settle(r, err);
+    }
+    this.#afterDequeue(st);
+  }
+
+  #launch(st: ModelState, lease: L): void {
+    if (st.removed || st.queue.length === 0) {
+      this.#release(lease);
+      return;
+    }
+    const now = this.clock.now();
+    const edf = this.#discipline === 'edf';
+    let plan: BatchPlan;
+    for (;;) {
+      plan = this.#plan(st, this.#view(st, now).prefixRows);
+      // EDF sheds what would finish late anyway (the cost estimate is the margin); the others drop
+      // only what is already late. Dropping changes the queue, so plan again.
+      const marginMs = edf ? st.costs.estimate(plan.batchSize) * 1000 : 0;
+      let dropped = false;
+      let node = st.queue.front;
+      for (let i = 0; node !== null && i < plan.count; i++) {
+        const r = node.value;
+        node = node.next;
+        const dl = r.deadline === Infinity ? null : r.deadline;
+        if (cannotMeetDeadline(dl, now, marginMs)) {
+          const late = dl !== null && now >= dl;
+          this.#dropQueued(
+            r,
+            late ? 'expired' : 'shed',
+            new ServeError(
+              'HLO_ERR_DEADLINE_EXCEEDED',
+              late
+                ? `model '${st.info.name}': deadline passed while queued`
+                : `model '${st.info.name}': cannot finish before its deadline (estimated ${marginMs.toFixed(1)} ms)`,
+            ),
+          );
+          dropped = true;
+        }
+      }
+      if (!dropped) break;
+      if (st.queue.length === 0) {
+        this.#release(lease);
+        return;
+      }
+    }
+    const taken = st.queue.shift(plan.count);
+    for (const r of taken) {
+      st.deadlines.remove(r);
+      r.node = null;
+      r.state = 'running';
+    }
+    this.#afterDequeue(st);
+    this.#execute(st, lease, plan, taken, now);
+  }
+
+  #execute(st: ModelState, lease: L, plan: BatchPlan, taken: PendingRequest[], start: number): void {
+    const name = st.info.name;
+    const c = st.counters;
+    const waits = taken.map((r) => (start - r.arrival) / 1000);
+    for (let i = 0; i < taken.length; i++) {
+      c.queueWaitSecondsTotal += waits[i]!;
+      const t = taken[i]!.timing;
+      if (t !== undefined) {
+        t.queueSeconds = waits[i]!;
+        t.batchSize = plan.batchSize;
+        t.batchRows = plan.rows;
+      }
+    }
+    c.queueWaitCount += taken.length;
+    let inputs: HostTensor[];
+    try {
+      inputs = coalesceInputs(
+        taken.map((r) => r.inputs),
+        st.info.inputBatchAxes,
+        plan.batchSize,
+      );
+    } catch (e) {
+      this.#release(lease);
+      const err = toServeError(e);
+      c.failedDispatches++;
+      for (const r of taken) {
+        this.#countDrop(st, 'failed', err);
+        this.#settle(r, err);
+      }
+      return;
+    }
+    c.recordDispatch(plan.batchSize);
+    this.#emit({
+      type: 'dispatch',
+      model: name,
+      batchSize: plan.batchSize,
+      requests: taken.length,
+      rows: plan.rows,
+      queueWaitSeconds: waits,
+    });
+
+    this.#executing++;
+    st.inflightRequests += taken.length;
+    // Count the dispatch's expected cost right away so that fair selection made while it runs
+    // (prefetch, maxInflight > 1) already sees it; corrected to the measured time when it settles.
+    const estimate = st.costs.estimate(plan.batchSize);
+    this.#ledger.add(name, estimate, start / 1000);
+    const controller = new AbortController();
+    let timedOut = false;
+    let timer: TimerHandle | null = null;
+    if (this.#timeoutSeconds > 0) {
+      timer = this.clock.setTimer(() => {
+        timer = null;
+        timedOut = true;
+        c.dispatchTimeouts++;
+        const err = new ServeError(
+          'HLO_ERR_DEADLINE_EXCEEDED',
+          `model '${name}': execution exceeded dispatch_timeout_seconds (${this.#timeoutSeconds} s)`,
+        );
+        for (const r of taken) {
+          if (r.state !== 'running') continue;
+          this.#countDrop(st, 'timeout', err);
+          this.#settle(r, err);
+        }
+        this.#logger.warn('scheduler: dispatch timed out; callers answered, device work left to finish', {
+          model: name,
+          batchSize: plan.batchSize,
+          timeoutSeconds: this.#timeoutSeconds,
+        });
+        this.#emit({
+          type: 'dispatch-timeout',
+          model: name,
+          batchSize: plan.batchSize,
+          requests: taken.length,
+          timeoutSeconds: this.#timeoutSeconds,
+        });
+        controller.abort(err);
+      }, this.#timeoutSeconds * 1000);
+    }
+
+    const settle = (outputs: readonly HostTensor[] | null, failure: unknown): void => {
+      if (timer !== null) this.clock.clearTimer(timer);
+      const end = this.clock.now();
+      const seconds = Math.max(0, (end - start) / 1000);
+      this.#release(lease);
+      this.#executing--;
+      st.inflightRequests -= taken.length;
+      // A model removed meanwhile has left the ledger; re-adding it would leave a phantom share.
+      if (!st.removed) this.#ledger.add(name, seconds - estimate, end / 1000);
+      c.computeSecondsTotal += seconds;
+      let error: ServeError | undefined;
+      if (outputs !== null && !timedOut) {
+        // Only clean runs teach the cost model: a hung or failed run says nothing about the next one.
+        st.costs.observe(plan.batchSize, seconds);
+        let perRequest: HostTensor[][] | null = null;
+        try {
+          perRequest = sliceOutputs(
+            outputs,
+            st.info.outputBatchAxes,
+            taken.map((r) => r.rows),
+          );
+        } catch (e) {
+          error = toServeError(e);
+        }
+        if (perRequest !== null) {
+          c.paddedRows += Math.max(0, plan.batchSize - plan.rows);
+          for (let i = 0; i < taken.length; i++) {
+            const r = taken[i]!;
+            // A caller that cancelled mid-run was already answered; it is not counted as served.
+            if (r.state !== 'running') continue;
+            c.requestsServed++;
+            c.rowsServed += r.rows;
+            if (r.timing !== undefined) r.timing.computeSeconds = seconds;
+            this.#settle(r, perRequest[i]!);
+          }
+        }
+      } else if (!timedOut) {
+        error = toServeError(failure);
+      }
+      if (error !== undefined) {
+        c.failedDispatches++;
+        this.#logger.warn('scheduler: execution failed', {
+          model: name,
+          batchSize: plan.batchSize,
+          error: error.message,
+        });
+        for (const r of taken) {
+          if (r.state !== 'running') continue;
+          this.#countDrop(st, 'failed', error);
+          this.#settle(r, error);
+        }
+      }
+      if (timedOut) {
+        this.#logger.warn('scheduler: timed-out dispatch returned', {
+          model: name,
+          batchSize: plan.batchSize,
+          seconds,
+        });
+      }
+      this.#emit({
+        type: 'dispatch-done',
+        model: name,
+        batchSize: plan.batchSize,
+        requests: taken.length,
+        rows: plan.rows,
+        computeSeconds: seconds,
+        outcome: timedOut ? 'timed-out' : error !== undefined ? 'failed' : 'ok',
+        ...(error !== undefined ? { error } : {}),
+      });
+      this.#schedulePump();
+    };
+
+    let running: Promise<readonly HostTensor[]>;
+    try {
+      running = Promise.resolve(
+        this.#executor.execute({
+          model: name,
+          batchSize: plan.batchSize,
+          rows: plan.rows,
+          requests: taken.length,
+          inputs,
+          lease,
+          signal: controller.signal,
+        }),
+      );
+    } catch (e) {
+      running = Promise.reject(e);
+    }
+    running.then(
+      (outputs) => settle(outputs, null),
+      (e: unknown) => settle(null, e),
+    );
+  }
+
+  // ---- helpers ------------------------------------------------------------------------------
+
+  #require(name: string): ModelState {
+    const st = this.#models.get(name);
+    if (st === undefined) throw new ServeError('HLO_ERR_MODEL_NOT_FOUND', `unknown model '${name}'`);
+    return st;
+  }
+
+  #seconds(): number {
+    return this.clock.now() / 1000;
+  }
+
+  #onAbort(r: PendingRequest): void {
+    const err = new ServeError('HLO_ERR_CANCELLED', 'request cancelled');
+    if (r.state === 'queued') {
+      this.#dropQueued(r, 'cancelled', err);
+      this.#schedulePump();
+    } else if (r.state === 'running') {
+      // The batch runs on for the others; this caller just stops waiting.
+      this.#countDrop(r.model, 'cancelled', err);
+      this.#settle(r, err);
+    }
+  }
+
+  #dropQueued(r: PendingRequest, reason: DropReason, err: ServeError): void {
+    if (r.state !== 'queued') return;
+    const st = r.model;
+    if (r.node !== null) st.queue.remove(r.node);
+    r.node = null;
+    st.deadlines.remove(r);
+    this.#afterDequeue(st);
+    this.#countDrop(st, reason, err);
+    this.#settle(r, err);
+  }
+
+  #afterDequeue(st: ModelState): void {
+    if (st.queue.length === 0) this.#withWork.delete(st);
+  }
+
+  #countDrop(st: ModelState, reason: DropReason, err: ServeError): void {
+    st.counters.dropped[reason]++;
+    this.#emit({ type: 'request-dropped', model: st.info.name, reason, code: err.code });
+  }
+
+  #settle(r: PendingRequest, result: HostTensor[] | ServeError): void {
+    if (r.state === 'settled') return;
+    r.state = 'settled';
+    if (r.onAbort !== null) r.signal?.removeEventListener('abort', r.onAbort);
+    r.onAbort = null;
+    if (result instanceof ServeError) r.reject(result);
+    else r.resolve(result);
+  }
+
+  #release(lease: L): void {
+    try {
+      lease.release();
+    } catch (e) {
+      this.#logger.warn('scheduler: releasing a lease failed', { error: e instanceof Error ? e.message : String(e) });
+    }
+  }
+
+  #emit(event: SchedulerEvent): void {
+    if (this.#onEvent === undefined) return;
+    try {
+      this.#onEvent(event);
+    } catch {
+      // Observation must never break serving.
+    }
+  }
+
+  /** One timer for the next instant something changes without an event: a deadline or a window. */
+  #armWake(now: number): void {
+    let at = Infinity;
+    for (const st of this.#withWork) {
+      const dl = st.deadlines.peek()?.deadline;
+      if (dl !== undefined && dl < at) at = dl;
+      if (st.info.windowMs > 0) {
+        const w = this.#view(st, now).windowEndsAt;
+        if (w !== null && w < at) at = w;
+      }
+    }
+    if (at === this.#wakeAt) return;
+    if (this.#wakeTimer !== null) this.clock.clearTimer(this.#wakeTimer);
+    this.#wakeTimer = null;
+    this.#wakeAt = at;
+    if (at === Infinity) return;
+    this.#wakeTimer = this.clock.setTimer(() => {
+      this.#wakeTimer = null;
+      this.#wakeAt = Infinity;
+      this.#schedulePump();
+    }, at - now);
+  }
+
+  #notifyIdle(): void {
+    if (this.#idleWaiters.length === 0) return;
+    if (this.#withWork.size > 0 || this.#executing > 0 || this.#staged !== null) return;
+    const waiters = this.#idleWaiters;
+    this.#idleWaiters = [];
+    if (this.#wakeTimer !== null) this.clock.clearTimer(this.#wakeTimer);
+    this.#wakeTimer = null;
+    this.#wakeAt = Infinity;
+    for (const w of waiters) w();
+  }
+}
