@@ -25,7 +25,9 @@ process.env.HLOSERVE_DIRECT_HOST_COPY = '0';
 const rtOff = await Runtime.create({ plugin });
 process.env.HLOSERVE_DIRECT_HOST_COPY = '1';
 const rt = await Runtime.create({ plugin });
-console.log(`# bench/runtime on ${rt.platformName} (${rt.plugin.path.split('/').slice(-2).join('/')}, PJRT ${rt.plugin.apiVersion.join('.')})`);
+console.log(
+  `# bench/runtime on ${rt.platformName} (${rt.plugin.path.split('/').slice(-2).join('/')}, PJRT ${rt.plugin.apiVersion.join('.')})`,
+);
 console.log(`# machine: ${machine()}`);
 
 async function timeCalls(fn) {
@@ -41,7 +43,10 @@ async function timeCalls(fn) {
 
 const rows = [];
 let hostCall;
-for (const [label, r] of [['direct copy off', rtOff], ['direct copy on', rt]]) {
+for (const [label, r] of [
+  ['direct copy off', rtOff],
+  ['direct copy on', rt],
+]) {
   const exe = await r.compile(ADD4);
   const x = hostArray('f32', [4], new Float32Array([1, 2, 3, 4]));
   const dx = await r.upload(x);
@@ -63,7 +68,9 @@ rtOff.dispose();
 
 let jax = null;
 if (!process.argv.includes('--no-jax')) {
-  const r = spawnSync(process.env.PYTHON ?? 'python3', [join(here, 'jax_runtime.py'), String(iters)], { encoding: 'utf8' });
+  const r = spawnSync(process.env.PYTHON ?? 'python3', [join(here, 'jax_runtime.py'), String(iters)], {
+    encoding: 'utf8',
+  });
   if (r.status === 0) jax = JSON.parse(r.stdout.trim().split('\n').pop());
   else console.log(`# jax comparison skipped: ${(r.stderr || r.stdout).trim().split('\n').pop()}`);
 }
@@ -72,8 +79,12 @@ console.log('\n| call | n | p50 µs | p90 µs | p99 µs |');
 console.log('|---|---|---|---|---|');
 for (const [name, s] of rows) console.log(`| ${name} | ${s.n} | ${fmt(s.p50)} | ${fmt(s.p90)} | ${fmt(s.p99)} |`);
 if (jax) {
-  console.log(`| jax ${jax.version} jit add f32[4], numpy in, block_until_ready + np.asarray | ${jax.n} | ${fmt(jax.p50)} | ${fmt(jax.p90)} | ${fmt(jax.p99)} |`);
-  console.log(`\nratio addon/jax (host args in, host out): p50 ${fmt(hostCall.p50 / jax.p50, 2)}, p99 ${fmt(hostCall.p99 / jax.p99, 2)}`);
+  console.log(
+    `| jax ${jax.version} jit add f32[4], numpy in, block_until_ready + np.asarray | ${jax.n} | ${fmt(jax.p50)} | ${fmt(jax.p90)} | ${fmt(jax.p99)} |`,
+  );
+  console.log(
+    `\nratio addon/jax (host args in, host out): p50 ${fmt(hostCall.p50 / jax.p50, 2)}, p99 ${fmt(hostCall.p99 / jax.p99, 2)}`,
+  );
 }
 
 console.log('\n| size | upload (host→device) GB/s | download (device→host) GB/s | pinned_host→device GB/s |');

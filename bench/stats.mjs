@@ -9,7 +9,14 @@ export function percentile(sorted, p) {
 
 export function summarize(samplesUs) {
   const s = Float64Array.from(samplesUs).sort();
-  return { n: s.length, p50: percentile(s, 50), p90: percentile(s, 90), p99: percentile(s, 99), min: s[0], max: s[s.length - 1] };
+  return {
+    n: s.length,
+    p50: percentile(s, 50),
+    p90: percentile(s, 90),
+    p99: percentile(s, 99),
+    min: s[0],
+    max: s[s.length - 1],
+  };
 }
 
 export function machine() {

@@ -30,6 +30,10 @@ if (selected.length === 0) {
 const r = spawnSync(
   process.execPath,
   ['--test', '--test-concurrency=1', '--test-reporter=spec', ...selected],
-  { stdio: 'inherit', env: { ...process.env, HLOSERVE_TEST: '1' } },
+  // --expose-gc lets the lifetime tests measure RSS after a full collection.
+  {
+    stdio: 'inherit',
+    env: { ...process.env, HLOSERVE_TEST: '1', NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --expose-gc`.trim() },
+  },
 );
 process.exit(r.status ?? 1);

@@ -33,6 +33,11 @@ export const ERROR_CATALOGUE = {
     http: 400,
     description: 'shared-memory region not registered',
   },
+  HLO_ERR_SHM_REGION_NOT_FOUND: {
+    grpc: GrpcStatus.NOT_FOUND,
+    http: 404,
+    description: 'status asked for a shared-memory region that is not registered',
+  },
   HLO_ERR_SHM_INVALID: {
     grpc: GrpcStatus.INVALID_ARGUMENT,
     http: 400,

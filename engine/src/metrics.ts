@@ -49,33 +49,133 @@ export class Metrics {
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const r = [this.registry];
     const mv = ['model', 'version'] as const;
-    this.#success = new Counter({ name: 'nv_inference_request_success', help: 'Successful inference requests', labelNames: mv, registers: r });
+    this.#success = new Counter({
+      name: 'nv_inference_request_success',
+      help: 'Successful inference requests',
+      labelNames: mv,
+      registers: r,
+    });
     this.#failure = new Counter({
       name: 'nv_inference_request_failure',
       help: 'Failed inference requests',
       labelNames: ['model', 'version', 'reason'],
       registers: r,
     });
-    this.#count = new Counter({ name: 'nv_inference_count', help: 'Inferences performed (a batch of n counts n)', labelNames: mv, registers: r });
-    this.#execCount = new Counter({ name: 'nv_inference_exec_count', help: 'Model executions (batches) performed', labelNames: mv, registers: r });
-    this.#requestUs = new Counter({ name: 'nv_inference_request_duration_us', help: 'Cumulative request duration (µs)', labelNames: mv, registers: r });
-    this.#queueUs = new Counter({ name: 'nv_inference_queue_duration_us', help: 'Cumulative time requests waited in queue (µs)', labelNames: mv, registers: r });
-    this.#inputUs = new Counter({ name: 'nv_inference_compute_input_duration_us', help: 'Cumulative input preparation time (µs)', labelNames: mv, registers: r });
-    this.#inferUs = new Counter({ name: 'nv_inference_compute_infer_duration_us', help: 'Cumulative model execution time (µs)', labelNames: mv, registers: r });
-    this.#outputUs = new Counter({ name: 'nv_inference_compute_output_duration_us', help: 'Cumulative output processing time (µs)', labelNames: mv, registers: r });
-    this.pending = new Gauge({ name: 'nv_inference_pending_request_count', help: 'Requests received and not yet answered', labelNames: mv, registers: r });
-    this.#latency = new Histogram({ name: 'hloserve_request_latency_seconds', help: 'End-to-end request latency in the worker', labelNames: ['model'], buckets: LATENCY_BUCKETS, registers: r });
-    this.#batchSize = new Histogram({ name: 'hloserve_batch_size', help: 'Compiled batch size of each execution', labelNames: ['model'], buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256], registers: r });
-    this.#weightLoads = new Counter({ name: 'hloserve_weight_loads_total', help: 'Weight uploads to the device (cold starts)', labelNames: ['model'], registers: r });
-    this.#weightEvictions = new Counter({ name: 'hloserve_weight_evictions_total', help: 'Weight sets evicted from the device', labelNames: ['model'], registers: r });
-    this.#weightLoadSeconds = new Counter({ name: 'hloserve_weight_load_seconds_total', help: 'Time spent uploading weights', labelNames: ['model'], registers: r });
-    this.#weightBytesLoaded = new Counter({ name: 'hloserve_weight_loaded_bytes_total', help: 'Bytes of weights uploaded', labelNames: ['model'], registers: r });
-    this.residentBytes = new Gauge({ name: 'hloserve_weight_resident_bytes', help: 'Weight bytes resident on the device', registers: r });
-    this.budgetBytes = new Gauge({ name: 'hloserve_weight_budget_bytes', help: 'Byte budget of the weight cache (-1 unlimited)', registers: r });
-    this.modelResident = new Gauge({ name: 'hloserve_model_resident', help: '1 when the model weights are on the device', labelNames: ['model'], registers: r });
-    this.queueDepth = new Gauge({ name: 'hloserve_queue_depth', help: 'Requests queued per model', labelNames: ['model'], registers: r });
+    this.#count = new Counter({
+      name: 'nv_inference_count',
+      help: 'Inferences performed (a batch of n counts n)',
+      labelNames: mv,
+      registers: r,
+    });
+    this.#execCount = new Counter({
+      name: 'nv_inference_exec_count',
+      help: 'Model executions (batches) performed',
+      labelNames: mv,
+      registers: r,
+    });
+    this.#requestUs = new Counter({
+      name: 'nv_inference_request_duration_us',
+      help: 'Cumulative request duration (µs)',
+      labelNames: mv,
+      registers: r,
+    });
+    this.#queueUs = new Counter({
+      name: 'nv_inference_queue_duration_us',
+      help: 'Cumulative time requests waited in queue (µs)',
+      labelNames: mv,
+      registers: r,
+    });
+    this.#inputUs = new Counter({
+      name: 'nv_inference_compute_input_duration_us',
+      help: 'Cumulative input preparation time (µs)',
+      labelNames: mv,
+      registers: r,
+    });
+    this.#inferUs = new Counter({
+      name: 'nv_inference_compute_infer_duration_us',
+      help: 'Cumulative model execution time (µs)',
+      labelNames: mv,
+      registers: r,
+    });
+    this.#outputUs = new Counter({
+      name: 'nv_inference_compute_output_duration_us',
+      help: 'Cumulative output processing time (µs)',
+      labelNames: mv,
+      registers: r,
+    });
+    this.pending = new Gauge({
+      name: 'nv_inference_pending_request_count',
+      help: 'Requests received and not yet answered',
+      labelNames: mv,
+      registers: r,
+    });
+    this.#latency = new Histogram({
+      name: 'hloserve_request_latency_seconds',
+      help: 'End-to-end request latency in the worker',
+      labelNames: ['model'],
+      buckets: LATENCY_BUCKETS,
+      registers: r,
+    });
+    this.#batchSize = new Histogram({
+      name: 'hloserve_batch_size',
+      help: 'Compiled batch size of each execution',
+      labelNames: ['model'],
+      buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256],
+      registers: r,
+    });
+    this.#weightLoads = new Counter({
+      name: 'hloserve_weight_loads_total',
+      help: 'Weight uploads to the device (cold starts)',
+      labelNames: ['model'],
+      registers: r,
+    });
+    this.#weightEvictions = new Counter({
+      name: 'hloserve_weight_evictions_total',
+      help: 'Weight sets evicted from the device',
+      labelNames: ['model'],
+      registers: r,
+    });
+    this.#weightLoadSeconds = new Counter({
+      name: 'hloserve_weight_load_seconds_total',
+      help: 'Time spent uploading weights',
+      labelNames: ['model'],
+      registers: r,
+    });
+    this.#weightBytesLoaded = new Counter({
+      name: 'hloserve_weight_loaded_bytes_total',
+      help: 'Bytes of weights uploaded',
+      labelNames: ['model'],
+      registers: r,
+    });
+    this.residentBytes = new Gauge({
+      name: 'hloserve_weight_resident_bytes',
+      help: 'Weight bytes resident on the device',
+      registers: r,
+    });
+    this.budgetBytes = new Gauge({
+      name: 'hloserve_weight_budget_bytes',
+      help: 'Byte budget of the weight cache (-1 unlimited)',
+      registers: r,
+    });
+    this.modelResident = new Gauge({
+      name: 'hloserve_model_resident',
+      help: '1 when the model weights are on the device',
+      labelNames: ['model'],
+      registers: r,
+    });
+    this.queueDepth = new Gauge({
+      name: 'hloserve_queue_depth',
+      help: 'Requests queued per model',
+      labelNames: ['model'],
+      registers: r,
+    });
     this.inflight = new Gauge({ name: 'hloserve_inflight_requests', help: 'Requests being served', registers: r });
-    this.shed = new Counter({ name: 'hloserve_requests_shed_total', help: 'Requests refused or dropped before execution', labelNames: ['model', 'reason'], registers: r });
+    this.shed = new Counter({
+      name: 'hloserve_requests_shed_total',
+      help: 'Requests refused or dropped before execution',
+      labelNames: ['model', 'reason'],
+      registers: r,
+    });
     if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: 'hloserve_process_' });
   }
 

@@ -74,7 +74,11 @@ export interface NativeExecutable {
     outputDims: number[][];
     memoryStats: NativeCompiledMemoryStats | null;
   };
-  execute(args: Array<NativeBuffer | NativeHostArray>, deviceIndex: number, download: true): Promise<NativeHostResult[]>;
+  execute(
+    args: Array<NativeBuffer | NativeHostArray>,
+    deviceIndex: number,
+    download: true,
+  ): Promise<NativeHostResult[]>;
   execute(args: Array<NativeBuffer | NativeHostArray>, deviceIndex: number, download: false): Promise<NativeBuffer[]>;
   dispose(): void;
 }

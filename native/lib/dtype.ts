@@ -2,7 +2,21 @@
  * Element types as the manifest spells them. This is the one vocabulary shared by bundles, the
  * codec and the addon; wire (KServe) names and PJRT enum values are derived from it here.
  */
-export const DTYPES = ['bool', 'i8', 'i16', 'i32', 'i64', 'u8', 'u16', 'u32', 'u64', 'f16', 'bf16', 'f32', 'f64'] as const;
+export const DTYPES = [
+  'bool',
+  'i8',
+  'i16',
+  'i32',
+  'i64',
+  'u8',
+  'u16',
+  'u32',
+  'u64',
+  'f16',
+  'bf16',
+  'f32',
+  'f64',
+] as const;
 export type DType = (typeof DTYPES)[number];
 
 /** PJRT_Buffer_Type enum values (pjrt_c_api.h). */

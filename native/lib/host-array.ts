@@ -16,11 +16,13 @@ export function byteLengthOf(dtype: DType, shape: readonly number[]): number {
 
 /** Checks dtype, shape and length; returns the array or throws an ArgumentError naming `field`. */
 export function checkHostArray(a: HostArray, field: string): HostArray {
-  if (a === null || typeof a !== 'object') throw new ArgumentError(`${field} must be a host array {dtype, shape, data}`);
+  if (a === null || typeof a !== 'object')
+    throw new ArgumentError(`${field} must be a host array {dtype, shape, data}`);
   if (!isDType(a.dtype)) throw new ArgumentError(`${field}.dtype: unknown dtype ${JSON.stringify(a.dtype)}`);
   if (!Array.isArray(a.shape)) throw new ArgumentError(`${field}.shape must be an array`);
   a.shape.forEach((d, i) => {
-    if (!Number.isSafeInteger(d) || d < 0) throw new ArgumentError(`${field}.shape[${i}] must be a non-negative integer`);
+    if (!Number.isSafeInteger(d) || d < 0)
+      throw new ArgumentError(`${field}.shape[${i}] must be a non-negative integer`);
   });
   if (!(a.data instanceof Uint8Array)) throw new ArgumentError(`${field}.data must be a Uint8Array`);
   const need = byteLengthOf(a.dtype, a.shape);

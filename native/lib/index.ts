@@ -1,8 +1,22 @@
-export { Runtime, type RuntimeOptions, type CompileOptions, type CudaOptions, type DeviceInfo, type MemoryStats, type PluginInfo } from './runtime.js';
+export {
+  Runtime,
+  type RuntimeOptions,
+  type CompileOptions,
+  type CudaOptions,
+  type DeviceInfo,
+  type MemoryStats,
+  type PluginInfo,
+} from './runtime.js';
 export { Executable, type ExecuteArg, type ExecuteOptions } from './executable.js';
 export { DeviceBuffer } from './device-buffer.js';
 export { type HostArray, hostArray, checkHostArray, byteLengthOf, asFloat32 } from './host-array.js';
 export { type DType, DTYPES, DTYPE_BYTES, PJRT_TYPE, isDType, dtypeFromPjrt } from './dtype.js';
 export { PjrtError, DisposedError, PluginLoadError, ArgumentError } from './errors.js';
-export { parseMainSignature, parseTensorType, isMlirBytecode, type ProgramSignature, type TensorType } from './mlir-signature.js';
+export {
+  parseMainSignature,
+  parseTensorType,
+  isMlirBytecode,
+  type ProgramSignature,
+  type TensorType,
+} from './mlir-signature.js';
 export { resolvePlugin, cpuPluginPath, cacheDir } from './plugin.js';

@@ -27,8 +27,20 @@ function download(pin, dest) {
   // pip is PyPI's own client and honours the machine's index configuration.
   const pip = spawnSync(
     process.env.PYTHON ?? 'python3',
-    ['-m', 'pip', 'download', '--no-deps', '--only-binary=:all:', '--platform', 'manylinux_2_27_x86_64',
-      '--python-version', '3.11', '-d', dest, `${pin.package}==${pin.version}`],
+    [
+      '-m',
+      'pip',
+      'download',
+      '--no-deps',
+      '--only-binary=:all:',
+      '--platform',
+      'manylinux_2_27_x86_64',
+      '--python-version',
+      '3.11',
+      '-d',
+      dest,
+      `${pin.package}==${pin.version}`,
+    ],
     { stdio: ['ignore', 'inherit', 'inherit'] },
   );
   if (pip.status !== 0) throw new Error(`pip download of ${pin.package}==${pin.version} failed (exit ${pip.status})`);

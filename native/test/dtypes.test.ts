@@ -4,12 +4,21 @@ import { type DType, Runtime } from '../lib/index.js';
 import { IDENTITY } from './programs.js';
 
 const MLIR_ELEMENT: Record<string, string> = {
-  f32: 'f32', f16: 'f16', bf16: 'bf16', i8: 'i8', i32: 'i32', i64: 'i64', u8: 'ui8', bool: 'i1',
+  f32: 'f32',
+  f16: 'f16',
+  bf16: 'bf16',
+  i8: 'i8',
+  i32: 'i32',
+  i64: 'i64',
+  u8: 'ui8',
+  bool: 'i1',
 };
 
 // Bit patterns chosen to include signs, extremes and non-trivial mantissas.
 function sample(dtype: DType, n: number): Uint8Array {
-  const bytes = new Uint8Array(n * ({ f32: 4, f16: 2, bf16: 2, i8: 1, i32: 4, i64: 8, u8: 1, bool: 1 } as Record<string, number>)[dtype]!);
+  const bytes = new Uint8Array(
+    n * ({ f32: 4, f16: 2, bf16: 2, i8: 1, i32: 4, i64: 8, u8: 1, bool: 1 } as Record<string, number>)[dtype]!,
+  );
   if (dtype === 'bool') {
     for (let i = 0; i < n; i++) bytes[i] = i % 3 === 0 ? 1 : 0;
     return bytes;

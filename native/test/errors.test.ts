@@ -31,7 +31,10 @@ suite('bad calls give typed errors and the process keeps working', () => {
   });
 
   test('BAD CALL - wrong argument count', async () => {
-    await assert.rejects(add.run([x4()]), (e: unknown) => e instanceof ArgumentError && /expected 2 arguments, got 1/.test(e.message));
+    await assert.rejects(
+      add.run([x4()]),
+      (e: unknown) => e instanceof ArgumentError && /expected 2 arguments, got 1/.test(e.message),
+    );
     await stillWorks();
   });
 
@@ -44,19 +47,28 @@ suite('bad calls give typed errors and the process keeps working', () => {
 
   test('BAD CALL - wrong dims', async () => {
     const x3 = hostArray('f32', [3], new Float32Array(3));
-    await assert.rejects(add.run([x3, x4()]), (e: unknown) => e instanceof ArgumentError && /expected f32\[4\], got f32\[3\]/.test(e.message));
+    await assert.rejects(
+      add.run([x3, x4()]),
+      (e: unknown) => e instanceof ArgumentError && /expected f32\[4\], got f32\[3\]/.test(e.message),
+    );
     await stillWorks();
   });
 
   test('BAD CALL - wrong dtype of the same byte size', async () => {
     const i4 = hostArray('i32', [4], new Int32Array(4));
-    await assert.rejects(add.run([i4, x4()]), (e: unknown) => e instanceof ArgumentError && /expected f32\[4\], got i32\[4\]/.test(e.message));
+    await assert.rejects(
+      add.run([i4, x4()]),
+      (e: unknown) => e instanceof ArgumentError && /expected f32\[4\], got i32\[4\]/.test(e.message),
+    );
     await stillWorks();
   });
 
   test('BAD CALL - data length does not match shape and dtype', async () => {
     await assert.rejects(async () => rt.upload({ dtype: 'f32', shape: [4], data: new Uint8Array(15) }), ArgumentError);
-    await assert.rejects(async () => rt.upload({ dtype: 'c64' as never, shape: [1], data: new Uint8Array(8) }), ArgumentError);
+    await assert.rejects(
+      async () => rt.upload({ dtype: 'c64' as never, shape: [1], data: new Uint8Array(8) }),
+      ArgumentError,
+    );
     await assert.rejects(async () => rt.upload({ dtype: 'f32', shape: [-1], data: new Uint8Array(0) }), ArgumentError);
     await assert.rejects(async () => rt.upload(null as never), ArgumentError);
     await stillWorks();

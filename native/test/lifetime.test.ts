@@ -41,7 +41,9 @@ suite('lifetime and memory', () => {
 
   test('dispose frees buffers deterministically (ledger)', async () => {
     const before = rt.ledger();
-    const bufs = await Promise.all(Array.from({ length: 10 }, (_, i) => rt.upload(hostArray('f32', [256], randomF32(256, i)))));
+    const bufs = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => rt.upload(hostArray('f32', [256], randomF32(256, i)))),
+    );
     assert.equal(rt.ledger().liveBuffers, before.liveBuffers + 10);
     assert.equal(rt.ledger().liveBufferBytes, before.liveBufferBytes + 10 * 1024);
     for (const b of bufs) b.dispose();

@@ -11,7 +11,8 @@ export function countBytesElements(data: Uint8Array, field: string): number {
   while (o < data.byteLength) {
     if (o + 4 > data.byteLength) throw invalidArgument(`${field}: BYTES element ${n} has a truncated length prefix`);
     const len = dv.getUint32(o, true);
-    if (len > data.byteLength - o - 4) throw invalidArgument(`${field}: BYTES element ${n} claims ${len} bytes past the end of the data`);
+    if (len > data.byteLength - o - 4)
+      throw invalidArgument(`${field}: BYTES element ${n} claims ${len} bytes past the end of the data`);
     o += 4 + len;
     n++;
   }

@@ -50,7 +50,8 @@ export function shmTarget(p: Params, field: string): ShmTarget | null {
     }
     return null;
   }
-  if (typeof region !== 'string' || region === '') throw invalidArgument(`${field}: shared_memory_region must be a non-empty string`);
+  if (typeof region !== 'string' || region === '')
+    throw invalidArgument(`${field}: shared_memory_region must be a non-empty string`);
   if (byteSize === undefined) throw invalidArgument(`${field}: shared_memory_region needs shared_memory_byte_size`);
   return { region, offset, byteSize };
 }
@@ -66,7 +67,9 @@ function checkShape(spec: IoTensorSpec, input: WireInput, field: string): number
   shape.forEach((d, i) => {
     if (!Number.isSafeInteger(d) || d < 0) throw invalidArgument(`${field}: shape[${i}] = ${d} is not a valid extent`);
     if (spec.dims[i] !== -1 && d !== spec.dims[i]) {
-      throw invalidArgument(`${field}: shape [${shape.join(',')}] does not match the model's [${spec.dims.join(',')}] at axis ${i}`);
+      throw invalidArgument(
+        `${field}: shape [${shape.join(',')}] does not match the model's [${spec.dims.join(',')}] at axis ${i}`,
+      );
     }
     if (i === spec.batchAxis && d === 0) throw invalidArgument(`${field}: the batch axis must have at least one row`);
     n *= d;
@@ -75,7 +78,13 @@ function checkShape(spec: IoTensorSpec, input: WireInput, field: string): number
   return n;
 }
 
-function inputBytes(spec: IoTensorSpec, input: WireInput, elements: number, shm: SharedMemoryRegistry | null, field: string): Uint8Array {
+function inputBytes(
+  spec: IoTensorSpec,
+  input: WireInput,
+  elements: number,
+  shm: SharedMemoryRegistry | null,
+  field: string,
+): Uint8Array {
   const target = shmTarget(input.parameters, field);
   let bytes: Uint8Array;
   if (target) {
@@ -92,7 +101,8 @@ function inputBytes(spec: IoTensorSpec, input: WireInput, elements: number, shm:
   const size = fixedElementByteSize(spec.dtype);
   if (size === null) {
     const count = countBytesElements(bytes, field);
-    if (count !== elements) throw invalidArgument(`${field}: ${count} BYTES elements for shape [${input.shape.join(',')}] (${elements})`);
+    if (count !== elements)
+      throw invalidArgument(`${field}: ${count} BYTES elements for shape [${input.shape.join(',')}] (${elements})`);
   } else if (bytes.byteLength !== elements * size) {
     throw invalidArgument(
       `${field}: expected ${elements * size} bytes for ${toWireDatatype(spec.dtype)}[${input.shape.join(',')}], got ${bytes.byteLength}`,
@@ -113,27 +123,40 @@ export function decodeRequest(model: ModelIO, req: WireInferRequest, shm: Shared
     const field = `inputs[${k}] '${input.name}'`;
     const idx = byName.get(input.name);
     if (idx === undefined) {
-      throw invalidArgument(`unexpected inference input '${input.name}' for model '${model.name}' (expects: ${model.inputs.map((s) => s.name).join(', ')})`);
+      throw invalidArgument(
+        `unexpected inference input '${input.name}' for model '${model.name}' (expects: ${model.inputs.map((s) => s.name).join(', ')})`,
+      );
     }
     if (tensors[idx]) throw invalidArgument(`${field}: input given twice`);
     const spec = model.inputs[idx]!;
     const dtype = fromWireDatatype(input.datatype);
     if (dtype !== spec.dtype) {
-      throw invalidArgument(`${field}: datatype ${JSON.stringify(input.datatype)} does not match the model's ${toWireDatatype(spec.dtype)}`);
+      throw invalidArgument(
+        `${field}: datatype ${JSON.stringify(input.datatype)} does not match the model's ${toWireDatatype(spec.dtype)}`,
+      );
     }
     const elements = checkShape(spec, input, field);
     if (spec.batchAxis !== null) {
       const r = input.shape[spec.batchAxis]!;
-      if (rows !== null && r !== rows) throw invalidArgument(`${field}: batch of ${r} rows disagrees with ${rows} in another input`);
+      if (rows !== null && r !== rows)
+        throw invalidArgument(`${field}: batch of ${r} rows disagrees with ${rows} in another input`);
       rows = r;
     }
-    tensors[idx] = { name: spec.name, dtype: spec.dtype, shape: input.shape, data: inputBytes(spec, input, elements, shm, field) };
+    tensors[idx] = {
+      name: spec.name,
+      dtype: spec.dtype,
+      shape: input.shape,
+      data: inputBytes(spec, input, elements, shm, field),
+    };
   });
   const missing = model.inputs.filter((_, i) => !tensors[i]).map((s) => s.name);
-  if (missing.length) throw invalidArgument(`missing inference input(s) for model '${model.name}': ${missing.join(', ')}`);
+  if (missing.length)
+    throw invalidArgument(`missing inference input(s) for model '${model.name}': ${missing.join(', ')}`);
   const r: number = rows ?? 1;
   if (r > model.maxRows) {
-    throw invalidArgument(`a batch of ${r} rows exceeds the largest batch model '${model.name}' accepts (${model.maxRows})`);
+    throw invalidArgument(
+      `a batch of ${r} rows exceeds the largest batch model '${model.name}' accepts (${model.maxRows})`,
+    );
   }
   return { inputs: tensors as HostTensor[], rows: r, outputs: selectOutputs(model, req) };
 }
@@ -144,10 +167,17 @@ function selectOutputs(model: ModelIO, req: WireInferRequest): RequestedOutput[]
   return req.outputs.map((o, k) => {
     const index = model.outputs.findIndex((s) => s.name === o.name);
     if (index < 0) {
-      throw invalidArgument(`unexpected inference output '${o.name}' for model '${model.name}' (has: ${model.outputs.map((s) => s.name).join(', ')})`);
+      throw invalidArgument(
+        `unexpected inference output '${o.name}' for model '${model.name}' (has: ${model.outputs.map((s) => s.name).join(', ')})`,
+      );
     }
     if (seen.has(o.name)) throw invalidArgument(`outputs[${k}] '${o.name}' requested twice`);
     seen.add(o.name);
-    return { index, spec: model.outputs[index]!, shm: shmTarget(o.parameters, `outputs[${k}] '${o.name}'`), parameters: o.parameters };
+    return {
+      index,
+      spec: model.outputs[index]!,
+      shm: shmTarget(o.parameters, `outputs[${k}] '${o.name}'`),
+      parameters: o.parameters,
+    };
   });
 }

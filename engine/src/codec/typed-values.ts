@@ -81,7 +81,9 @@ export function typedToBytes(dtype: TensorDType, values: readonly unknown[], fie
       return encodeBytesElements(values, field);
     case 'f16':
     case 'bf16':
-      throw invalidArgument(`${field}: ${dtype === 'f16' ? 'FP16' : 'BF16'} has no typed form; send it as raw binary data`);
+      throw invalidArgument(
+        `${field}: ${dtype === 'f16' ? 'FP16' : 'BF16'} has no typed form; send it as raw binary data`,
+      );
   }
 }
 
@@ -89,7 +91,21 @@ export function typedToBytes(dtype: TensorDType, values: readonly unknown[], fie
 export function bytesToTyped(dtype: TensorDType, data: Uint8Array): unknown[] {
   const dv = new DataView(data.buffer, data.byteOffset, data.byteLength);
   const out: unknown[] = [];
-  const step = { bool: 1, i8: 1, u8: 1, i16: 2, u16: 2, f16: 2, bf16: 2, i32: 4, u32: 4, f32: 4, i64: 8, u64: 8, f64: 8 };
+  const step = {
+    bool: 1,
+    i8: 1,
+    u8: 1,
+    i16: 2,
+    u16: 2,
+    f16: 2,
+    bf16: 2,
+    i32: 4,
+    u32: 4,
+    f32: 4,
+    i64: 8,
+    u64: 8,
+    f64: 8,
+  };
   if (dtype === 'BYTES') {
     let o = 0;
     while (o + 4 <= data.byteLength) {
@@ -102,19 +118,49 @@ export function bytesToTyped(dtype: TensorDType, data: Uint8Array): unknown[] {
   const s = step[dtype];
   for (let o = 0; o + s <= data.byteLength; o += s) {
     switch (dtype) {
-      case 'bool': out.push(dv.getUint8(o) !== 0); break;
-      case 'i8': out.push(dv.getInt8(o)); break;
-      case 'u8': out.push(dv.getUint8(o)); break;
-      case 'i16': out.push(dv.getInt16(o, true)); break;
-      case 'u16': out.push(dv.getUint16(o, true)); break;
-      case 'i32': out.push(dv.getInt32(o, true)); break;
-      case 'u32': out.push(dv.getUint32(o, true)); break;
-      case 'f32': out.push(dv.getFloat32(o, true)); break;
-      case 'f64': out.push(dv.getFloat64(o, true)); break;
-      case 'i64': { const b = dv.getBigInt64(o, true); out.push(b >= -(2n ** 53n) && b <= 2n ** 53n ? Number(b) : b.toString()); break; }
-      case 'u64': { const b = dv.getBigUint64(o, true); out.push(b <= 2n ** 53n ? Number(b) : b.toString()); break; }
-      case 'f16': out.push(halfToFloat(dv.getUint16(o, true))); break;
-      case 'bf16': out.push(new Float32Array(new Uint32Array([dv.getUint16(o, true) << 16]).buffer)[0]); break;
+      case 'bool':
+        out.push(dv.getUint8(o) !== 0);
+        break;
+      case 'i8':
+        out.push(dv.getInt8(o));
+        break;
+      case 'u8':
+        out.push(dv.getUint8(o));
+        break;
+      case 'i16':
+        out.push(dv.getInt16(o, true));
+        break;
+      case 'u16':
+        out.push(dv.getUint16(o, true));
+        break;
+      case 'i32':
+        out.push(dv.getInt32(o, true));
+        break;
+      case 'u32':
+        out.push(dv.getUint32(o, true));
+        break;
+      case 'f32':
+        out.push(dv.getFloat32(o, true));
+        break;
+      case 'f64':
+        out.push(dv.getFloat64(o, true));
+        break;
+      case 'i64': {
+        const b = dv.getBigInt64(o, true);
+        out.push(b >= -(2n ** 53n) && b <= 2n ** 53n ? Number(b) : b.toString());
+        break;
+      }
+      case 'u64': {
+        const b = dv.getBigUint64(o, true);
+        out.push(b <= 2n ** 53n ? Number(b) : b.toString());
+        break;
+      }
+      case 'f16':
+        out.push(halfToFloat(dv.getUint16(o, true)));
+        break;
+      case 'bf16':
+        out.push(new Float32Array(new Uint32Array([dv.getUint16(o, true) << 16]).buffer)[0]);
+        break;
     }
   }
   return out;

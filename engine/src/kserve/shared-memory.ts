@@ -35,12 +35,15 @@ export class SharedMemoryRegistry {
       throw shmError(`shared memory key '${key}' is not a valid POSIX shm name ('/name')`);
     }
     if (!Number.isSafeInteger(offset) || offset < 0) throw shmError(`offset ${offset} must be a non-negative integer`);
-    if (!Number.isSafeInteger(byteSize) || byteSize <= 0) throw shmError(`byte_size ${byteSize} must be a positive integer`);
+    if (!Number.isSafeInteger(byteSize) || byteSize <= 0)
+      throw shmError(`byte_size ${byteSize} must be a positive integer`);
     let fd: number;
     try {
       fd = openSync(join(this.#root, key.replace(/^\//, '')), 'r+');
     } catch (err) {
-      throw shmError(`unable to open shared memory region '${name}' (key '${key}'): ${(err as NodeJS.ErrnoException).code}`);
+      throw shmError(
+        `unable to open shared memory region '${name}' (key '${key}'): ${(err as NodeJS.ErrnoException).code}`,
+      );
     }
     const size = fstatSync(fd).size;
     if (offset > size || byteSize > size - offset) {
@@ -68,7 +71,8 @@ export class SharedMemoryRegistry {
   status(name = ''): RegionStatus[] {
     if (!name) return [...this.#regions.values()].map(({ fd: _fd, ...s }) => s);
     const r = this.#regions.get(name);
-    if (!r) throw new ServeError('HLO_ERR_SHM_REGION_UNKNOWN', `unable to find system shared memory region: '${name}'`);
+    if (!r)
+      throw new ServeError('HLO_ERR_SHM_REGION_NOT_FOUND', `unable to find system shared memory region: '${name}'`);
     const { fd: _fd, ...s } = r;
     return [s];
   }

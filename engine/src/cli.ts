@@ -1,0 +1,66 @@
+#!/usr/bin/env node
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { defaultConfig, loadNodeConfig, workerSettings } from './config/node-config.js';
+import { createLogger } from './log.js';
+import { serve } from './serve.js';
+
+const USAGE = `usage: hloserve serve [--config node.yaml] [--model-repo DIR] [--worker NAME]
+
+  --config      node.yaml (see docs/configuration.md); HLOSERVE_* variables override it
+  --model-repo  serve this model repository with default settings (no node.yaml)
+  --worker      which worker of node.yaml to run (default: the first)`;
+
+async function main(): Promise<number> {
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: {
+      config: { type: 'string' },
+      'model-repo': { type: 'string' },
+      worker: { type: 'string' },
+      help: { type: 'boolean' },
+    },
+  });
+  if (values.help || positionals[0] !== 'serve') {
+    console.error(USAGE);
+    return values.help ? 0 : 2;
+  }
+  const loaded = values.config
+    ? await loadNodeConfig(resolve(values.config))
+    : { config: defaultConfig(resolve(values['model-repo'] ?? 'examples/models')), appliedOverrides: [] };
+  const settings = workerSettings(loaded.config, values.worker);
+  const log = createLogger(settings.logging.level, {
+    worker: values.worker ?? loaded.config.workers[0]?.name ?? 'worker0',
+  });
+  for (const o of loaded.appliedOverrides)
+    log.info('environment override', { variable: o.variable, path: o.path, value: o.value });
+  log.info('starting', {
+    config: loaded.config.file,
+    modelRepo: loaded.config.modelRepo,
+    plugin: settings.runtime.plugin,
+  });
+  const server = await serve(loaded.config.modelRepo, settings, log);
+  await new Promise<void>((done) => {
+    let signals = 0;
+    const onSignal = (sig: NodeJS.Signals) => {
+      signals++;
+      log.info('shutting down', { signal: sig, drain: signals === 1 });
+      // A second signal stops waiting for queued work.
+      server.stop(signals === 1).then(done, (err: Error) => {
+        log.error('shutdown failed', { error: err.message });
+        done();
+      });
+    };
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
+  });
+  return 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: Error) => {
+    process.stderr.write(`hloserve: ${err.message}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,135 @@
+import {
+  boolParam,
+  doubleParam,
+  type InferParameter,
+  type InferTensorContents,
+  int64Param,
+  type ModelInferRequest,
+  type ModelInferResponse,
+  paramValue,
+  stringParam,
+} from '@hloserve/proto';
+import type { Params, ParamValue, WireData, WireInferRequest, WireInferResponse } from '../codec/wire.js';
+import { fromWireDatatype } from '../dtypes.js';
+import { invalidArgument } from '../errors.js';
+
+function params(m: Map<string, InferParameter>): Params {
+  if (m.size === 0) return {};
+  const out: Record<string, ParamValue> = {};
+  for (const [k, v] of m) {
+    const x = paramValue(v);
+    if (x !== undefined) out[k] = x;
+  }
+  return out;
+}
+
+function toParamMap(p: Params): Map<string, InferParameter> {
+  const m = new Map<string, InferParameter>();
+  for (const [k, v] of Object.entries(p)) {
+    m.set(
+      k,
+      typeof v === 'boolean'
+        ? boolParam(v)
+        : typeof v === 'string'
+          ? stringParam(v)
+          : Number.isInteger(v)
+            ? int64Param(v)
+            : doubleParam(v),
+    );
+  }
+  return m;
+}
+
+const TYPED_FIELD: Record<string, keyof InferTensorContents> = {
+  BOOL: 'boolContents',
+  INT8: 'intContents',
+  INT16: 'intContents',
+  INT32: 'intContents',
+  INT64: 'int64Contents',
+  UINT8: 'uintContents',
+  UINT16: 'uintContents',
+  UINT32: 'uintContents',
+  UINT64: 'uint64Contents',
+  FP32: 'fp32Contents',
+  FP64: 'fp64Contents',
+  BYTES: 'bytesContents',
+};
+const SNAKE: Record<string, string> = {
+  boolContents: 'bool_contents',
+  intContents: 'int_contents',
+  int64Contents: 'int64_contents',
+  uintContents: 'uint_contents',
+  uint64Contents: 'uint64_contents',
+  fp32Contents: 'fp32_contents',
+  fp64Contents: 'fp64_contents',
+  bytesContents: 'bytes_contents',
+};
+
+function typedData(c: InferTensorContents, datatype: string, field: string): WireData {
+  const used = (Object.keys(SNAKE) as (keyof InferTensorContents)[]).filter((k) => c[k].length > 0);
+  if (used.length === 0) return { kind: 'none' };
+  const want = TYPED_FIELD[datatype];
+  if (!want) throw invalidArgument(`${field}: datatype ${datatype} has no typed contents; send raw_input_contents`);
+  if (used.length > 1 || used[0] !== want) {
+    throw invalidArgument(
+      `${field}: ${datatype} data belongs in contents.${SNAKE[want]}, got ${used.map((k) => SNAKE[k]).join(', ')}`,
+    );
+  }
+  return { kind: 'typed', values: c[want], field: `contents.${SNAKE[want]}` };
+}
+
+/**
+ * ModelInferRequest -> the codec's form. raw_input_contents are matched to the inputs that carry
+ * neither shared-memory parameters nor typed contents, in order (tritonclient omits the raw entry
+ * of a shared-memory input, as Triton expects).
+ */
+export function fromGrpcRequest(r: ModelInferRequest): WireInferRequest {
+  const raws = r.rawInputContents;
+  let nextRaw = 0;
+  const inputs = r.inputs.map((t, i) => {
+    const field = `inputs[${i}] '${t.name}'`;
+    const p = params(t.parameters);
+    let data: WireData = t.contents ? typedData(t.contents, t.datatype, field) : { kind: 'none' };
+    if (raws.length > 0) {
+      if (data.kind !== 'none')
+        throw invalidArgument(`${field}: contents must not be given when raw_input_contents is used`);
+      if (p.shared_memory_region === undefined) {
+        if (nextRaw >= raws.length)
+          throw invalidArgument(`raw_input_contents has ${raws.length} entries, fewer than the inputs that need one`);
+        data = { kind: 'raw', bytes: raws[nextRaw++]! };
+      }
+    }
+    if (fromWireDatatype(t.datatype) === undefined)
+      throw invalidArgument(`${field}: unknown datatype ${JSON.stringify(t.datatype)}`);
+    return { name: t.name, datatype: t.datatype, shape: t.shape, parameters: p, data };
+  });
+  if (nextRaw !== raws.length) {
+    throw invalidArgument(`raw_input_contents has ${raws.length} entries but only ${nextRaw} inputs take raw data`);
+  }
+  return {
+    modelName: r.modelName,
+    modelVersion: r.modelVersion,
+    id: r.id,
+    parameters: params(r.parameters),
+    inputs,
+    outputs: r.outputs.map((o) => ({ name: o.name, parameters: params(o.parameters) })),
+  };
+}
+
+/** The codec's response -> ModelInferResponse; every output gets a raw entry (empty for shm). */
+export function toGrpcResponse(w: WireInferResponse): ModelInferResponse {
+  return {
+    modelName: w.modelName,
+    modelVersion: w.modelVersion,
+    id: w.id,
+    parameters: new Map(),
+    outputs: w.outputs.map((o) => ({
+      name: o.name,
+      datatype: o.datatype,
+      shape: [...o.shape],
+      parameters: toParamMap(o.parameters),
+      contents: undefined,
+    })),
+    rawOutputContents: w.outputs.map((o) => o.data ?? new Uint8Array(0)),
+  };
+}

@@ -1,0 +1,32 @@
+import { createServer, type Server } from 'node:http';
+import type { Worker } from '../worker/worker.js';
+
+/** Prometheus /metrics plus liveness and readiness probes, on their own port (Triton: 8002). */
+export function startMetricsServer(
+  worker: Worker,
+  host: string,
+  port: number,
+): Promise<{ server: Server; port: number }> {
+  const server = createServer((req, res) => {
+    const url = (req.url ?? '/').split('?')[0];
+    if (req.method === 'GET' && url === '/metrics') {
+      worker.refreshGauges();
+      worker.metrics.text().then(
+        (text) => res.writeHead(200, { 'content-type': worker.metrics.contentType }).end(text),
+        (err: Error) => res.writeHead(500).end(err.message),
+      );
+      return;
+    }
+    if (req.method === 'GET' && (url === '/healthz' || url === '/v2/health/live'))
+      return void res.writeHead(200).end('ok');
+    if (req.method === 'GET' && (url === '/readyz' || url === '/v2/health/ready')) {
+      const ready = worker.serverReady();
+      return void res.writeHead(ready ? 200 : 503).end(ready ? 'ready' : 'not ready');
+    }
+    res.writeHead(404).end();
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve({ server, port: (server.address() as { port: number }).port }));
+  });
+}

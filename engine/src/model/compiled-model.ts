@@ -1,0 +1,158 @@
+import {
+  type DeviceBuffer,
+  type Executable,
+  type HostArray,
+  isMlirBytecode,
+  type ProgramSignature,
+  type Runtime,
+} from '@hloserve/native';
+import { DTYPE_BYTES, type DType } from '@hloserve/native/dtype';
+import type { Manifest } from '../bundle/manifest.js';
+import { ServeError } from '../errors.js';
+import type { HostTensor } from '../tensor.js';
+
+/** A weight tensor's type, in the executable's argument order. */
+export interface WeightSpec {
+  readonly name: string;
+  readonly dtype: DType;
+  readonly shape: readonly number[];
+}
+
+/** A weight tensor in host memory. */
+export interface WeightTensor extends WeightSpec {
+  readonly data: Uint8Array;
+}
+
+/** What a model needs to be compiled: its manifest, one module per batch size, its weight types. */
+export interface ModelSource {
+  readonly name: string;
+  readonly manifest: Manifest;
+  /** Batch size (0 = any) -> StableHLO text or portable-artifact bytes. */
+  readonly modules: ReadonlyMap<number, Uint8Array>;
+  readonly weights: readonly WeightSpec[];
+}
+
+/** Copies host tensors into new buffers of `runtime` (device memory unless `memory` names another). */
+export async function uploadTensors(
+  runtime: Runtime,
+  tensors: readonly WeightTensor[],
+  memory?: string,
+): Promise<DeviceBuffer[]> {
+  const out: DeviceBuffer[] = [];
+  try {
+    // Issued together: the runtime overlaps the copies.
+    const pending = tensors.map((w) =>
+      runtime.upload({ dtype: w.dtype, shape: w.shape, data: w.data }, memory ? { memory } : {}),
+    );
+    const settled = await Promise.allSettled(pending);
+    for (const r of settled) if (r.status === 'fulfilled') out.push(r.value);
+    const failed = settled.find((r) => r.status === 'rejected');
+    if (failed) throw (failed as PromiseRejectedResult).reason;
+  } catch (err) {
+    for (const b of out) b.dispose();
+    throw err;
+  }
+  return out;
+}
+
+/** The signature `main` must have at batch size `batch`: inputs, then weights, then outputs. */
+export function expectedSignature(src: ModelSource, batch: number): ProgramSignature {
+  const m = src.manifest;
+  return {
+    parameters: [
+      ...m.executableInputs.map((s) => ({ dtype: s.dtype, shape: s.wireShape(batch || undefined) })),
+      ...src.weights.map((w) => ({ dtype: w.dtype, shape: w.shape })),
+    ],
+    results: m.executableOutputs.map((s) => ({ dtype: s.dtype, shape: s.wireShape(batch || undefined) })),
+  };
+}
+
+/**
+ * A model's executables, one per compiled batch size, sharing one set of weights. Executables are
+ * compiled once at load; weights move to and from the device through the weight cache.
+ */
+export class CompiledModel {
+  readonly name: string;
+  readonly manifest: Manifest;
+  readonly weights: readonly WeightSpec[];
+  readonly #executables: ReadonlyMap<number, Executable>;
+
+  private constructor(src: ModelSource, executables: Map<number, Executable>) {
+    this.name = src.name;
+    this.manifest = src.manifest;
+    this.weights = src.weights;
+    this.#executables = executables;
+  }
+
+  /** Compiles every module. Bytecode modules are checked against the manifest's signature. */
+  static async compile(runtime: Runtime, src: ModelSource, signal?: AbortSignal): Promise<CompiledModel> {
+    const executables = new Map<number, Executable>();
+    try {
+      // One at a time: compiles are CPU-heavy and parallel ones only fight for the same cores.
+      for (const [batch, code] of [...src.modules].sort((a, b) => a[0] - b[0])) {
+        signal?.throwIfAborted();
+        const signature = isMlirBytecode(code) ? expectedSignature(src, batch) : undefined;
+        try {
+          executables.set(batch, await runtime.compile(code, signature ? { signature } : {}));
+        } catch (err) {
+          throw new ServeError(
+            'HLO_ERR_BUNDLE_INVALID',
+            `model '${src.name}': compiling ${batch ? `model.b${batch}.mlir` : 'model.mlir'} failed: ${(err as Error).message}`,
+            { cause: err },
+          );
+        }
+      }
+    } catch (err) {
+      for (const e of executables.values()) e.dispose();
+      throw err;
+    }
+    return new CompiledModel(src, executables);
+  }
+
+  /** Compiled batch sizes, ascending (0 = one module for any batch). */
+  get batchSizes(): number[] {
+    return [...this.#executables.keys()].sort((a, b) => a - b);
+  }
+
+  /** Runs the executable compiled for `batch` on inputs already shaped for it. */
+  async run(
+    batch: number,
+    inputs: readonly HostTensor[],
+    weights: readonly DeviceBuffer[],
+    signal?: AbortSignal,
+  ): Promise<HostTensor[]> {
+    const exe = this.#executables.get(batch) ?? this.#executables.get(0);
+    if (!exe) throw new ServeError('HLO_ERR_INTERNAL', `model '${this.name}' has no executable for batch ${batch}`);
+    const args = inputs.map((t): HostArray => {
+      if (t.dtype === 'BYTES') throw new ServeError('HLO_ERR_INTERNAL', `executable input '${t.name}' cannot be BYTES`);
+      return { dtype: t.dtype, shape: t.shape, data: t.data };
+    });
+    const out = await exe.run([...args, ...weights], signal ? { signal } : {});
+    return out.map((o, i) => ({
+      name: this.manifest.executableOutputs[i]?.name ?? `output_${i}`,
+      dtype: o.dtype,
+      shape: o.shape,
+      data: o.data,
+    }));
+  }
+
+  /** Zero inputs at every compiled size: proves each module runs with these weights, and times it. */
+  async warmup(weights: readonly DeviceBuffer[]): Promise<Map<number, number>> {
+    const seconds = new Map<number, number>();
+    for (const batch of this.batchSizes) {
+      const inputs = this.manifest.executableInputs.map((s) => {
+        const shape = s.wireShape(batch || 1).map((d) => (d < 0 ? 1 : d));
+        const bytes = shape.reduce((a, b) => a * b, 1) * DTYPE_BYTES[s.dtype];
+        return { name: s.name, dtype: s.dtype, shape, data: new Uint8Array(bytes) };
+      });
+      const t = performance.now();
+      await this.run(batch, inputs, weights);
+      seconds.set(batch, (performance.now() - t) / 1e3);
+    }
+    return seconds;
+  }
+
+  dispose(): void {
+    for (const e of this.#executables.values()) e.dispose();
+  }
+}

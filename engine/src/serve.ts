@@ -1,0 +1,57 @@
+import type { Server } from 'node:http';
+import type { FastifyInstance } from 'fastify';
+import type { WorkerSettings } from './config/types.js';
+import { startConsoleServer } from './console-server.js';
+import { type GrpcServerHandle, startGrpcServer } from './kserve/grpc-server.js';
+import { buildHttpServer } from './kserve/http-server.js';
+import { startMetricsServer } from './kserve/metrics-server.js';
+import type { Logger } from './log.js';
+import { Worker } from './worker/worker.js';
+
+export interface RunningServer {
+  readonly worker: Worker;
+  readonly ports: { readonly grpc: number; readonly http: number; readonly metrics: number; readonly console: number };
+  /** Stops listening, drains queued and in-flight requests, frees the device. */
+  stop(drain?: boolean): Promise<void>;
+}
+
+/** Starts a worker and every listener of DESIGN.md's small deployment (gRPC, HTTP, metrics, console). */
+export async function serve(modelRepo: string, settings: WorkerSettings, log: Logger): Promise<RunningServer> {
+  const worker = await Worker.start({ modelRepo, settings, log });
+  const ep = settings.endpoints;
+  let grpc: GrpcServerHandle | undefined;
+  let http: FastifyInstance | undefined;
+  let metrics: { server: Server; port: number } | undefined;
+  let consoleSrv: { server: Server; port: number } | undefined;
+  try {
+    grpc = await startGrpcServer(worker, ep.host, ep.grpcPort);
+    http = buildHttpServer(worker);
+    await http.listen({ host: ep.host, port: ep.httpPort });
+    const httpPort = (http.server.address() as { port: number }).port;
+    metrics = ep.metricsPort >= 0 ? await startMetricsServer(worker, ep.host, ep.metricsPort) : undefined;
+    consoleSrv = ep.consolePort >= 0 ? await startConsoleServer(worker, ep.host, ep.consolePort) : undefined;
+    const ports = { grpc: grpc.port, http: httpPort, metrics: metrics?.port ?? -1, console: consoleSrv?.port ?? -1 };
+    log.info('listening', { host: ep.host, ...ports, models: worker.repositoryIndex(true).map((m) => m.name) });
+    let stopping: Promise<void> | null = null;
+    return {
+      worker,
+      ports,
+      stop: (drain = true) =>
+        (stopping ??= (async () => {
+          // Stop taking new calls first, then let the worker finish what it accepted.
+          const closing = Promise.all([grpc!.close(), http!.close()]);
+          await worker.stop(drain);
+          await closing;
+          await Promise.all([metrics, consoleSrv].map((s) => s && new Promise<void>((r) => s.server.close(() => r()))));
+          log.info('stopped');
+        })()),
+    };
+  } catch (err) {
+    await grpc?.close(0);
+    await http?.close();
+    metrics?.server.close();
+    consoleSrv?.server.close();
+    await worker.stop(false);
+    throw err;
+  }
+}

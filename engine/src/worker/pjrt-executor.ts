@@ -1,0 +1,33 @@
+import type { DeviceBuffer } from '@hloserve/native';
+import { ServeError } from '../errors.js';
+import type { CompiledModel } from '../model/compiled-model.js';
+import type { ExecutionRequest, Executor } from '../scheduler/executor.js';
+import type { HostTensor } from '../tensor.js';
+import type { WeightCache, WeightLease } from '../weights/weight-cache.js';
+import type { WeightTensor } from '../model/compiled-model.js';
+
+export type PjrtLease = WeightLease<readonly DeviceBuffer[]>;
+
+/** Runs the scheduler's batches on the PJRT runtime, with weights from the cache. */
+export class PjrtExecutor implements Executor<PjrtLease> {
+  readonly #cache: WeightCache<readonly WeightTensor[], readonly DeviceBuffer[]>;
+  readonly #models: (name: string) => CompiledModel | undefined;
+
+  constructor(
+    cache: WeightCache<readonly WeightTensor[], readonly DeviceBuffer[]>,
+    models: (name: string) => CompiledModel | undefined,
+  ) {
+    this.#cache = cache;
+    this.#models = models;
+  }
+
+  prepare(model: string): Promise<PjrtLease> {
+    return this.#cache.acquire(model);
+  }
+
+  async execute(req: ExecutionRequest<PjrtLease>): Promise<readonly HostTensor[]> {
+    const m = this.#models(req.model);
+    if (!m) throw new ServeError('HLO_ERR_MODEL_NOT_FOUND', `model '${req.model}' was unloaded`);
+    return m.run(req.batchSize, req.inputs, req.lease.weights, req.signal);
+  }
+}
