@@ -1,0 +1,105 @@
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { dirname, join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+export const examplesDir = join(repoRoot, 'examples', 'models');
+export const pythonDir = join(repoRoot, 'e2e', 'python');
+
+export interface Ports {
+  grpc: number;
+  http: number;
+  metrics: number;
+  console: number;
+}
+
+export interface ServerProcess {
+  readonly child: ChildProcess;
+  readonly ports: Ports;
+  readonly logs: string[];
+  readonly exited: Promise<number | null>;
+  grpcUrl(): string;
+  httpUrl(): string;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/**
+ * Starts `hloserve serve` as a child process on free ports (every port 0) and resolves once it
+ * logs that it is listening. `env` adds HLOSERVE_* overrides.
+ */
+export async function startServer(env: Record<string, string> = {}, timeoutMs = 120_000): Promise<ServerProcess> {
+  const child = spawn(
+    process.execPath,
+    [join(repoRoot, 'engine', 'dist', 'src', 'cli.js'), 'serve', '--config', join(repoRoot, 'examples', 'node.yaml')],
+    {
+      env: {
+        ...process.env,
+        HLOSERVE_ENDPOINTS_GRPC_PORT: '0',
+        HLOSERVE_ENDPOINTS_HTTP_PORT: '0',
+        HLOSERVE_ENDPOINTS_METRICS_PORT: '0',
+        HLOSERVE_ENDPOINTS_CONSOLE_PORT: '0',
+        TF_CPP_MIN_LOG_LEVEL: '2',
+        ...env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  const logs: string[] = [];
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  const ports = await new Promise<Ports>((resolve_, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`server did not start in ${timeoutMs} ms:\n${logs.join('\n')}`)),
+      timeoutMs,
+    );
+    for (const stream of [child.stdout!, child.stderr!]) {
+      createInterface({ input: stream }).on('line', (line) => {
+        logs.push(line);
+        if (!line.startsWith('{')) return;
+        try {
+          const rec = JSON.parse(line) as { msg?: string } & Partial<Ports>;
+          if (rec.msg === 'listening') {
+            clearTimeout(timer);
+            resolve_({ grpc: rec.grpc!, http: rec.http!, metrics: rec.metrics!, console: rec.console! });
+          }
+        } catch {
+          /* not a log record */
+        }
+      });
+    }
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code} before listening:\n${logs.join('\n')}`));
+    });
+  });
+  return {
+    child,
+    ports,
+    logs,
+    exited,
+    grpcUrl: () => `127.0.0.1:${ports.grpc}`,
+    httpUrl: () => `127.0.0.1:${ports.http}`,
+    stop: async (signal = 'SIGTERM') => {
+      if (child.exitCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+/** Runs a script of e2e/python and parses the JSON it prints last. Fails loudly without tritonclient. */
+export function runPython<T>(script: string, args: readonly string[], timeoutMs = 300_000): T {
+  const python = process.env.PYTHON ?? 'python3';
+  const probe = spawnSync(python, ['-c', 'import tritonclient.grpc, tritonclient.http, numpy'], { encoding: 'utf8' });
+  if (probe.status !== 0) {
+    throw new Error(`the e2e tests need Triton's Python client: pip install -r e2e/requirements.txt\n${probe.stderr}`);
+  }
+  const r = spawnSync(python, [join(pythonDir, script), ...args], {
+    encoding: 'utf8',
+    timeout: timeoutMs,
+    cwd: pythonDir,
+    maxBuffer: 64 * 2 ** 20,
+  });
+  if (r.status !== 0) throw new Error(`${script} exited ${r.status}:\n${r.stderr}\n${r.stdout}`);
+  const last = r.stdout.trim().split('\n').pop() ?? '';
+  return JSON.parse(last) as T;
+}
