@@ -152,7 +152,13 @@ finally:
 grpc_case("oversize message", "RESOURCE_EXHAUSTED", infer(request(inputs=[tensor(shp=[1, max_recv // 4 + 8])], raw=[b"\0" * (max_recv + 32)])))
 garbage = channel.unary_unary("/inference.GRPCInferenceService/ModelInfer", request_serializer=lambda b: b, response_deserializer=lambda b: b)
 grpc_case("garbage bytes", "INVALID_ARGUMENT", lambda: garbage(b"\xff\xff\xff\xff\x0f\x01garbage"))
-grpc_case("deadline already tiny", "DEADLINE_EXCEEDED", infer(request(), timeout=0.000001))
+def expired_timeout_param():
+    r = request()
+    r.parameters["timeout"].int64_param = 1  # Triton's request timeout, in microseconds
+    return stub.ModelInfer(r, timeout=30)
+
+
+grpc_case("timeout parameter of 1 us", "DEADLINE_EXCEEDED", expired_timeout_param)
 grpc_case("metadata of unknown model", "NOT_FOUND", lambda: stub.ModelMetadata(pb.ModelMetadataRequest(name="no-such-model")))
 grpc_case("config of unknown model", "NOT_FOUND", lambda: stub.ModelConfig(pb.ModelConfigRequest(name="no-such-model")))
 grpc_case("statistics of unknown model", "NOT_FOUND", lambda: stub.ModelStatistics(pb.ModelStatisticsRequest(name="no-such-model")))

@@ -1,0 +1,36 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { suite, test } from 'node:test';
+import { PluginLoadError, resolvePlugin, Runtime } from '../lib/index.js';
+
+suite('plugin resolution and loading', () => {
+  test('the pinned CPU plugin resolves to an existing file', () => {
+    assert.match(resolvePlugin('cpu'), /lammps-jax-pjrt-cpu-0\.11\.2\/.*pjrt_c_api_cpu_plugin\.so$/);
+  });
+
+  test('EXPECTED FAILURE - a missing plugin says what to run', () => {
+    const saved = process.env.HLOSERVE_CACHE_DIR;
+    process.env.HLOSERVE_CACHE_DIR = mkdtempSync(join(tmpdir(), 'hlo-empty-cache-'));
+    try {
+      assert.throws(() => resolvePlugin('cpu'), (e: unknown) => e instanceof PluginLoadError && /run 'npm install'/.test(e.message));
+    } finally {
+      if (saved === undefined) delete process.env.HLOSERVE_CACHE_DIR;
+      else process.env.HLOSERVE_CACHE_DIR = saved;
+    }
+    assert.throws(() => resolvePlugin('/nonexistent/plugin.so'), PluginLoadError);
+  });
+
+  test('EXPECTED FAILURE - a file that is not a PJRT plugin is refused, the process lives on', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hlo-bad-plugin-'));
+    const notElf = join(dir, 'broken.so');
+    writeFileSync(notElf, 'this is not a shared library');
+    await assert.rejects(Runtime.create({ plugin: notElf }), (e: unknown) => e instanceof PluginLoadError && /cannot load PJRT plugin/.test(e.message));
+    // libc is a real shared library without GetPjrtApi.
+    await assert.rejects(Runtime.create({ plugin: '/lib/x86_64-linux-gnu/libc.so.6' }), /exports no GetPjrtApi/);
+    const rt = await Runtime.create();
+    assert.equal(rt.platformName, 'cpu');
+    rt.dispose();
+  });
+});
