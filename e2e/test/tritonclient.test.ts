@@ -24,6 +24,19 @@ suite("Triton's own Python clients against hloserve on the example models", () =
     assert.ok(report.checks.length >= 30);
   });
 
+  test('Prometheus /metrics carries Triton names with the traffic just served', async () => {
+    const text = await (await fetch(`http://127.0.0.1:${server.ports.metrics}/metrics`)).text();
+    for (const model of ['mlp', 'resnet', 'fno']) {
+      const m = new RegExp(`^nv_inference_request_success\\{model="${model}",version="1"\\} (\\d+)`, 'm').exec(text);
+      assert.ok(m && Number(m[1]) >= 3, `nv_inference_request_success for ${model}: ${m?.[1]}`);
+    }
+    for (const name of ['nv_inference_queue_duration_us', 'nv_inference_compute_infer_duration_us', 'nv_inference_exec_count', 'hloserve_weight_resident_bytes', 'hloserve_request_latency_seconds_bucket']) {
+      assert.match(text, new RegExp(`^${name}`, 'm'), name);
+    }
+    const ready = await fetch(`http://127.0.0.1:${server.ports.metrics}/readyz`);
+    assert.equal(ready.status, 200);
+  });
+
   for (const model of ['mlp', 'resnet', 'fno']) {
     test(`${model}: outputs match the bundle's reference over gRPC, HTTP and shared memory`, () => {
       const errs = report.models[model];
