@@ -54,23 +54,51 @@ const rows = [];
 try {
   for (const m of models) {
     for (const c of [1, 16]) {
-      const r = runPerfAnalyzer(['-m', m, '-u', server.grpcUrl(), '-i', 'grpc', '--concurrency-range', String(c), '-p', windowMs, '-s', '20', '-r', '6']);
+      const r = runPerfAnalyzer([
+        '-m',
+        m,
+        '-u',
+        server.grpcUrl(),
+        '-i',
+        'grpc',
+        '--concurrency-range',
+        String(c),
+        '-p',
+        windowMs,
+        '-s',
+        '20',
+        '-r',
+        '6',
+      ]);
       if (r.status !== 0) throw new Error(`perf_analyzer failed:\n${r.output}`);
       const row = r.rows.get(c);
-      const serverAvg = /Avg request latency: (\d+) usec \(overhead (\d+) usec \+ queue (\d+) usec \+ compute input (\d+) usec \+ compute infer (\d+) usec \+ compute output (\d+) usec\)/.exec(r.output);
+      const serverAvg =
+        /Avg request latency: (\d+) usec \(overhead (\d+) usec \+ queue (\d+) usec \+ compute input (\d+) usec \+ compute infer (\d+) usec \+ compute output (\d+) usec\)/.exec(
+          r.output,
+        );
       const exec = /Inference count: (\d+)\s+Execution count: (\d+)/.exec(r.output);
-      rows.push({ m, c, ...row, serverAvg: serverAvg?.slice(1).map(Number), batching: exec ? Number(exec[1]) / Number(exec[2]) : NaN });
+      rows.push({
+        m,
+        c,
+        ...row,
+        serverAvg: serverAvg?.slice(1).map(Number),
+        batching: exec ? Number(exec[1]) / Number(exec[2]) : NaN,
+      });
     }
   }
 } finally {
   await server.stop();
 }
 
-console.log('\n| model | concurrency | throughput infer/s | p50 µs | p99 µs | avg rows per execution | server avg µs (queue + infer) |');
+console.log(
+  '\n| model | concurrency | throughput infer/s | p50 µs | p99 µs | avg rows per execution | server avg µs (queue + infer) |',
+);
 console.log('|---|---|---|---|---|---|---|');
 for (const r of rows) {
   const s = r.serverAvg;
-  console.log(`| ${r.m} | ${r.c} | ${fmt(r.throughput)} | ${r.p50} | ${r.p99} | ${fmt(r.batching, 2)} | ${s ? `${s[0]} (${s[2]} + ${s[4]})` : '?'} |`);
+  console.log(
+    `| ${r.m} | ${r.c} | ${fmt(r.throughput)} | ${r.p50} | ${r.p99} | ${fmt(r.batching, 2)} | ${s ? `${s[0]} (${s[2]} + ${s[4]})` : '?'} |`,
+  );
 }
 console.log('\n| model | addon direct execute p50 µs (batch 1) | served p50 µs at c=1 | server overhead p50 µs |');
 console.log('|---|---|---|---|');

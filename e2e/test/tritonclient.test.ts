@@ -30,7 +30,13 @@ suite("Triton's own Python clients against hloserve on the example models", () =
       const m = new RegExp(`^nv_inference_request_success\\{model="${model}",version="1"\\} (\\d+)`, 'm').exec(text);
       assert.ok(m && Number(m[1]) >= 3, `nv_inference_request_success for ${model}: ${m?.[1]}`);
     }
-    for (const name of ['nv_inference_queue_duration_us', 'nv_inference_compute_infer_duration_us', 'nv_inference_exec_count', 'hloserve_weight_resident_bytes', 'hloserve_request_latency_seconds_bucket']) {
+    for (const name of [
+      'nv_inference_queue_duration_us',
+      'nv_inference_compute_infer_duration_us',
+      'nv_inference_exec_count',
+      'hloserve_weight_resident_bytes',
+      'hloserve_request_latency_seconds_bucket',
+    ]) {
       assert.match(text, new RegExp(`^${name}`, 'm'), name);
     }
     const ready = await fetch(`http://127.0.0.1:${server.ports.metrics}/readyz`);

@@ -14,7 +14,10 @@ suite('plugin resolution and loading', () => {
     const saved = process.env.HLOSERVE_CACHE_DIR;
     process.env.HLOSERVE_CACHE_DIR = mkdtempSync(join(tmpdir(), 'hlo-empty-cache-'));
     try {
-      assert.throws(() => resolvePlugin('cpu'), (e: unknown) => e instanceof PluginLoadError && /run 'npm install'/.test(e.message));
+      assert.throws(
+        () => resolvePlugin('cpu'),
+        (e: unknown) => e instanceof PluginLoadError && /run 'npm install'/.test(e.message),
+      );
     } finally {
       if (saved === undefined) delete process.env.HLOSERVE_CACHE_DIR;
       else process.env.HLOSERVE_CACHE_DIR = saved;
@@ -26,7 +29,10 @@ suite('plugin resolution and loading', () => {
     const dir = mkdtempSync(join(tmpdir(), 'hlo-bad-plugin-'));
     const notElf = join(dir, 'broken.so');
     writeFileSync(notElf, 'this is not a shared library');
-    await assert.rejects(Runtime.create({ plugin: notElf }), (e: unknown) => e instanceof PluginLoadError && /cannot load PJRT plugin/.test(e.message));
+    await assert.rejects(
+      Runtime.create({ plugin: notElf }),
+      (e: unknown) => e instanceof PluginLoadError && /cannot load PJRT plugin/.test(e.message),
+    );
     // libc is a real shared library without GetPjrtApi.
     await assert.rejects(Runtime.create({ plugin: '/lib/x86_64-linux-gnu/libc.so.6' }), /exports no GetPjrtApi/);
     const rt = await Runtime.create();
