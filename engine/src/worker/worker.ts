@@ -178,7 +178,25 @@ export class Worker implements InferenceService {
     };
   }
 
-  async #load(bundle: Bundle, signal?: AbortSignal): Promise<void> {
+  // Loads and unloads of one model run one after another; other models are never blocked.
+  readonly #lifecycle = new Map<string, Promise<unknown>>();
+
+  #serialized<T>(name: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.#lifecycle.get(name) ?? Promise.resolve();
+    const next = prev.then(fn, fn);
+    const tail = next.catch(() => undefined);
+    this.#lifecycle.set(name, tail);
+    void tail.then(() => {
+      if (this.#lifecycle.get(name) === tail) this.#lifecycle.delete(name);
+    });
+    return next;
+  }
+
+  #load(bundle: Bundle, signal?: AbortSignal): Promise<void> {
+    return this.#serialized(bundle.name, () => this.#loadNow(bundle, signal));
+  }
+
+  async #loadNow(bundle: Bundle, signal?: AbortSignal): Promise<void> {
     const name = bundle.name;
     const entry = this.#entries.get(name) ?? this.#newEntry(name, 'LOADING', '');
     entry.state = 'LOADING';
@@ -212,6 +230,9 @@ export class Worker implements InferenceService {
         maxQueueDelayUs: this.#settings.scheduler.maxQueueDelayUs,
       });
       const maxRows = resolved.cap !== null ? Math.min(resolved.cap, resolved.maxRows) : resolved.maxRows;
+      // A reload swaps the weights too (the bundle may have changed). Executions still holding the
+      // old lease keep it until they finish; the old executables stay alive while pinned.
+      if (this.cache.has(name)) this.cache.removeModel(name);
       this.#backend.setSource(name, {
         path: bundle.weights?.path ?? null,
         argumentOrder: bundle.weights?.argumentOrder ?? [],
@@ -348,7 +369,11 @@ export class Worker implements InferenceService {
     await this.#load(bundle, signal);
   }
 
-  async unloadModel(name: string): Promise<void> {
+  unloadModel(name: string): Promise<void> {
+    return this.#serialized(name, async () => this.#unloadNow(name));
+  }
+
+  #unloadNow(name: string): void {
     const e = this.#entries.get(name);
     if (!e) return;
     e.state = 'UNLOADING';

@@ -1,0 +1,89 @@
+import assert from 'node:assert/strict';
+import { resolve } from 'node:path';
+import { after, before, suite, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { defaultConfig, workerSettings } from '../../src/config/node-config.js';
+import type { WireInferRequest } from '../../src/codec/wire.js';
+import { ServeError } from '../../src/errors.js';
+import { createLogger } from '../../src/log.js';
+import { Worker } from '../../src/worker/worker.js';
+
+const examples = resolve(fileURLToPath(import.meta.url), '..', '..', '..', '..', '..', 'examples', 'models');
+
+function mlpRequest(rows = 1): WireInferRequest {
+  const x = new Float32Array(rows * 784).fill(0.25);
+  return {
+    modelName: 'mlp',
+    modelVersion: '',
+    id: 'r1',
+    parameters: {},
+    inputs: [
+      {
+        name: 'x',
+        datatype: 'FP32',
+        shape: [rows, 784],
+        parameters: {},
+        data: { kind: 'raw', bytes: new Uint8Array(x.buffer) },
+      },
+    ],
+    outputs: [],
+  };
+}
+
+const ctx = () => ({ deadline: null, signal: new AbortController().signal });
+const code = (c: string) => (e: unknown) => e instanceof ServeError && e.code === c;
+
+suite('worker lifecycle on the real CPU plugin', () => {
+  let worker: Worker;
+  before(async () => {
+    const config = defaultConfig(examples);
+    const settings = workerSettings(config);
+    worker = await Worker.start({
+      modelRepo: examples,
+      settings: { ...settings, modelsInclude: ['mlp'] },
+      log: createLogger('silent'),
+    });
+  });
+  after(() => worker.stop(false));
+
+  test('serves, reports metadata and a Triton config with the compiled sizes', async () => {
+    const res = await worker.infer(mlpRequest(3), ctx());
+    assert.equal(res.id, 'r1');
+    assert.deepEqual(res.outputs[0]!.shape, [3, 10]);
+    assert.equal(res.outputs[0]!.data!.byteLength, 3 * 10 * 4);
+    assert.deepEqual(worker.modelMetadata('mlp', '').inputs, [{ name: 'x', datatype: 'FP32', shape: [-1, 784] }]);
+    const cfg = worker.modelConfig('mlp', '1');
+    assert.equal(cfg.max_batch_size, 32);
+    assert.deepEqual(cfg.input[0]!.dims, [784]);
+    assert.deepEqual(cfg.dynamic_batching!.preferred_batch_size, [1, 4, 8, 16, 32]);
+    assert.equal(worker.modelStatistics('mlp', '')[0]!.inference_count >= 3, true);
+  });
+
+  test('unload answers NOT_FOUND afterwards; load brings it back; a reload keeps serving', async () => {
+    await worker.unloadModel('mlp');
+    await assert.rejects(worker.infer(mlpRequest(), ctx()), code('HLO_ERR_MODEL_NOT_FOUND'));
+    assert.equal(worker.modelReady('mlp', ''), false);
+    await worker.loadModel('mlp');
+    assert.equal((await worker.infer(mlpRequest(), ctx())).outputs.length, 1);
+    const during = worker.infer(mlpRequest(2), ctx());
+    await Promise.all([worker.loadModel('mlp'), worker.loadModel('mlp')]);
+    assert.equal((await during).outputs[0]!.shape[0], 2);
+    assert.equal((await worker.infer(mlpRequest(), ctx())).outputs.length, 1);
+    assert.deepEqual(
+      worker.repositoryIndex(true).map((m) => m.name),
+      ['mlp'],
+    );
+  });
+
+  test('BAD CALL - unknown, malformed and oversized requests', async () => {
+    await assert.rejects(worker.loadModel('no-such-model'), code('HLO_ERR_MODEL_NOT_FOUND'));
+    await assert.rejects(worker.loadModel('../etc'), code('HLO_ERR_INVALID_ARGUMENT'));
+    await assert.rejects(worker.infer({ ...mlpRequest(), modelName: '' }, ctx()), code('HLO_ERR_INVALID_ARGUMENT'));
+    await assert.rejects(worker.infer(mlpRequest(33), ctx()), code('HLO_ERR_INVALID_ARGUMENT'));
+    await assert.rejects(
+      worker.infer(mlpRequest(), { deadline: 1, signal: new AbortController().signal }),
+      code('HLO_ERR_DEADLINE_EXCEEDED'),
+    );
+    assert.equal((await worker.infer(mlpRequest(), ctx())).outputs.length, 1);
+  });
+});
