@@ -13,7 +13,7 @@ suite('lifecycle', () => {
   test('SIGTERM drains in-flight requests and exits 0', async () => {
     const server = await startServer({
       HLOSERVE_MODELS_INCLUDE: 'mlp',
-      HLOSERVE_SCHEDULER_MAX_QUEUE_DELAY_US: '200000',
+      HLOSERVE_SCHEDULER_MAX_QUEUE_DELAY_US: '5000000',
     });
     const client = new GRPCInferenceClient(server.grpcUrl(), credentials.createInsecure()) as unknown as InferClient;
     const x = Buffer.alloc(784 * 4);
@@ -26,7 +26,7 @@ suite('lifecycle', () => {
       outputs: [],
       rawInputContents: [x],
     };
-    // A 200 ms batching window keeps these queued when the signal arrives.
+    // A 5 s batching window keeps these queued until the signal arrives (drain closes windows).
     const calls = Array.from(
       { length: 8 },
       () =>
@@ -34,7 +34,12 @@ suite('lifecycle', () => {
           client.modelInfer(req, (err, res) => (err ? reject(err) : resolve(res!))),
         ),
     );
-    await new Promise((r) => setTimeout(r, 50));
+    // Wait until the worker reports all 8 queued, so the signal meets queued work, however busy the machine.
+    for (let i = 0; i < 200; i++) {
+      const text = await (await fetch(`http://127.0.0.1:${server.ports.metrics}/metrics`)).text();
+      if (/^hloserve_queue_depth\{model="mlp"\} 8$/m.test(text)) break;
+      await new Promise((r) => setTimeout(r, 25));
+    }
     const code = server.stop('SIGTERM');
     const results = await Promise.allSettled(calls);
     client.close();

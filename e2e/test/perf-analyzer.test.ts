@@ -12,6 +12,8 @@ suite("Triton's perf_analyzer completes against hloserve with zero errors", () =
     assert.equal(await server.stop(), 0);
   });
 
+  // A fixed request count, not perf_analyzer's stability search: this is a correctness test and
+  // must not depend on how quiet the machine is.
   const common = () => [
     '-m',
     'mlp',
@@ -20,20 +22,16 @@ suite("Triton's perf_analyzer completes against hloserve with zero errors", () =
     '-i',
     'grpc',
     '--concurrency-range',
-    '1:4:3',
-    '-p',
-    '1000',
-    '-s',
-    '60',
-    '-r',
     '4',
+    '--request-count',
+    '1500',
   ];
 
   test('gRPC, inline tensors', () => {
     const r = runPerfAnalyzer(common());
     assert.equal(r.status, 0, r.output);
     assert.doesNotMatch(r.output, /error|failed/i);
-    assert.ok(r.rows.get(1)!.throughput > 0 && r.rows.get(4)!.throughput > 0, r.output);
+    assert.ok(r.rows.get(4)!.throughput > 0, r.output);
   });
 
   test('gRPC, system shared memory for inputs and outputs', () => {
