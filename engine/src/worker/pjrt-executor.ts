@@ -4,17 +4,17 @@ import type { CompiledModel } from '../model/compiled-model.js';
 import type { ExecutionRequest, Executor } from '../scheduler/executor.js';
 import type { HostTensor } from '../tensor.js';
 import type { WeightCache, WeightLease } from '../weights/weight-cache.js';
-import type { WeightTensor } from '../model/compiled-model.js';
+import type { HostWeights } from './pjrt-weight-backend.js';
 
 export type PjrtLease = WeightLease<readonly DeviceBuffer[]>;
 
 /** Runs the scheduler's batches on the PJRT runtime, with weights from the cache. */
 export class PjrtExecutor implements Executor<PjrtLease> {
-  readonly #cache: WeightCache<readonly WeightTensor[], readonly DeviceBuffer[]>;
+  readonly #cache: WeightCache<HostWeights, readonly DeviceBuffer[]>;
   readonly #models: (name: string) => CompiledModel | undefined;
 
   constructor(
-    cache: WeightCache<readonly WeightTensor[], readonly DeviceBuffer[]>,
+    cache: WeightCache<HostWeights, readonly DeviceBuffer[]>,
     models: (name: string) => CompiledModel | undefined,
   ) {
     this.#cache = cache;

@@ -11,15 +11,25 @@ export interface WeightSource {
 }
 
 /**
- * The weight cache's device side on PJRT: host copies are the safetensors file read into memory
- * (views, in argument order), device copies are PJRT buffers in device memory.
+ * Where host copies of weights live: the runtime's pinned host memory space (a cold load is then
+ * a device-side copy, a DMA on a GPU), or ordinary pageable memory (the file read into a buffer).
  */
-export class PjrtWeightBackend implements WeightBackend<readonly WeightTensor[], readonly DeviceBuffer[]> {
+export type WeightStaging = 'pinned_host' | 'pageable';
+
+export type HostWeights =
+  | { readonly kind: 'pageable'; readonly tensors: readonly WeightTensor[] }
+  | { readonly kind: 'pinned_host'; readonly buffers: readonly DeviceBuffer[] };
+
+/** The weight cache's device side on PJRT; device copies are buffers in device memory. */
+export class PjrtWeightBackend implements WeightBackend<HostWeights, readonly DeviceBuffer[]> {
+  readonly staging: WeightStaging;
   readonly #runtime: Runtime;
   readonly #sources: Map<string, WeightSource> = new Map();
 
-  constructor(runtime: Runtime) {
+  /** `staging` defaults to pinned_host where the runtime's device 0 has that memory space. */
+  constructor(runtime: Runtime, staging?: WeightStaging) {
     this.#runtime = runtime;
+    this.staging = staging ?? (runtime.memoryKinds(0).includes('pinned_host') ? 'pinned_host' : 'pageable');
   }
 
   setSource(model: string, source: WeightSource): void {
@@ -30,21 +40,36 @@ export class PjrtWeightBackend implements WeightBackend<readonly WeightTensor[],
     this.#sources.delete(model);
   }
 
-  async readHost(model: string): Promise<readonly WeightTensor[]> {
+  async readHost(model: string): Promise<HostWeights> {
     const src = this.#sources.get(model);
     if (!src) throw new ServeError('HLO_ERR_MODEL_NOT_FOUND', `no weights registered for model '${model}'`);
-    if (src.path === null) return [];
-    const file = await readSafetensors(src.path);
-    return src.argumentOrder.map((name) => {
+    if (src.path === null) return { kind: 'pageable', tensors: [] };
+    const path = src.path;
+    const file = await readSafetensors(path);
+    const tensors = src.argumentOrder.map((name) => {
       const t = file.tensor(name);
-      if (!t)
-        throw new ServeError('HLO_ERR_BUNDLE_INVALID', `${src.path}: tensor '${name}' of argument_order is missing`);
+      if (!t) throw new ServeError('HLO_ERR_BUNDLE_INVALID', `${path}: tensor '${name}' of argument_order is missing`);
       return { name, dtype: t.dtype, shape: t.shape, data: t.data };
     });
+    if (this.staging === 'pageable') return { kind: 'pageable', tensors };
+    // The file buffer is dropped once its tensors sit in pinned memory.
+    return { kind: 'pinned_host', buffers: await uploadTensors(this.#runtime, tensors, 'pinned_host') };
   }
 
-  async upload(_model: string, host: readonly WeightTensor[]): Promise<readonly DeviceBuffer[]> {
-    return uploadTensors(this.#runtime, host);
+  releaseHost(_model: string, host: HostWeights): void {
+    if (host.kind === 'pinned_host') for (const b of host.buffers) b.dispose();
+  }
+
+  async upload(_model: string, host: HostWeights): Promise<readonly DeviceBuffer[]> {
+    if (host.kind === 'pageable') return uploadTensors(this.#runtime, host.tensors);
+    const settled = await Promise.allSettled(host.buffers.map((b) => b.copyTo('device')));
+    const ok = settled.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+    const failed = settled.find((r) => r.status === 'rejected');
+    if (failed) {
+      for (const b of ok) b.dispose();
+      throw (failed as PromiseRejectedResult).reason;
+    }
+    return ok;
   }
 
   free(_model: string, device: readonly DeviceBuffer[]): void {

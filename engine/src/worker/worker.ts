@@ -22,7 +22,7 @@ import type {
 import { SharedMemoryRegistry } from '../kserve/shared-memory.js';
 import type { Logger } from '../log.js';
 import { Metrics } from '../metrics.js';
-import { CompiledModel, type WeightTensor } from '../model/compiled-model.js';
+import { CompiledModel } from '../model/compiled-model.js';
 import { resolveModelInfo, type ModelSchedulingInfo } from '../scheduler/model-info.js';
 import { Scheduler, type RequestTiming } from '../scheduler/scheduler.js';
 import { WeightCache } from '../weights/weight-cache.js';
@@ -30,7 +30,7 @@ import { weightBudget } from '../weights/weight-budget.js';
 import { modelConfig, modelIO, modelMetadata } from './model-views.js';
 import { ModelStatistics } from './model-statistics.js';
 import { PjrtExecutor, type PjrtLease } from './pjrt-executor.js';
-import { PjrtWeightBackend } from './pjrt-weight-backend.js';
+import { type HostWeights, PjrtWeightBackend } from './pjrt-weight-backend.js';
 
 export const SERVER_NAME = 'hloserve';
 export const SERVER_VERSION = '0.1.0';
@@ -73,7 +73,7 @@ export class Worker implements InferenceService {
   readonly sharedMemory: SharedMemoryRegistry | null;
   readonly limits: { readonly maxRecvBytes: number; readonly maxSendBytes: number };
   readonly scheduler: Scheduler<PjrtLease>;
-  readonly cache: WeightCache<readonly WeightTensor[], readonly DeviceBuffer[]>;
+  readonly cache: WeightCache<HostWeights, readonly DeviceBuffer[]>;
   readonly #backend: PjrtWeightBackend;
   readonly #entries = new Map<string, Entry>();
   readonly #settings: WorkerSettings;
@@ -143,6 +143,7 @@ export class Worker implements InferenceService {
       platform: runtime.platformName,
       plugin: runtime.plugin.path,
       pjrtApi: runtime.plugin.apiVersion.join('.'),
+      memorySpaces: runtime.memoryKinds(0),
       devices: runtime.devices.length,
       weightBudgetBytes: Number.isFinite(budget) ? budget : 'unlimited',
     });

@@ -1,0 +1,58 @@
+// bench/weight-staging: the cost of a cold load (host copy -> device) with weights staged in
+// pageable memory versus the runtime's pinned_host memory space, side by side.
+// Usage: npm run build && node bench/weight-staging.mjs
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Runtime } from '../native/dist/lib/index.js';
+import { encodeSafetensors } from '../engine/dist/src/bundle/safetensors-writer.js';
+import { PjrtWeightBackend } from '../engine/dist/src/worker/pjrt-weight-backend.js';
+import { loadBundle } from '../engine/dist/src/bundle/bundle.js';
+import { examplesDir } from '../e2e/dist/src/server-process.js';
+import { fmt, machine, summarize } from './stats.mjs';
+
+const rt = await Runtime.create();
+console.log(`# bench/weight-staging on ${rt.platformName}; memory spaces: ${rt.memoryKinds(0).join(', ')}`);
+console.log(`# machine: ${machine()}`);
+
+const resnet = await loadBundle(join(examplesDir, 'resnet'));
+const dir = mkdtempSync(join(tmpdir(), 'hlo-staging-'));
+const big = join(dir, 'weights.safetensors');
+const tensors = Array.from({ length: 16 }, (_, i) => ({
+  name: `w${i}`,
+  dtype: 'f32',
+  shape: [1024, 1024],
+  data: new Uint8Array(4 * 2 ** 20).fill(i),
+}));
+writeFileSync(big, encodeSafetensors(tensors, { argumentOrder: tensors.map((t) => t.name) }));
+const sources = [
+  [
+    'resnet weights',
+    { path: resnet.weights.path, argumentOrder: resnet.weights.argumentOrder },
+    resnet.weights.byteLength,
+  ],
+  ['synthetic 64 MiB (16 x 4 MiB)', { path: big, argumentOrder: tensors.map((t) => t.name) }, 64 * 2 ** 20],
+];
+
+console.log('\n| weights | bytes | staging | cold load p50 ms | min ms | GB/s at p50 |');
+console.log('|---|---|---|---|---|---|');
+for (const [label, src, bytes] of sources) {
+  for (const staging of ['pageable', 'pinned_host']) {
+    const be = new PjrtWeightBackend(rt, staging);
+    be.setSource('m', src);
+    const host = await be.readHost('m');
+    const ms = [];
+    for (let i = 0; i < 15; i++) {
+      const t = performance.now();
+      const dev = await be.upload('m', host);
+      ms.push(performance.now() - t);
+      be.free('m', dev);
+    }
+    be.releaseHost('m', host);
+    const s = summarize(ms);
+    console.log(
+      `| ${label} | ${bytes} | ${staging} | ${fmt(s.p50, 2)} | ${fmt(s.min, 2)} | ${fmt(bytes / (s.p50 / 1e3) / 1e9, 2)} |`,
+    );
+  }
+}
+rt.dispose();
