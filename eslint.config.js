@@ -26,6 +26,7 @@ export default tseslint.config(
         performance: 'readonly',
         Buffer: 'readonly',
         setTimeout: 'readonly',
+        AbortController: 'readonly',
       },
     },
   },
