@@ -65,7 +65,7 @@ export const SCHEDULER_DEFAULTS: SchedulerConfig = {
 
 export const MODEL_POLICY_DEFAULTS: ModelPolicy = {
   weight: 1.0,
-  residency: 'unpinned',
+  residency: 'system',
   maxBatchSize: null,
   maxQueueDelayUs: null,
 };

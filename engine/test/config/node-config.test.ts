@@ -170,7 +170,7 @@ suite('node config: a full file', () => {
     assert.equal(g.scheduler.discipline, 'edf');
     assert.deepEqual(g.scheduler.models, {
       mlp: { weight: 2, residency: 'device', maxBatchSize: 8, maxQueueDelayUs: 100 },
-      'resnet.v2': { weight: 1, residency: 'unpinned', maxBatchSize: null, maxQueueDelayUs: null },
+      'resnet.v2': { weight: 1, residency: 'system', maxBatchSize: null, maxQueueDelayUs: null },
     });
     assert.equal(g.endpoints.maxRecvMsgBytes, 64 * 2 ** 20);
     assert.equal(g.endpoints.allowSharedMemory, false);
