@@ -685,8 +685,12 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease> {
     st.inflightRequests += taken.length;
     // Count the dispatch's expected cost right away so that fair selection made while it runs
     // (prefetch, maxInflight > 1) already sees it; corrected to the measured time when it settles.
-    const estimate = st.costs.estimate(plan.batchSize);
-    this.#ledger.add(name, estimate, start / 1000);
+    // Only contended compute counts: device time a model used while no other model was waiting
+    // took nothing from anyone, and charging it would starve that model once others arrive (a
+    // model that ran alone for a second was held back for a second afterwards).
+    const contended = this.#othersWaiting(st);
+    const estimate = contended ? st.costs.estimate(plan.batchSize) : 0;
+    if (contended) this.#ledger.add(name, estimate, start / 1000);
     const controller = new AbortController();
     let timedOut = false;
     let timer: TimerHandle | null = null;
@@ -728,7 +732,7 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease> {
       this.#executing--;
       st.inflightRequests -= taken.length;
       // A model removed meanwhile has left the ledger; re-adding it would leave a phantom share.
-      if (!st.removed) this.#ledger.add(name, seconds - estimate, end / 1000);
+      if (!st.removed && contended) this.#ledger.add(name, seconds - estimate, end / 1000);
       c.computeSecondsTotal += seconds;
       let error: ServeError | undefined;
       if (outputs !== null && !timedOut) {
@@ -815,6 +819,11 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease> {
   }
 
   // ---- helpers ------------------------------------------------------------------------------
+
+  #othersWaiting(st: ModelState): boolean {
+    for (const other of this.#withWork) if (other !== st) return true;
+    return false;
+  }
 
   #require(name: string): ModelState {
     const st = this.#models.get(name);

@@ -252,6 +252,28 @@ suite('Scheduler: disciplines', () => {
     assert.ok(Math.abs(A - B) <= 6, `A ${A} vs B ${B}`);
   });
 
+  test('fair: device time used while alone is not held against a model afterwards', async () => {
+    const { clock, exec, sched, dispatched } = setup({ maxQueueDepth: 5000 });
+    exec.costMs = () => 10;
+    sched.addModel(model('A'));
+    sched.addModel(model('B'));
+    // B has the device to itself for a second of compute...
+    const alone = Array.from({ length: 100 }, () => track(sched.submit('B', rowsOf(1))));
+    await flush();
+    assert.ok(alone.every((r) => r.code() === 'ok'));
+    const before = dispatched().length;
+    // ...then A arrives with ten times B's load; B must still get about half the device.
+    const all: Tracked[] = [];
+    for (let i = 0; i < 1100; i++) {
+      all.push(track(sched.submit(i % 11 === 10 ? 'B' : 'A', rowsOf(1))));
+      clock.advance(0.001);
+    }
+    await flush();
+    const next = dispatched().slice(before, before + 60);
+    const b = next.filter((m) => m === 'B').length;
+    assert.ok(b >= 25, `B got ${b} of the first 60 dispatches after A arrived`);
+  });
+
   test('fifo under the same load serves in arrival order (about 10:1)', async () => {
     const { A, B } = await tenToOne('fifo', 150);
     assert.ok(A >= 130 && B <= 20, `A ${A} vs B ${B}`);
