@@ -36,4 +36,8 @@ const r = spawnSync(
     env: { ...process.env, HLOSERVE_TEST: '1', NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --expose-gc`.trim() },
   },
 );
-process.exit(r.status ?? 1);
+if (r.status !== 0 || unitOnly || only.length) process.exit(r.status ?? 1);
+
+// The exporter is Python: its tests run with pytest (installed from export/requirements.txt).
+const py = spawnSync(process.env.PYTHON ?? 'python3', ['-m', 'pytest', '-q', 'export/tests'], { stdio: 'inherit' });
+process.exit(py.status ?? 1);
