@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
+import { listen } from './listen.js';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Worker } from './worker/worker.js';
@@ -35,8 +36,5 @@ export function startConsoleServer(
     }
     res.writeHead(404).end();
   });
-  return new Promise((resolve_, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => resolve_({ server, port: (server.address() as { port: number }).port }));
-  });
+  return listen(server, host, port);
 }

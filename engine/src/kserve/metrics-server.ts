@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:http';
+import { listen } from '../listen.js';
 import type { Worker } from '../worker/worker.js';
 
 /** Prometheus /metrics plus liveness and readiness probes, on their own port (Triton: 8002). */
@@ -25,8 +26,5 @@ export function startMetricsServer(
     }
     res.writeHead(404).end();
   });
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => resolve({ server, port: (server.address() as { port: number }).port }));
-  });
+  return listen(server, host, port);
 }
