@@ -91,6 +91,7 @@ export interface NativeClient {
   ledger(): { liveBuffers: number; liveBufferBytes: number; liveExecutables: number };
   compile(code: Uint8Array | string, options?: undefined): Promise<NativeExecutable>;
   upload(array: NativeHostArray, deviceIndex: number, memoryIndex: number): Promise<NativeBuffer>;
+  copyBuffers(buffers: NativeBuffer[], memoryIndex: number): Promise<NativeBuffer[]>;
   dispose(): void;
   isDisposed(): boolean;
 }

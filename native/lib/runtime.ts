@@ -1,5 +1,6 @@
 import {
   binding,
+  type NativeBuffer,
   type NativeClient,
   type NativeDeviceInfo,
   type NativeMemoryStats,
@@ -146,6 +147,31 @@ export class Runtime {
       mem,
     );
     return new DeviceBuffer(native, this.#memoryIndex);
+  }
+
+  /**
+   * Copies buffers of one device into another of its memory spaces, as one batch: every copy is
+   * issued before any is awaited. Cheaper than one copyTo() per buffer when there are many.
+   */
+  async copyTo(buffers: readonly DeviceBuffer[], memoryKind: string): Promise<DeviceBuffer[]> {
+    if (!Array.isArray(buffers)) throw new ArgumentError('buffers must be an array of DeviceBuffer');
+    if (buffers.length === 0) return [];
+    const natives = buffers.map((b, i) => {
+      if (!(b instanceof DeviceBuffer)) throw new ArgumentError(`buffers[${i}] must be a DeviceBuffer`);
+      if (b.device !== buffers[0]!.device) throw new ArgumentError('buffers must all live on one device');
+      return b.native;
+    });
+    const index = this.#memoryIndex(buffers[0]!.device, memoryKind);
+    let pending: Promise<NativeBuffer[]>;
+    try {
+      pending = this.#client.copyBuffers(natives, index);
+    } catch (e) {
+      // The addon refuses a buffer of another client with a TypeError; keep the typed error.
+      if (e instanceof TypeError && !(e instanceof ArgumentError)) throw new ArgumentError(e.message);
+      throw e;
+    }
+    const copies = await pending;
+    return copies.map((n) => new DeviceBuffer(n, this.#memoryIndex));
   }
 
   /** Frees every buffer and executable of this client, then the client (once in-flight work ends). */

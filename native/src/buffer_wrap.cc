@@ -108,7 +108,11 @@ Napi::Value BufferWrap::CopyToMemory(const Napi::CallbackInfo& info) {
   int mem = info[0].As<Napi::Number>().Int32Value();
   const DeviceInfo& dev = cs->devices[b->device_index()];
   if (mem < 0 || mem >= static_cast<int>(dev.memories.size())) throw Napi::RangeError::New(env, "memory index out of range");
-  if (!cs->Begin() || !b->Pin()) ThrowStatus(env, Status::Disposed("the device buffer has been disposed"));
+  if (!cs->Begin()) ThrowStatus(env, Status::Disposed("the PJRT client has been disposed"));
+  if (!b->Pin()) {
+    cs->End();
+    ThrowStatus(env, Status::Disposed("the device buffer has been disposed"));
+  }
   auto out = std::make_shared<std::shared_ptr<BufferResource>>();
   hloabi::PJRT_Memory* target = dev.memories[mem];
   AsyncOp op;

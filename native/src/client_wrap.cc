@@ -201,6 +201,7 @@ Napi::Function ClientWrap::Init(Napi::Env env) {
                       InstanceMethod<&ClientWrap::Ledger>("ledger"),
                       InstanceMethod<&ClientWrap::Compile>("compile"),
                       InstanceMethod<&ClientWrap::Upload>("upload"),
+                      InstanceMethod<&ClientWrap::CopyBuffers>("copyBuffers"),
                       InstanceMethod<&ClientWrap::Dispose>("dispose"),
                       InstanceMethod<&ClientWrap::IsDisposed>("isDisposed")});
 }
@@ -413,6 +414,87 @@ Napi::Value ClientWrap::Upload(const Napi::CallbackInfo& info) {
     return s;
   };
   op.finish = [out, keep](Napi::Env env) -> Napi::Value { return BufferWrap::NewInstance(env, *out); };
+  return RunAsync(env, std::move(op));
+}
+
+// One call for many copies: every PJRT copy is issued before any is awaited, so a model's tensors
+// move as one batch with one thread hop each way. Per-tensor copyToMemory() calls cost a hop and an
+// event wait apiece, which dominated the cold-load time of many-tensor models (bench/RESULTS.md).
+Napi::Value ClientWrap::CopyBuffers(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto cs = Live(env);
+  if (!info[0].IsArray()) throw Napi::TypeError::New(env, "buffers must be an array of PjrtBuffer");
+  if (!info[1].IsNumber()) throw Napi::TypeError::New(env, "memory index must be a number");
+  Napi::Array arr = info[0].As<Napi::Array>();
+  int mem = info[1].As<Napi::Number>().Int32Value();
+  std::vector<std::shared_ptr<BufferResource>> srcs;
+  srcs.reserve(arr.Length());
+  for (uint32_t i = 0; i < arr.Length(); i++) {
+    auto b = BufferWrap::FromValue(arr.Get(i), "buffers[" + std::to_string(i) + "]");
+    if (b->client() != cs) throw Napi::TypeError::New(env, "buffers[" + std::to_string(i) + "] belongs to another client");
+    if (!srcs.empty() && b->device_index() != srcs[0]->device_index()) {
+      throw Napi::TypeError::New(env, "buffers must all live on one device");
+    }
+    srcs.push_back(std::move(b));
+  }
+  if (srcs.empty()) {
+    auto done = Napi::Promise::Deferred::New(env);
+    done.Resolve(Napi::Array::New(env));
+    return done.Promise();
+  }
+  const DeviceInfo& dev = cs->devices[srcs[0]->device_index()];
+  if (mem < 0 || mem >= static_cast<int>(dev.memories.size())) throw Napi::RangeError::New(env, "memory index out of range");
+  hloabi::PJRT_Memory* target = dev.memories[mem];
+  if (!cs->Begin()) ThrowStatus(env, Status::Disposed("the PJRT client has been disposed"));
+  // Pin every source before the work starts, so a dispose() meanwhile cannot free what is read.
+  size_t pinned = 0;
+  while (pinned < srcs.size() && srcs[pinned]->Pin()) ++pinned;
+  if (pinned < srcs.size()) {
+    for (size_t i = 0; i < pinned; ++i) srcs[i]->Unpin();
+    cs->End();
+    ThrowStatus(env, Status::Disposed("a source buffer has been disposed"));
+  }
+  auto outs = std::make_shared<std::vector<std::shared_ptr<BufferResource>>>(srcs.size());
+  AsyncOp op;
+  op.work = [srcs, cs, target, outs]() -> Status {
+    const auto* api = cs->api();
+    Status s;
+    for (size_t i = 0; i < srcs.size() && s.ok(); i++) {
+      hloabi::PJRT_Buffer_CopyToMemory_Args c{};
+      c.struct_size = HLO_STRUCT_SIZE(hloabi::PJRT_Buffer_CopyToMemory_Args, dst_buffer);
+      c.buffer = srcs[i]->buffer();
+      c.dst_memory = target;
+      s = TakeError(api, api->PJRT_Buffer_CopyToMemory(&c));
+      if (s.ok()) {
+        auto res = std::make_shared<BufferResource>(cs, c.dst_buffer, srcs[i]->device_index());
+        cs->Adopt(res);
+        (*outs)[i] = std::move(res);
+      }
+    }
+    // Every issued copy is awaited, even after a failure, so no copy outlives its pinned source.
+    for (auto& res : *outs) {
+      if (!res) continue;
+      hloabi::PJRT_Buffer_ReadyEvent_Args r{};
+      r.struct_size = HLO_STRUCT_SIZE(hloabi::PJRT_Buffer_ReadyEvent_Args, event);
+      r.buffer = res->buffer();
+      Status e = TakeError(api, api->PJRT_Buffer_ReadyEvent(&r));
+      if (e.ok()) e = AwaitAndDestroy(api, r.event);
+      if (e.ok()) e = DescribeBuffer(res.get());
+      if (s.ok() && !e.ok()) s = e;
+    }
+    if (!s.ok()) {
+      for (auto& res : *outs)
+        if (res) res->Release();
+    }
+    for (auto& b : srcs) b->Unpin();
+    cs->End();
+    return s;
+  };
+  op.finish = [outs](Napi::Env env) -> Napi::Value {
+    Napi::Array a = Napi::Array::New(env, outs->size());
+    for (size_t i = 0; i < outs->size(); i++) a.Set(static_cast<uint32_t>(i), BufferWrap::NewInstance(env, (*outs)[i]));
+    return a;
+  };
   return RunAsync(env, std::move(op));
 }
 

@@ -26,6 +26,7 @@ class ClientWrap : public Napi::ObjectWrap<ClientWrap> {
   Napi::Value Ledger(const Napi::CallbackInfo& info);
   Napi::Value Compile(const Napi::CallbackInfo& info);
   Napi::Value Upload(const Napi::CallbackInfo& info);
+  Napi::Value CopyBuffers(const Napi::CallbackInfo& info);
   Napi::Value Dispose(const Napi::CallbackInfo& info);
   Napi::Value IsDisposed(const Napi::CallbackInfo& info);
   std::shared_ptr<ClientState> state_;

@@ -91,6 +91,27 @@ suite('bad calls give typed errors and the process keeps working', () => {
     await stillWorks();
   });
 
+  test('EXPECTED FAILURE - batched copyTo: disposed, foreign, non-buffer, unknown memory', async () => {
+    const live = await rt.upload(x4(), { memory: 'pinned_host' });
+    const gone = await rt.upload(x4(), { memory: 'pinned_host' });
+    gone.dispose();
+    const before = rt.ledger();
+    await assert.rejects(rt.copyTo([live, gone], 'device'), DisposedError);
+    assert.deepEqual(rt.ledger(), before, 'a refused batch copies nothing');
+    await assert.rejects(rt.copyTo([live, {} as never], 'device'), ArgumentError);
+    await assert.rejects(rt.copyTo('nope' as never, 'device'), ArgumentError);
+    await assert.rejects(rt.copyTo([live], 'no_such_memory'), ArgumentError);
+    const other = await Runtime.create();
+    const foreign = await other.upload(x4());
+    await assert.rejects(rt.copyTo([live, foreign], 'device'), ArgumentError);
+    other.dispose();
+    const [ok] = await rt.copyTo([live], 'device');
+    assert.equal(ok!.memoryKind, 'device');
+    ok!.dispose();
+    live.dispose();
+    await stillWorks();
+  });
+
   test('EXPECTED FAILURE - use after client dispose', async () => {
     const other = await Runtime.create();
     const exe = await other.compile(ADD(4));

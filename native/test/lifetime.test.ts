@@ -67,6 +67,27 @@ suite('lifetime and memory', () => {
     onDevice.dispose();
   });
 
+  test('copyTo(buffers, kind) copies many buffers in one batch, contents and ledger exact', async () => {
+    const before = rt.ledger();
+    const sizes = [1, 7, 64, 1000, 4096];
+    const datas = sizes.map((n, i) => randomF32(n, 10 + i));
+    const staged = await Promise.all(
+      datas.map((d) => rt.upload(hostArray('f32', [d.length], d), { memory: 'pinned_host' })),
+    );
+    const copies = await rt.copyTo(staged, 'device');
+    assert.equal(copies.length, sizes.length);
+    for (const [i, c] of copies.entries()) {
+      assert.equal(c.memoryKind, 'device');
+      assert.deepEqual(c.shape, [sizes[i]]);
+      const back = await c.toHost();
+      assert.deepEqual(new Float32Array(back.data.buffer, back.data.byteOffset, sizes[i]), datas[i]);
+    }
+    assert.equal(rt.ledger().liveBuffers, before.liveBuffers + 2 * sizes.length);
+    assert.deepEqual(await rt.copyTo([], 'device'), []);
+    for (const b of [...staged, ...copies]) b.dispose();
+    assert.deepEqual(rt.ledger(), before);
+  });
+
   test('plugin facts: API version, StableHLO range, one CPU device', () => {
     assert.deepEqual(rt.plugin.apiVersion, [0, 115]);
     assert.deepEqual(rt.plugin.attributes.stablehlo_current_version, [1, 20, 0]);
