@@ -60,6 +60,7 @@ export const SCHEDULER_DEFAULTS: SchedulerConfig = {
   maxQueueDepth: 1024,
   dispatchTimeoutSeconds: 30,
   maxQueueDelayUs: 0,
+  coldHoldUs: 2000,
   models: {},
 };
 

@@ -50,6 +50,7 @@ export const ENV_OVERRIDES: readonly EnvOverrideSpec[] = [
   spec('scheduler', 'max_queue_depth', 'int'),
   spec('scheduler', 'dispatch_timeout_seconds', 'number'),
   spec('scheduler', 'max_queue_delay_us', 'int'),
+  spec('scheduler', 'cold_hold_us', 'int'),
   spec('endpoints', 'host', 'string'),
   spec('endpoints', 'grpc_port', 'int'),
   spec('endpoints', 'http_port', 'int'),

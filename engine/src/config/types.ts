@@ -51,6 +51,8 @@ export interface SchedulerConfig {
   readonly dispatchTimeoutSeconds: number;
   /** How long a batch may wait for more requests before dispatch; 0 dispatches at once. */
   readonly maxQueueDelayUs: number;
+  /** How long a model whose weights are not resident may wait behind cache hits; 0 never holds. */
+  readonly coldHoldUs: number;
   /** Per-model policies, keyed by model name (keys kept exactly as written). */
   readonly models: Readonly<Record<string, ModelPolicy>>;
 }

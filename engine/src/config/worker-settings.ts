@@ -106,6 +106,7 @@ function parseScheduler(r: MappingReader): SchedulerConfig {
     maxQueueDepth: r.int('max_queue_depth', d.maxQueueDepth, RANGES.positiveInt),
     dispatchTimeoutSeconds: r.number('dispatch_timeout_seconds', d.dispatchTimeoutSeconds, RANGES.positive),
     maxQueueDelayUs: r.int('max_queue_delay_us', d.maxQueueDelayUs, RANGES.nonNegativeInt),
+    coldHoldUs: r.int('cold_hold_us', d.coldHoldUs, RANGES.nonNegativeInt),
     models: parseModelPolicies(r.section('models')),
   };
   r.finish();

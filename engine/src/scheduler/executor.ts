@@ -33,6 +33,11 @@ export interface Executor<L extends ExecutionLease = ExecutionLease> {
    * the current one may still be executing, so a cold upload overlaps compute.
    */
   prepare(model: string): Promise<L>;
+  /**
+   * True when prepare() would answer without device work (the model's weights are resident).
+   * Optional: without it the scheduler treats every model as ready and never holds one back.
+   */
+  isReady?(model: string): boolean;
   /** Runs one batch. Outputs in manifest order, each with the batch axis at batchSize extent. */
   execute(request: ExecutionRequest<L>): Promise<readonly HostTensor[]>;
 }

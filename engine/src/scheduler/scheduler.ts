@@ -72,6 +72,12 @@ export interface SchedulerOptions<L extends ExecutionLease = ExecutionLease> {
   readonly dispatchTimeoutSeconds?: number;
   /** Let measured costs pick a larger compiled size when it is cheaper per row; default true. */
   readonly costAwareBatching?: boolean;
+  /**
+   * How long (ms) fair and fifo may hold back a model whose weights are not resident while models
+   * that are resident have work: cache hits go first, and the cold model's requests gather so one
+   * upload serves several. Bounded, so no model starves; edf never holds. 0 disables; default 0.
+   */
+  readonly coldHoldMs?: number;
   readonly clock?: Clock;
   readonly logger?: SchedulerLogger;
   readonly onEvent?: SchedulerEventListener;
@@ -156,6 +162,7 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease> {
   readonly #maxInflight: number;
   readonly #cap: number;
   readonly #discount: number;
+  readonly #coldHoldMs: number;
   readonly #alpha: number;
   readonly #defaultCost: number;
   readonly #defaults: ModelDefaults;
@@ -188,6 +195,7 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease> {
     this.#defaults = { maxQueueDepth: options.maxQueueDepth ?? 1024, maxQueueDelayUs: options.maxQueueDelayUs ?? 0 };
     this.#timeoutSeconds = options.dispatchTimeoutSeconds ?? 30;
     this.#costAware = options.costAwareBatching ?? true;
+    this.#coldHoldMs = options.coldHoldMs ?? 0;
     this.clock = options.clock ?? systemClock;
     this.#logger = options.logger ?? consoleLogger;
     this.#onEvent = options.onEvent;
@@ -204,6 +212,7 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease> {
     if (!Number.isSafeInteger(maxQueueDepth) || maxQueueDepth < 1) bad('max_queue_depth must be >= 1');
     if (!(maxQueueDelayUs >= 0) || !Number.isFinite(maxQueueDelayUs)) bad('max_queue_delay_us must be >= 0');
     if (!(this.#timeoutSeconds >= 0)) bad('dispatch_timeout_seconds must be >= 0');
+    if (!(this.#coldHoldMs >= 0) || !Number.isFinite(this.#coldHoldMs)) bad('cold_hold_us must be >= 0');
   }
 
   now(): number {
@@ -539,7 +548,22 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease> {
         priority,
       });
     }
-    return selectCandidate(this.#discipline, candidates)?.state;
+    const winner = selectCandidate(this.#discipline, candidates);
+    return (this.#heldBack(winner, now) ? this.#bestReady(candidates) : undefined)?.state ?? winner?.state;
+  }
+
+  /** The winner is cold and young enough to wait behind a cache hit (coldHoldMs). */
+  #heldBack(winner: Candidate | undefined, now: number): boolean {
+    const isReady = this.#executor.isReady;
+    if (winner === undefined || isReady === undefined || this.#coldHoldMs <= 0 || this.#discipline === 'edf') {
+      return false;
+    }
+    return now - winner.frontArrival < this.#coldHoldMs && !isReady.call(this.#executor, winner.name);
+  }
+
+  #bestReady(candidates: readonly Candidate[]): Candidate | undefined {
+    const ready = candidates.filter((c) => this.#executor.isReady!(c.name));
+    return selectCandidate(this.#discipline, ready);
   }
 
   #stage(st: ModelState): void {

@@ -25,6 +25,10 @@ export class PjrtExecutor implements Executor<PjrtLease> {
     return this.#cache.acquire(model);
   }
 
+  isReady(model: string): boolean {
+    return this.#cache.isResident(model);
+  }
+
   async execute(req: ExecutionRequest<PjrtLease>): Promise<readonly HostTensor[]> {
     const m = this.#models(req.model);
     if (!m) throw new ServeError('HLO_ERR_MODEL_NOT_FOUND', `model '${req.model}' was unloaded`);

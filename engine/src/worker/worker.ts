@@ -113,6 +113,7 @@ export class Worker implements InferenceService {
       costEmaAlpha: s.scheduler.costEmaAlpha,
       maxQueueDepth: s.scheduler.maxQueueDepth,
       dispatchTimeoutSeconds: s.scheduler.dispatchTimeoutSeconds,
+      coldHoldMs: s.scheduler.coldHoldUs / 1000,
       logger,
       onEvent: (e) => {
         if (e.type === 'dispatch-done' && e.outcome === 'ok') {

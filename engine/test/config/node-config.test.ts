@@ -85,6 +85,7 @@ suite('node config: defaults', () => {
         maxQueueDepth: 1024,
         dispatchTimeoutSeconds: 30,
         maxQueueDelayUs: 0,
+        coldHoldUs: 2000,
         models: {},
       },
       endpoints: {

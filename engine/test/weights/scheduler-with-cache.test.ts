@@ -32,6 +32,9 @@ class Device implements Executor<Lease>, WeightBackend<string, string> {
   prepare(model: string): Promise<Lease> {
     return this.cache().acquire(model);
   }
+  isReady(model: string): boolean {
+    return this.cache().isResident(model);
+  }
   async execute(req: ExecutionRequest<Lease>): Promise<readonly HostTensor[]> {
     assert.equal(req.lease.weights, `dev:${req.model}`, 'the execution reads its own weights');
     this.log.push(`run ${req.model}`);
@@ -89,5 +92,70 @@ suite('Scheduler + WeightCache', () => {
     await Promise.all([ra, rb]);
     assert.equal(cache.stats().loads, 2);
     assert.equal(cache.modelStats('b')!.leases, 0);
+  });
+
+  /** a, b and c of 100 bytes under a 200-byte budget; a and b resident, a executing. */
+  async function holdSetup(options: { coldHoldMs: number; discipline?: 'fifo' | 'edf' | 'fair'; gapMs: number }) {
+    const clock = new ManualClock();
+    const device: Device = new Device(() => cache);
+    const cache = new WeightCache<string, string>({ backend: device, budgetBytes: 200, clock });
+    const sched = new Scheduler<Lease>({
+      executor: device,
+      clock,
+      discipline: options.discipline ?? 'fifo',
+      coldHoldMs: options.coldHoldMs,
+    });
+    for (const m of ['a', 'b', 'c']) {
+      await cache.addModel({ name: m, bytes: 100 });
+      sched.addModel(info(m));
+    }
+    for (const m of ['b', 'a']) {
+      const r = sched.submit(m, x());
+      await flush();
+      device.running.shift()!.resolve();
+      await r;
+    }
+    device.log.length = 0;
+    const ra = sched.submit('a', x());
+    await flush();
+    // c arrives first, b (resident) gapMs later, both while a executes.
+    const rc = sched.submit('c', x());
+    clock.advance(options.gapMs);
+    const rb = sched.submit('b', x());
+    await flush();
+    const finishAll = async (): Promise<void> => {
+      for (let i = 0; i < 3; i++) {
+        await flush();
+        device.running.shift()!.resolve();
+      }
+      await Promise.all([ra, rb, rc]);
+    };
+    return { device, cache, finishAll };
+  }
+
+  test('cold hold: a resident model is served before an older cold one, and the cold one still runs', async () => {
+    const { device, cache, finishAll } = await holdSetup({ coldHoldMs: 5, gapMs: 1 });
+    await finishAll();
+    assert.deepEqual(device.log, ['run a', 'done a', 'run b', 'free a', 'upload c', 'done b', 'run c', 'done c']);
+    assert.equal(cache.stats().loads, 3, 'a and b warm-up, then c: nothing reloaded');
+  });
+
+  test('cold hold off: the older cold model goes first and evicts the idle resident one', async () => {
+    const { device, cache, finishAll } = await holdSetup({ coldHoldMs: 0, gapMs: 1 });
+    await finishAll();
+    assert.deepEqual(device.log.slice(0, 5), ['run a', 'free b', 'upload c', 'done a', 'run c']);
+    assert.equal(cache.stats().loads, 4, 'b had to be reloaded');
+  });
+
+  test('cold hold is bounded: past the hold the cold model goes first', async () => {
+    const { device, finishAll } = await holdSetup({ coldHoldMs: 5, gapMs: 6 });
+    await finishAll();
+    assert.deepEqual(device.log.slice(0, 5), ['run a', 'free b', 'upload c', 'done a', 'run c']);
+  });
+
+  test('cold hold never reorders edf', async () => {
+    const { device, finishAll } = await holdSetup({ coldHoldMs: 5, gapMs: 1, discipline: 'edf' });
+    await finishAll();
+    assert.deepEqual(device.log.slice(0, 5), ['run a', 'free b', 'upload c', 'done a', 'run c']);
   });
 });
