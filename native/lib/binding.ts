@@ -115,6 +115,8 @@ export interface NativeBinding {
   init(pjrtError: typeof PjrtError, disposedError: typeof DisposedError): void;
   loadPlugin(path: string): NativePluginInfo;
   createClient(pluginPath: string, options: NativeOption[]): Promise<NativeClient>;
+  /** Threads the addon runs blocking PJRT calls on (HLOSERVE_NATIVE_THREADS, default 4). */
+  readonly workerThreads: number;
   PjrtBuffer: abstract new (...args: never[]) => NativeBuffer;
   PjrtExecutable: abstract new (...args: never[]) => NativeExecutable;
   PjrtClient: abstract new (...args: never[]) => NativeClient;

@@ -150,8 +150,9 @@ export class Runtime {
   }
 
   /**
-   * Copies buffers of one device into another of its memory spaces, as one batch: every copy is
-   * issued before any is awaited. Cheaper than one copyTo() per buffer when there are many.
+   * Copies buffers of one device into another of its memory spaces in a few native calls (lanes,
+   * see copyLanes) instead of one per buffer: a model's weights cost a thread hop or a few, not one
+   * per tensor. On failure no copy survives.
    */
   async copyTo(buffers: readonly DeviceBuffer[], memoryKind: string): Promise<DeviceBuffer[]> {
     if (!Array.isArray(buffers)) throw new ArgumentError('buffers must be an array of DeviceBuffer');
@@ -162,16 +163,32 @@ export class Runtime {
       return b.native;
     });
     const index = this.#memoryIndex(buffers[0]!.device, memoryKind);
-    let pending: Promise<NativeBuffer[]>;
+    const lanes = copyLanes(buffers, binding().workerThreads);
+    const settled = await Promise.allSettled(lanes.map((lane) => this.#copyLane(lane, natives, index)));
+    const out: DeviceBuffer[] = new Array<DeviceBuffer>(buffers.length);
+    let failure: unknown = null;
+    settled.forEach((r, l) => {
+      if (r.status === 'rejected') failure ??= r.reason;
+      else r.value.forEach((n, j) => (out[lanes[l]![j]!] = new DeviceBuffer(n, this.#memoryIndex)));
+    });
+    if (failure !== null) {
+      for (const b of out) b?.dispose();
+      throw failure;
+    }
+    return out;
+  }
+
+  async #copyLane(lane: readonly number[], natives: readonly NativeBuffer[], index: number): Promise<NativeBuffer[]> {
     try {
-      pending = this.#client.copyBuffers(natives, index);
+      return await this.#client.copyBuffers(
+        lane.map((i) => natives[i]!),
+        index,
+      );
     } catch (e) {
       // The addon refuses a buffer of another client with a TypeError; keep the typed error.
       if (e instanceof TypeError && !(e instanceof ArgumentError)) throw new ArgumentError(e.message);
       throw e;
     }
-    const copies = await pending;
-    return copies.map((n) => new DeviceBuffer(n, this.#memoryIndex));
   }
 
   /** Frees every buffer and executable of this client, then the client (once in-flight work ends). */
@@ -198,4 +215,28 @@ export class Runtime {
     }
     return m.index;
   };
+}
+
+/** Bytes a lane should carry at least, so that its thread hop stays small against its copying. */
+const LANE_BYTES = 1 << 20;
+
+/**
+ * Splits a batched copy into lanes, one native call each. A lane's copies run one after another on
+ * one addon thread (the CPU plugin copies synchronously), so large batches are spread over the
+ * addon's threads, balanced by bytes (largest first onto the least loaded lane); small ones stay
+ * in one lane, where a hop per lane would cost more than the copying. Returns buffer indices.
+ */
+export function copyLanes(buffers: readonly { readonly onDeviceBytes: number }[], threads: number): number[][] {
+  const total = buffers.reduce((s, b) => s + b.onDeviceBytes, 0);
+  const count = Math.max(1, Math.min(threads, buffers.length, Math.floor(total / LANE_BYTES)));
+  const lanes: number[][] = Array.from({ length: count }, () => []);
+  const load = new Array<number>(count).fill(0);
+  const order = buffers.map((_, i) => i).sort((a, b) => buffers[b]!.onDeviceBytes - buffers[a]!.onDeviceBytes);
+  for (const i of order) {
+    let l = 0;
+    for (let k = 1; k < count; k++) if (load[k]! < load[l]!) l = k;
+    lanes[l]!.push(i);
+    load[l]! += buffers[i]!.onDeviceBytes;
+  }
+  return lanes;
 }

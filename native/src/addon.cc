@@ -93,6 +93,7 @@ Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
   exports.Set("init", Napi::Function::New(env, Init));
   exports.Set("loadPlugin", Napi::Function::New(env, LoadPluginJs));
   exports.Set("createClient", Napi::Function::New(env, CreateClient));
+  exports.Set("workerThreads", Napi::Number::New(env, static_cast<double>(threads)));
   exports.Set("PjrtClient", data->client_ctor.Value());
   exports.Set("PjrtBuffer", data->buffer_ctor.Value());
   exports.Set("PjrtExecutable", data->executable_ctor.Value());

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, suite, test } from 'node:test';
-import { hostArray, Runtime } from '../lib/index.js';
+import { binding } from '../lib/binding.js';
+import { copyLanes } from '../lib/runtime.js';
+import { DisposedError, hostArray, Runtime } from '../lib/index.js';
 import { ADD, randomF32 } from './programs.js';
 
 function gc(): void {
@@ -86,6 +88,43 @@ suite('lifetime and memory', () => {
     assert.deepEqual(await rt.copyTo([], 'device'), []);
     for (const b of [...staged, ...copies]) b.dispose();
     assert.deepEqual(rt.ledger(), before);
+  });
+
+  test('copyTo spreads a large batch over lanes; contents land in order; a failed lane leaves nothing', async () => {
+    const n = 1 << 19; // 2 MiB of f32 each: 12 MiB in all, several lanes
+    const datas = Array.from({ length: 6 }, (_, i) => randomF32(n - i, 40 + i));
+    const staged = await Promise.all(
+      datas.map((d) => rt.upload(hostArray('f32', [d.length], d), { memory: 'pinned_host' })),
+    );
+    assert.ok(copyLanes(staged, binding().workerThreads).length > 1, 'the batch must use several lanes');
+    const before = rt.ledger();
+    const copies = await rt.copyTo(staged, 'device');
+    for (const [i, c] of copies.entries()) {
+      const back = await c.toHost();
+      assert.deepEqual(new Float32Array(back.data.buffer, back.data.byteOffset, datas[i]!.length), datas[i]);
+    }
+    for (const c of copies) c.dispose();
+    staged[5]!.dispose();
+    await assert.rejects(rt.copyTo(staged, 'device'), DisposedError);
+    assert.deepEqual(rt.ledger(), {
+      ...before,
+      liveBuffers: before.liveBuffers - 1,
+      liveBufferBytes: before.liveBufferBytes - staged[5]!.onDeviceBytes,
+    });
+    for (const b of staged.slice(0, 5)) b.dispose();
+  });
+
+  test('copyLanes: one lane for small batches, balanced by bytes for large ones', () => {
+    const mib = 1 << 20;
+    const sizes = (xs: number[]) => xs.map((onDeviceBytes) => ({ onDeviceBytes }));
+    assert.deepEqual(copyLanes(sizes([10, 20, 30]), 4), [[2, 1, 0]]);
+    assert.deepEqual(copyLanes(sizes([4 * mib, 1 * mib, 3 * mib, 2 * mib]), 2), [
+      [0, 1],
+      [2, 3],
+    ]);
+    assert.equal(copyLanes(sizes(Array<number>(16).fill(4 * mib)), 4).length, 4);
+    assert.equal(copyLanes(sizes([64 * mib]), 4).length, 1, 'never more lanes than buffers');
+    assert.deepEqual(copyLanes([], 4), [[]]);
   });
 
   test('plugin facts: API version, StableHLO range, one CPU device', () => {
