@@ -117,25 +117,12 @@ Napi::Value BufferWrap::CopyToMemory(const Napi::CallbackInfo& info) {
   hloabi::PJRT_Memory* target = dev.memories[mem];
   AsyncOp op;
   op.work = [b, cs, target, out]() -> Status {
-    const auto* api = cs->api();
-    hloabi::PJRT_Buffer_CopyToMemory_Args c{};
-    c.struct_size = HLO_STRUCT_SIZE(hloabi::PJRT_Buffer_CopyToMemory_Args, dst_buffer);
-    c.buffer = b->buffer();
-    c.dst_memory = target;
-    Status s = TakeError(api, api->PJRT_Buffer_CopyToMemory(&c));
-    if (s.ok()) {
-      auto res = std::make_shared<BufferResource>(cs, c.dst_buffer, b->device_index());
-      cs->Adopt(res);
-      // Resolve when the copy has landed, so callers can time it and free the source safely.
-      hloabi::PJRT_Buffer_ReadyEvent_Args r{};
-      r.struct_size = HLO_STRUCT_SIZE(hloabi::PJRT_Buffer_ReadyEvent_Args, event);
-      r.buffer = c.dst_buffer;
-      s = TakeError(api, api->PJRT_Buffer_ReadyEvent(&r));
-      if (s.ok()) s = AwaitAndDestroy(api, r.event);
-      if (s.ok()) s = DescribeBuffer(res.get());
-      if (s.ok()) *out = res;
-      else res->Release();
-    }
+    std::shared_ptr<BufferResource> res;
+    // Resolve when the copy has landed, so callers can time it and free the source safely.
+    Status s = StartCopy(b.get(), target, &res);
+    if (s.ok()) s = FinishCopy(res.get());
+    if (s.ok()) *out = res;
+    else if (res) res->Release();
     b->Unpin();
     cs->End();
     return s;

@@ -457,29 +457,12 @@ Napi::Value ClientWrap::CopyBuffers(const Napi::CallbackInfo& info) {
   auto outs = std::make_shared<std::vector<std::shared_ptr<BufferResource>>>(srcs.size());
   AsyncOp op;
   op.work = [srcs, cs, target, outs]() -> Status {
-    const auto* api = cs->api();
     Status s;
-    for (size_t i = 0; i < srcs.size() && s.ok(); i++) {
-      hloabi::PJRT_Buffer_CopyToMemory_Args c{};
-      c.struct_size = HLO_STRUCT_SIZE(hloabi::PJRT_Buffer_CopyToMemory_Args, dst_buffer);
-      c.buffer = srcs[i]->buffer();
-      c.dst_memory = target;
-      s = TakeError(api, api->PJRT_Buffer_CopyToMemory(&c));
-      if (s.ok()) {
-        auto res = std::make_shared<BufferResource>(cs, c.dst_buffer, srcs[i]->device_index());
-        cs->Adopt(res);
-        (*outs)[i] = std::move(res);
-      }
-    }
-    // Every issued copy is awaited, even after a failure, so no copy outlives its pinned source.
+    for (size_t i = 0; i < srcs.size() && s.ok(); i++) s = StartCopy(srcs[i].get(), target, &(*outs)[i]);
+    // Every started copy is awaited, even after a failure, so no copy outlives its pinned source.
     for (auto& res : *outs) {
       if (!res) continue;
-      hloabi::PJRT_Buffer_ReadyEvent_Args r{};
-      r.struct_size = HLO_STRUCT_SIZE(hloabi::PJRT_Buffer_ReadyEvent_Args, event);
-      r.buffer = res->buffer();
-      Status e = TakeError(api, api->PJRT_Buffer_ReadyEvent(&r));
-      if (e.ok()) e = AwaitAndDestroy(api, r.event);
-      if (e.ok()) e = DescribeBuffer(res.get());
+      Status e = FinishCopy(res.get());
       if (s.ok() && !e.ok()) s = e;
     }
     if (!s.ok()) {

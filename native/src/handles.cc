@@ -158,6 +158,31 @@ void ExecutableResource::Destroy() {
   cs_->live_executables.fetch_sub(1);
 }
 
+Status StartCopy(BufferResource* src, hloabi::PJRT_Memory* target, std::shared_ptr<BufferResource>* out) {
+  const auto& cs = src->client();
+  const auto* api = cs->api();
+  hloabi::PJRT_Buffer_CopyToMemory_Args c{};
+  c.struct_size = HLO_STRUCT_SIZE(hloabi::PJRT_Buffer_CopyToMemory_Args, dst_buffer);
+  c.buffer = src->buffer();
+  c.dst_memory = target;
+  Status s = TakeError(api, api->PJRT_Buffer_CopyToMemory(&c));
+  if (!s.ok()) return s;
+  *out = std::make_shared<BufferResource>(cs, c.dst_buffer, src->device_index());
+  cs->Adopt(*out);
+  return s;
+}
+
+Status FinishCopy(BufferResource* dst) {
+  const auto* api = dst->client()->api();
+  hloabi::PJRT_Buffer_ReadyEvent_Args r{};
+  r.struct_size = HLO_STRUCT_SIZE(hloabi::PJRT_Buffer_ReadyEvent_Args, event);
+  r.buffer = dst->buffer();
+  Status s = TakeError(api, api->PJRT_Buffer_ReadyEvent(&r));
+  if (s.ok()) s = AwaitAndDestroy(api, r.event);
+  if (s.ok()) s = DescribeBuffer(dst);
+  return s;
+}
+
 Status DescribeBuffer(BufferResource* b) {
   const auto* api = b->client()->api();
   hloabi::PJRT_Buffer_ElementType_Args t{};

@@ -134,4 +134,11 @@ class ExecutableResource : public Resource {
 // Fills type, dims, size and memory kind of a freshly created buffer.
 Status DescribeBuffer(BufferResource* b);
 
+// Issues a copy of `src` into `target` without waiting for it; on success *out is the new buffer,
+// adopted by the client. Copies that are started together overlap.
+Status StartCopy(BufferResource* src, hloabi::PJRT_Memory* target, std::shared_ptr<BufferResource>* out);
+
+// Waits until a started copy has landed (so its source may be freed), then describes it.
+Status FinishCopy(BufferResource* dst);
+
 }  // namespace hlo
