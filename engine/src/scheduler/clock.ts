@@ -20,11 +20,9 @@ export type TimerHandle = object;
  */
 export const systemClock: Clock = {
   now: () => performance.timeOrigin + performance.now(),
-  setTimer: (fn, ms) => {
-    const t = setTimeout(fn, Math.max(0, ms));
-    // A pending batching window or watchdog must not keep a finished process alive.
-    t.unref();
-    return t;
-  },
+  // Timers stay referenced: the scheduler arms one only while a caller waits on it (a batching
+  // window, a queued deadline, a running dispatch's watchdog). Unreferenced, a process with nothing
+  // else pending (an embedder, a bench) exited with the request never answered.
+  setTimer: (fn, ms) => setTimeout(fn, Math.max(0, ms)),
   clearTimer: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
 };
