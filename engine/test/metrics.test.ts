@@ -1,0 +1,66 @@
+import assert from 'node:assert/strict';
+import { suite, test } from 'node:test';
+import { Metrics, type RequestSample } from '../src/metrics.js';
+
+const sample = (model: string, patch: Partial<RequestSample> = {}): RequestSample => ({
+  model,
+  ok: true,
+  batchRows: 1,
+  totalUs: 1000,
+  queueUs: 100,
+  computeInputUs: 10,
+  computeInferUs: 800,
+  computeOutputUs: 20,
+  ...patch,
+});
+
+/** The value of one exposition line, or undefined when the series is absent. */
+function value(text: string, series: string): number | undefined {
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+}
+
+suite('metrics: per-request counters summed and published at scrape time', () => {
+  test('successes, failures by reason, rows and durations per model', async () => {
+    const m = new Metrics({ defaultMetrics: false });
+    m.request(sample('a', { batchRows: 3 }));
+    m.request(sample('a', { batchRows: 2, totalUs: 3000 }));
+    m.request(sample('a', { ok: false, reason: 'REJECTED', batchRows: 1, totalUs: 50, computeInferUs: 0 }));
+    m.request(sample('b', { ok: false, reason: 'CANCELED' }));
+    m.request(sample('b', { ok: false }));
+    const text = await m.text();
+    const a = '{model="a",version="1"}';
+    const b = '{model="b",version="1"}';
+    assert.equal(value(text, `nv_inference_request_success${a}`), 2);
+    assert.equal(value(text, `nv_inference_count${a}`), 5);
+    assert.equal(value(text, `nv_inference_request_failure{model="a",version="1",reason="REJECTED"}`), 1);
+    assert.equal(value(text, `nv_inference_request_duration_us${a}`), 4050);
+    assert.equal(value(text, `nv_inference_queue_duration_us${a}`), 300);
+    assert.equal(value(text, `nv_inference_compute_input_duration_us${a}`), 30);
+    assert.equal(value(text, `nv_inference_compute_infer_duration_us${a}`), 1600);
+    assert.equal(value(text, `nv_inference_compute_output_duration_us${a}`), 60);
+    // A model that only failed still has its success series, at 0, as Triton reports it.
+    assert.equal(value(text, `nv_inference_request_success${b}`), 0);
+    assert.equal(value(text, `nv_inference_request_failure{model="b",version="1",reason="CANCELED"}`), 1);
+    assert.equal(value(text, `nv_inference_request_failure{model="b",version="1",reason="OTHER"}`), 1);
+    assert.equal(value(text, `hloserve_request_latency_seconds_count{model="a"}`), 3);
+    // le is inclusive: 1000 µs and 50 µs fall in the 1 ms bucket, 3000 µs does not.
+    assert.equal(value(text, `hloserve_request_latency_seconds_bucket{le="0.001",model="a"}`), 2);
+  });
+
+  test('a second scrape reports the running totals, not the increments since the first', async () => {
+    const m = new Metrics({ defaultMetrics: false });
+    m.request(sample('a'));
+    await m.text();
+    m.request(sample('a'));
+    const text = await m.text();
+    assert.equal(value(text, 'nv_inference_request_success{model="a",version="1"}'), 2);
+    assert.equal(value(text, 'nv_inference_request_duration_us{model="a",version="1"}'), 2000);
+  });
+
+  test('no requests yet: the families are declared and hold no series', async () => {
+    const text = await new Metrics({ defaultMetrics: false }).text();
+    assert.match(text, /# TYPE nv_inference_request_success counter/);
+    assert.doesNotMatch(text, /^nv_inference_request_success\{/m);
+  });
+});
