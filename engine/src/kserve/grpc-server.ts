@@ -87,7 +87,16 @@ export function buildInferenceImplementation(service: InferenceService): Untyped
   // ModelInferRequest is the client's fault, INVALID_ARGUMENT, not grpc-js's INTERNAL.
   const modelInfer = (call: ServerUnaryCall<Buffer, Buffer>, cb: Callback<Buffer>) => {
     const ac = new AbortController();
-    call.once('cancelled', () => ac.abort());
+    // grpc-js emits 'cancelled' for every call when its stream closes, answered or not; only a
+    // cancel before the answer concerns the request (aborting after it built a DOMException and
+    // dispatched an abort event per call for nothing).
+    const onCancel = () => ac.abort();
+    call.once('cancelled', onCancel);
+    const answer = (err: ReturnType<typeof toGrpcStatus> | null, buf?: Buffer) => {
+      call.off('cancelled', onCancel);
+      if (err !== null) cb(err);
+      else cb(null, buf);
+    };
     Promise.resolve()
       .then(async () => {
         let req: ModelInferRequest;
@@ -102,8 +111,8 @@ export function buildInferenceImplementation(service: InferenceService): Untyped
         return encodeModelInferResponse(toGrpcResponse(res));
       })
       .then(
-        (buf) => cb(null, buf),
-        (err: unknown) => cb(toGrpcStatus(err)),
+        (buf) => answer(null, buf),
+        (err: unknown) => answer(toGrpcStatus(err)),
       );
   };
 
