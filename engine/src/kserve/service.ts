@@ -68,7 +68,8 @@ export interface ModelIndexEntry {
 export interface InferContext {
   /** Absolute deadline in epoch milliseconds, or null. */
   readonly deadline: number | null;
-  readonly signal: AbortSignal;
+  /** Cancels the request. Optional: an in-process caller that never cancels passes none (creating an AbortController costs about 4.5 µs on Node 20). */
+  readonly signal?: AbortSignal;
 }
 
 export interface ServerMetadata {
