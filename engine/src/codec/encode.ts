@@ -14,20 +14,20 @@ export function encodeOutputs(
   results: readonly HostTensor[],
   shm: SharedMemoryRegistry | null,
 ): WireOutput[] {
-  // Plain literals, no object spread: V8 runs `{ ...base, more }` through a slow clone (1.6 µs
-  // against 0.01 µs for the literal, measured), once per output of every request.
   return requested.map((r) => {
     const t = results[r.index]!;
-    const name = r.spec.name;
-    const datatype = toWireDatatype(r.spec.dtype);
-    if (!r.shm) return { name, datatype, shape: t.shape, parameters: {}, data: t.data };
+    const base = { name: r.spec.name, datatype: toWireDatatype(r.spec.dtype), shape: t.shape };
+    if (!r.shm) return { ...base, parameters: {}, data: t.data };
     if (!shm) throw new Error('shared memory output without a registry');
     shm.write(r.shm.region, r.shm.offset, r.shm.byteSize, t.data);
-    const parameters: Record<string, string | number> = {
-      shared_memory_region: r.shm.region,
-      shared_memory_byte_size: t.data.byteLength,
+    return {
+      ...base,
+      parameters: {
+        shared_memory_region: r.shm.region,
+        shared_memory_byte_size: t.data.byteLength,
+        ...(r.shm.offset ? { shared_memory_offset: r.shm.offset } : {}),
+      },
+      data: null,
     };
-    if (r.shm.offset) parameters['shared_memory_offset'] = r.shm.offset;
-    return { name, datatype, shape: t.shape, parameters, data: null };
   });
 }
