@@ -7,6 +7,7 @@
 //   (ROOT defaults to this checkout; it needs engine/dist built, and uses its own node_modules)
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { benchEndpoints } from './stats.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const positional = process.argv.slice(2).filter((a, i, all) => !a.startsWith('--') && all[i - 1] !== '--seconds');
@@ -23,15 +24,7 @@ const settings = {
   ...base,
   modelsInclude: ['mlp'],
   runtime: { ...base.runtime, weightCacheBytes: null },
-  endpoints: {
-    ...base.endpoints,
-    host: '127.0.0.1',
-    grpcPort: 0,
-    httpPort: 0,
-    metricsPort: -1,
-    consolePort: -1,
-    maxConcurrentRequests: 0,
-  },
+  endpoints: benchEndpoints(base.endpoints),
 };
 const worker = await Worker.start({ modelRepo: examples, settings, log: createLogger('silent') });
 const request = () => ({

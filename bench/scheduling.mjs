@@ -30,7 +30,7 @@ import { PjrtWeightBackend } from '../engine/dist/src/worker/pjrt-weight-backend
 import { writeCatalog } from '../e2e/dist/src/catalog.js';
 import { Fp32Client } from '../e2e/dist/src/grpc-infer.js';
 import { examplesDir } from '../e2e/dist/src/server-process.js';
-import { fmt, machine, summarize } from './stats.mjs';
+import { benchEndpoints, fmt, machine, summarize } from './stats.mjs';
 
 const arg = (name, dflt) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : dflt);
 const quick = process.argv.includes('--quick');
@@ -59,16 +59,7 @@ function settingsFor(repo, { budget = null, include = [], delayUs = 0, coldHoldU
       discipline,
       coldHoldUs: coldHoldUs ?? base.scheduler.coldHoldUs,
     },
-    // The benches keep more requests outstanding than the default admission cap (64).
-    endpoints: {
-      ...base.endpoints,
-      host: '127.0.0.1',
-      grpcPort: 0,
-      httpPort: 0,
-      metricsPort: -1,
-      consolePort: -1,
-      maxConcurrentRequests: 0,
-    },
+    endpoints: benchEndpoints(base.endpoints),
   };
 }
 

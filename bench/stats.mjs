@@ -25,3 +25,18 @@ export function machine() {
 }
 
 export const fmt = (x, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : String(x));
+
+/**
+ * A worker's endpoints for an in-process bench: loopback, ephemeral gRPC/HTTP ports, no metrics
+ * or console listener, and no admission cap (the benches keep more requests outstanding than the
+ * default 64).
+ */
+export const benchEndpoints = (endpoints) => ({
+  ...endpoints,
+  host: '127.0.0.1',
+  grpcPort: 0,
+  httpPort: 0,
+  metricsPort: -1,
+  consolePort: -1,
+  maxConcurrentRequests: 0,
+});
