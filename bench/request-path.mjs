@@ -3,16 +3,23 @@
 // dispatch cycle minus the execution, per row). Pass another checkout's root to measure its
 // engine with the same clients, for before/after runs side by side:
 //
-//   npm run build && node bench/request-path.mjs [ROOT] [--seconds N]
+//   npm run build && node bench/request-path.mjs [ROOT] [--seconds N] [--concurrency 1,8,32,64]
 //   (ROOT defaults to this checkout; it needs engine/dist built, and uses its own node_modules)
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { benchEndpoints } from './stats.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const positional = process.argv.slice(2).filter((a, i, all) => !a.startsWith('--') && all[i - 1] !== '--seconds');
+const flag = (name, fallback) => {
+  const i = process.argv.indexOf(name);
+  return i < 0 ? fallback : process.argv[i + 1];
+};
+const positional = process.argv
+  .slice(2)
+  .filter((a, i, all) => !a.startsWith('--') && all[i - 1] !== '--seconds' && all[i - 1] !== '--concurrency');
 const root = resolve(positional[0] ?? join(here, '..'));
-const seconds = process.argv.includes('--seconds') ? Number(process.argv[process.argv.indexOf('--seconds') + 1]) : 3;
+const seconds = Number(flag('--seconds', '3'));
+const concurrencies = flag('--concurrency', '1,8,32,64').split(',').map(Number);
 const load = (rel) => import(pathToFileURL(join(root, 'engine', 'dist', 'src', rel)).href);
 const { defaultConfig, workerSettings } = await load('config/node-config.js');
 const { createLogger } = await load('log.js');
@@ -67,7 +74,7 @@ console.log(`# bench/request-path, engine from ${root}, ${seconds} s per point`)
 console.log('| concurrency | rows/s | p50 µs | p99 µs | µs per dispatch: execute / cycle | host µs per request |');
 console.log('|---|---|---|---|---|---|');
 await closedLoop(8, 2);
-for (const c of [1, 8, 32, 64]) {
+for (const c of concurrencies) {
   await closedLoop(c, 0.5);
   const s0 = worker.scheduler.stats('mlp');
   const r = await closedLoop(c, seconds);

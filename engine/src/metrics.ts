@@ -1,4 +1,5 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { PlainHistogram } from './plain-histogram.js';
 
 /** What one finished request contributes to the metrics (durations in microseconds). */
 export interface RequestSample {
@@ -43,10 +44,12 @@ export class Metrics {
   // Per-request counters are plain sums read at scrape time: prom-client hashes the label set on
   // every inc (3.6 µs for a request's seven updates, measured), which sat on the request path.
   readonly #totals = new Map<string, RequestTotals>();
-  readonly #execCount: Counter<'model' | 'version'>;
+  /** Executions per model, summed like #totals (one update per dispatch). */
+  readonly #executions = new Map<string, { readonly labels: RequestTotals['labels']; n: number }>();
   readonly pending: Gauge<'model' | 'version'>;
-  readonly #latency: Histogram<'model'>;
-  readonly #batchSize: Histogram<'model'>;
+  readonly #latency: PlainHistogram<'model'>;
+  readonly #batchSize: PlainHistogram<'model'>;
+  #inflightNow: () => number = () => 0;
   readonly #weightLoads: Counter<'model'>;
   readonly #weightEvictions: Counter<'model'>;
   readonly #weightLoadSeconds: Counter<'model'>;
@@ -55,7 +58,6 @@ export class Metrics {
   readonly budgetBytes: Gauge;
   readonly modelResident: Gauge<'model'>;
   readonly queueDepth: Gauge<'model'>;
-  readonly inflight: Gauge;
   readonly shed: Counter<'model' | 'reason'>;
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
@@ -86,11 +88,16 @@ export class Metrics {
       },
     });
     summed('nv_inference_count', 'Inferences performed (a batch of n counts n)', 'count');
-    this.#execCount = new Counter({
+    const executions = this.#executions;
+    new Counter({
       name: 'nv_inference_exec_count',
       help: 'Model executions (batches) performed',
       labelNames: mv,
       registers: r,
+      collect(this: Counter<'model' | 'version'>) {
+        this.reset();
+        for (const e of executions.values()) this.inc(e.labels, e.n);
+      },
     });
     summed('nv_inference_request_duration_us', 'Cumulative request duration (µs)', 'requestUs');
     summed('nv_inference_queue_duration_us', 'Cumulative time requests waited in queue (µs)', 'queueUs');
@@ -103,19 +110,19 @@ export class Metrics {
       labelNames: mv,
       registers: r,
     });
-    this.#latency = new Histogram({
+    this.#latency = new PlainHistogram({
       name: 'hloserve_request_latency_seconds',
       help: 'End-to-end request latency in the worker',
-      labelNames: ['model'],
+      labelName: 'model',
       buckets: LATENCY_BUCKETS,
-      registers: r,
+      registry: this.registry,
     });
-    this.#batchSize = new Histogram({
+    this.#batchSize = new PlainHistogram({
       name: 'hloserve_batch_size',
       help: 'Compiled batch size of each execution',
-      labelNames: ['model'],
+      labelName: 'model',
       buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256],
-      registers: r,
+      registry: this.registry,
     });
     this.#weightLoads = new Counter({
       name: 'hloserve_weight_loads_total',
@@ -163,7 +170,15 @@ export class Metrics {
       labelNames: ['model'],
       registers: r,
     });
-    this.inflight = new Gauge({ name: 'hloserve_inflight_requests', help: 'Requests being served', registers: r });
+    const inflightNow = (): number => this.#inflightNow();
+    new Gauge({
+      name: 'hloserve_inflight_requests',
+      help: 'Requests being served',
+      registers: r,
+      collect(this: Gauge) {
+        this.set(inflightNow());
+      },
+    });
     this.shed = new Counter({
       name: 'hloserve_requests_shed_total',
       help: 'Requests refused or dropped before execution',
@@ -201,12 +216,19 @@ export class Metrics {
     t.inputUs += s.computeInputUs;
     t.inferUs += s.computeInferUs;
     t.outputUs += s.computeOutputUs;
-    this.#latency.observe({ model: s.model }, s.totalUs / 1e6);
+    this.#latency.observe(s.model, s.totalUs / 1e6);
   }
 
   execution(model: string, batchSize: number): void {
-    this.#execCount.inc({ model, version: '1' });
-    this.#batchSize.observe({ model }, batchSize);
+    let e = this.#executions.get(model);
+    if (e === undefined) this.#executions.set(model, (e = { labels: { model, version: '1' }, n: 0 }));
+    e.n++;
+    this.#batchSize.observe(model, batchSize);
+  }
+
+  /** Where the in-flight gauge reads its value when scraped (the worker's own counter). */
+  trackInflight(read: () => number): void {
+    this.#inflightNow = read;
   }
 
   weightLoad(model: string, bytes: number, seconds: number): void {

@@ -64,3 +64,24 @@ suite('metrics: per-request counters summed and published at scrape time', () =>
     assert.doesNotMatch(text, /^nv_inference_request_success\{/m);
   });
 });
+
+suite('metrics: per-dispatch and gauge values published at scrape time', () => {
+  test('executions and batch sizes per model, in-flight read from the worker when scraped', async () => {
+    const m = new Metrics({ defaultMetrics: false });
+    let inflight = 3;
+    m.trackInflight(() => inflight);
+    m.execution('a', 8);
+    m.execution('a', 32);
+    m.execution('b', 1);
+    let text = await m.text();
+    assert.equal(value(text, 'nv_inference_exec_count{model="a",version="1"}'), 2);
+    assert.equal(value(text, 'nv_inference_exec_count{model="b",version="1"}'), 1);
+    assert.equal(value(text, 'hloserve_batch_size_bucket{le="8",model="a"}'), 1);
+    assert.equal(value(text, 'hloserve_batch_size_bucket{le="32",model="a"}'), 2);
+    assert.equal(value(text, 'hloserve_batch_size_sum{model="a"}'), 40);
+    assert.equal(value(text, 'hloserve_inflight_requests'), 3);
+    inflight = 0;
+    text = await m.text();
+    assert.equal(value(text, 'hloserve_inflight_requests'), 0);
+  });
+});

@@ -103,6 +103,7 @@ export class Worker implements InferenceService {
         else if (e.type === 'evict') this.metrics.weightEviction(e.model);
       },
     });
+    this.metrics.trackInflight(() => this.#inflight);
     this.metrics.budgetBytes.set(Number.isFinite(budgetBytes) ? budgetBytes : -1);
     this.scheduler = new Scheduler<PjrtLease>({
       executor: new PjrtExecutor(this.cache, (n) => this.#entries.get(n)?.compiled ?? undefined),
@@ -392,7 +393,6 @@ export class Worker implements InferenceService {
     let entry: Entry | undefined;
     let rows = 0;
     this.#inflight++;
-    this.metrics.inflight.set(this.#inflight);
     try {
       if (this.#stopping) throw new ServeError('HLO_ERR_SHUTTING_DOWN', 'the server is shutting down');
       const cap = this.#settings.endpoints.maxConcurrentRequests;
@@ -464,7 +464,6 @@ export class Worker implements InferenceService {
       throw e;
     } finally {
       this.#inflight--;
-      this.metrics.inflight.set(this.#inflight);
     }
   }
 
