@@ -90,6 +90,36 @@ suite('lifetime and memory', () => {
     assert.deepEqual(rt.ledger(), before);
   });
 
+  test('copyTo: dtypes and shapes land exactly (scalar, 3-D, zero elements) and outlive their source', async () => {
+    const cases = [
+      hostArray(
+        'i8',
+        [2, 3, 4],
+        new Int8Array(24).map((_, i) => i - 12),
+      ),
+      hostArray('f32', [], new Float32Array([2.5])),
+      hostArray('bf16', [3], new Uint8Array([0x80, 0x3f, 0x00, 0x40, 0x40, 0x40])),
+      hostArray('f32', [0, 5], new Float32Array(0)),
+      hostArray('bool', [5], new Uint8Array([1, 0, 0, 1, 1])),
+    ];
+    const staged = await Promise.all(cases.map((h) => rt.upload(h, { memory: 'pinned_host' })));
+    const copies = await rt.copyTo(staged, 'device');
+    // The copies own their bytes: freeing the staging buffers first must not change them.
+    for (const b of staged) b.dispose();
+    for (const [i, c] of copies.entries()) {
+      const want = cases[i]!;
+      assert.equal(c.memoryKind, 'device');
+      assert.equal(c.dtype, want.dtype);
+      assert.deepEqual(c.shape, want.shape);
+      const back = await c.toHost();
+      assert.deepEqual(
+        new Uint8Array(back.data.buffer, back.data.byteOffset, back.data.byteLength),
+        new Uint8Array(want.data.buffer, want.data.byteOffset, want.data.byteLength),
+      );
+      c.dispose();
+    }
+  });
+
   test('copyTo spreads a large batch over lanes; contents land in order; a failed lane leaves nothing', async () => {
     const n = 1 << 19; // 2 MiB of f32 each: 12 MiB in all, several lanes
     const datas = Array.from({ length: 6 }, (_, i) => randomF32(n - i, 40 + i));
