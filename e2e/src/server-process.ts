@@ -2,6 +2,7 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { SERVER_NODE_FLAGS } from '@hloserve/engine/node-flags';
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 export const examplesDir = join(repoRoot, 'examples', 'models');
@@ -31,7 +32,13 @@ export interface ServerProcess {
 export async function startServer(env: Record<string, string> = {}, timeoutMs = 120_000): Promise<ServerProcess> {
   const child = spawn(
     process.execPath,
-    [join(repoRoot, 'engine', 'dist', 'src', 'cli.js'), 'serve', '--config', join(repoRoot, 'examples', 'node.yaml')],
+    [
+      ...SERVER_NODE_FLAGS,
+      join(repoRoot, 'engine', 'dist', 'src', 'cli.js'),
+      'serve',
+      '--config',
+      join(repoRoot, 'examples', 'node.yaml'),
+    ],
     {
       env: {
         ...process.env,

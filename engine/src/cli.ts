@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { defaultConfig, loadNodeConfig, workerSettings } from './config/node-config.js';
 import { createLogger } from './log.js';
+import { missingServerNodeFlags } from './node-flags.js';
 import { serve } from './serve.js';
 
 const USAGE = `usage: hloserve serve [--config node.yaml] [--model-repo DIR] [--worker NAME]
@@ -34,6 +35,13 @@ async function main(): Promise<number> {
   });
   for (const o of loaded.appliedOverrides)
     log.info('environment override', { variable: o.variable, path: o.path, value: o.value });
+  const missing = missingServerNodeFlags();
+  if (missing.length > 0) {
+    log.warn('node started without the serving flags: expect more full garbage collections and higher tail latency', {
+      flags: missing.join(' '),
+      fix: `node ${missing.join(' ')} engine/dist/src/cli.js serve ... (or NODE_OPTIONS)`,
+    });
+  }
   log.info('starting', {
     config: loaded.config.file,
     modelRepo: loaded.config.modelRepo,

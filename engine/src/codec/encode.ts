@@ -2,7 +2,7 @@ import { toWireDatatype } from '../dtypes.js';
 import type { SharedMemoryRegistry } from '../kserve/shared-memory.js';
 import type { HostTensor } from '../tensor.js';
 import type { RequestedOutput } from './decode.js';
-import type { WireOutput } from './wire.js';
+import type { ParamValue, Params, WireOutput } from './wire.js';
 
 /**
  * Builds the response tensors for the requested outputs. Shared-memory outputs are written into
@@ -14,20 +14,38 @@ export function encodeOutputs(
   results: readonly HostTensor[],
   shm: SharedMemoryRegistry | null,
 ): WireOutput[] {
-  return requested.map((r) => {
+  const out: WireOutput[] = [];
+  for (const r of requested) {
     const t = results[r.index]!;
-    const base = { name: r.spec.name, datatype: toWireDatatype(r.spec.dtype), shape: t.shape };
-    if (!r.shm) return { ...base, parameters: {}, data: t.data };
+    const datatype = toWireDatatype(r.spec.dtype);
+    if (!r.shm) {
+      out.push(new OutputTensor(r.spec.name, datatype, t.shape, {}, t.data));
+      continue;
+    }
     if (!shm) throw new Error('shared memory output without a registry');
     shm.write(r.shm.region, r.shm.offset, r.shm.byteSize, t.data);
-    return {
-      ...base,
-      parameters: {
-        shared_memory_region: r.shm.region,
-        shared_memory_byte_size: t.data.byteLength,
-        ...(r.shm.offset ? { shared_memory_offset: r.shm.offset } : {}),
-      },
-      data: null,
+    const parameters: Record<string, ParamValue> = {
+      shared_memory_region: r.shm.region,
+      shared_memory_byte_size: t.data.byteLength,
     };
-  });
+    if (r.shm.offset) parameters['shared_memory_offset'] = r.shm.offset;
+    out.push(new OutputTensor(r.spec.name, datatype, t.shape, parameters, null));
+  }
+  return out;
+}
+
+/**
+ * One response tensor. A class: every instance has one shape from the start, where the spread
+ * form it replaced paid a map migration per request and kept about 4x more bytes alive through
+ * each scavenge (bench/RESULTS.md, session 4; that win needs the server's V8 heap settings, see
+ * docs/performance.md).
+ */
+class OutputTensor implements WireOutput {
+  constructor(
+    readonly name: string,
+    readonly datatype: string,
+    readonly shape: readonly number[],
+    readonly parameters: Params,
+    readonly data: Uint8Array | null,
+  ) {}
 }
