@@ -3,11 +3,13 @@
 // dispatch cycle minus the execution, per row). Pass another checkout's root to measure its
 // engine with the same clients, for before/after runs side by side:
 //
-//   npm run build && node bench/request-path.mjs [ROOT] [--seconds N] [--concurrency 1,8,32,64]
+//   npm run build && node bench/request-path.mjs [ROOT] [--seconds N] [--concurrency 1,8,32,64] [--no-server-flags]
 //   (ROOT defaults to this checkout; it needs engine/dist built, and uses its own node_modules)
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { benchEndpoints } from './stats.mjs';
+import { benchEndpoints, ensureServerNodeFlags } from './stats.mjs';
+
+ensureServerNodeFlags(import.meta.url);
 
 const here = dirname(fileURLToPath(import.meta.url));
 const flag = (name, fallback) => {
@@ -73,7 +75,9 @@ async function closedLoop(concurrency, secs) {
   return { rowsPerSecond: lat.length / secs, p50: q(0.5), p99: q(0.99), rows: lat.length };
 }
 
-console.log(`# bench/request-path, engine from ${root}, ${seconds} s per point`);
+console.log(
+  `# bench/request-path, engine from ${root}, ${seconds} s per point, node flags: ${process.execArgv.join(' ') || 'none'}`,
+);
 console.log('| concurrency | rows/s | p50 µs | p99 µs | µs per dispatch: execute / cycle | host µs per request |');
 console.log('|---|---|---|---|---|---|');
 await closedLoop(8, 2);

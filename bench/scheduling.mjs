@@ -30,7 +30,9 @@ import { PjrtWeightBackend } from '../engine/dist/src/worker/pjrt-weight-backend
 import { writeCatalog } from '../e2e/dist/src/catalog.js';
 import { Fp32Client } from '../e2e/dist/src/grpc-infer.js';
 import { examplesDir } from '../e2e/dist/src/server-process.js';
-import { benchEndpoints, fmt, machine, summarize } from './stats.mjs';
+import { benchEndpoints, ensureServerNodeFlags, fmt, machine, summarize } from './stats.mjs';
+
+ensureServerNodeFlags(import.meta.url);
 
 const arg = (name, dflt) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : dflt);
 const quick = process.argv.includes('--quick');
@@ -48,7 +50,9 @@ const PAIRED_SECONDS = quick ? 1 : 2;
 const log = createLogger('silent');
 const started = performance.now();
 const verdicts = [];
-console.log(`# bench/scheduling${quick ? ' --quick' : ''}, discipline ${discipline}, machine: ${machine()}`);
+console.log(
+  `# bench/scheduling${quick ? ' --quick' : ''}, discipline ${discipline}, machine: ${machine()}, node flags: ${process.execArgv.join(' ') || 'none'}`,
+);
 
 function settingsFor(repo, { budget = null, include = [], delayUs = 0, coldHoldUs } = {}) {
   const base = workerSettings(defaultConfig(repo));

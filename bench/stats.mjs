@@ -1,5 +1,7 @@
 // Small helpers shared by the benchmark scripts (they print numbers; nothing here asserts).
+import { spawnSync } from 'node:child_process';
 import os from 'node:os';
+import { missingServerNodeFlags } from '../engine/dist/src/node-flags.js';
 
 export function percentile(sorted, p) {
   if (sorted.length === 0) return NaN;
@@ -40,3 +42,19 @@ export const benchEndpoints = (endpoints) => ({
   consolePort: -1,
   maxConcurrentRequests: 0,
 });
+
+/**
+ * An in-process bench measures the server, so it runs under the server's V8 flags
+ * (engine/src/node-flags.ts): without them, this script starts itself again with them.
+ * `--no-server-flags` measures without.
+ */
+export function ensureServerNodeFlags(scriptUrl) {
+  if (process.argv.includes('--no-server-flags')) return;
+  const missing = missingServerNodeFlags();
+  if (missing.length === 0) return;
+  const script = new URL(scriptUrl).pathname;
+  const r = spawnSync(process.execPath, [...missing, ...process.execArgv, script, ...process.argv.slice(2)], {
+    stdio: 'inherit',
+  });
+  process.exit(r.status ?? 1);
+}
