@@ -17,9 +17,22 @@ Napi::Object BufferWrap::NewInstance(Napi::Env env, std::shared_ptr<BufferResour
   return AddonData::Get(env)->buffer_ctor.New({ext});
 }
 
+namespace {
+// Marks the objects this addon wrapped as PjrtBuffer (a random 128-bit tag, fixed per build).
+constexpr napi_type_tag kBufferTag = {0x8f3a61c2d94b4e07ULL, 0xb25e0c7a19d3f648ULL};
+}  // namespace
+
 BufferWrap::BufferWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<BufferWrap>(info) {
   if (info.Length() != 1 || !info[0].IsExternal()) throw Napi::TypeError::New(info.Env(), "PjrtBuffer is created by upload() or execute()");
   res_ = *info[0].As<Napi::External<std::shared_ptr<BufferResource>>>().Data();
+  info.This().As<Napi::Object>().TypeTag(&kBufferTag);
+}
+
+BufferWrap* BufferWrap::Tagged(const Napi::Value& v) {
+  if (!v.IsObject()) return nullptr;
+  Napi::Object o = v.As<Napi::Object>();
+  if (!o.CheckTypeTag(&kBufferTag)) return nullptr;
+  return Napi::ObjectWrap<BufferWrap>::Unwrap(o);
 }
 
 // GC backstop: an undisposed buffer is freed when its wrapper is collected.
@@ -34,11 +47,9 @@ std::shared_ptr<BufferResource> BufferWrap::Live(Napi::Env env) {
 
 std::shared_ptr<BufferResource> BufferWrap::FromValue(const Napi::Value& v, const std::string& field) {
   Napi::Env env = v.Env();
-  AddonData* data = AddonData::Get(env);
-  if (!v.IsObject() || !v.As<Napi::Object>().InstanceOf(data->buffer_ctor.Value())) {
-    throw Napi::TypeError::New(env, field + " must be a PjrtBuffer");
-  }
-  return Napi::ObjectWrap<BufferWrap>::Unwrap(v.As<Napi::Object>())->Live(env);
+  BufferWrap* w = Tagged(v);
+  if (w == nullptr) throw Napi::TypeError::New(env, field + " must be a PjrtBuffer");
+  return w->Live(env);
 }
 
 Napi::Value BufferWrap::Describe(const Napi::CallbackInfo& info) {

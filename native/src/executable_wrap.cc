@@ -251,21 +251,24 @@ Napi::Value ExecutableWrap::Execute(const Napi::CallbackInfo& info) {
     throw Napi::RangeError::New(env, "device index out of range");
   job->download = info[2].ToBoolean();
   KeepAlive keep = std::make_shared<std::vector<Napi::ObjectReference>>();
-  AddonData* data = AddonData::Get(env);
-  for (uint32_t i = 0; i < arr.Length(); ++i) {
-    std::string field = "args[" + std::to_string(i) + "]";
+  const uint32_t count = arr.Length();
+  job->buffers.reserve(count);
+  job->is_host.reserve(count);
+  // Field names are built only for an error: this loop runs once per argument of every dispatch.
+  auto field = [](uint32_t i) { return "args[" + std::to_string(i) + "]"; };
+  for (uint32_t i = 0; i < count; ++i) {
     Napi::Value v = arr.Get(i);
-    if (v.IsObject() && v.As<Napi::Object>().InstanceOf(data->buffer_ctor.Value())) {
-      auto b = BufferWrap::FromValue(v, field);
-      if (b->client() != job->cs) throw Napi::TypeError::New(env, field + " belongs to another client");
-      if (b->device_index() != job->device) throw Napi::TypeError::New(env, field + " lives on another device");
-      job->buffers.push_back(b);
+    if (BufferWrap* w = BufferWrap::Tagged(v)) {
+      auto b = w->LiveResource(env);
+      if (b->client() != job->cs) throw Napi::TypeError::New(env, field(i) + " belongs to another client");
+      if (b->device_index() != job->device) throw Napi::TypeError::New(env, field(i) + " lives on another device");
+      job->buffers.push_back(std::move(b));
       job->is_host.push_back(false);
     } else if (v.IsObject()) {
-      job->host.push_back(ReadHostArg(v.As<Napi::Object>(), field, keep));
+      job->host.push_back(ReadHostArg(v.As<Napi::Object>(), field(i), keep));
       job->is_host.push_back(true);
     } else {
-      throw Napi::TypeError::New(env, field + " must be a PjrtBuffer or {data, type, dims}");
+      throw Napi::TypeError::New(env, field(i) + " must be a PjrtBuffer or {data, type, dims}");
     }
   }
   // Pin everything first so a concurrent dispose() cannot free what this execution reads.

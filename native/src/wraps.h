@@ -40,6 +40,12 @@ class BufferWrap : public Napi::ObjectWrap<BufferWrap> {
   ~BufferWrap() override;
   // The live resource behind a JS value, or a thrown DisposedError / TypeError.
   static std::shared_ptr<BufferResource> FromValue(const Napi::Value& v, const std::string& field);
+  // The wrapper behind a JS value, or nullptr when it is not a PjrtBuffer. A type-tag check: the
+  // two InstanceOf calls (JS instanceof semantics) it replaced cost about 0.7 us per buffer
+  // argument of every execute (measured: 13-15 us -> 9 us to convert mlp's seven arguments).
+  static BufferWrap* Tagged(const Napi::Value& v);
+  // The live resource, or a thrown DisposedError.
+  std::shared_ptr<BufferResource> LiveResource(Napi::Env env) { return Live(env); }
 
  private:
   std::shared_ptr<BufferResource> Live(Napi::Env env);

@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict';
 import { after, before, suite, test } from 'node:test';
-import { ArgumentError, DisposedError, hostArray, PjrtError, Runtime, type Executable } from '../lib/index.js';
+import { binding } from '../lib/binding.js';
+import {
+  ArgumentError,
+  DisposedError,
+  hostArray,
+  PjrtError,
+  resolvePlugin,
+  Runtime,
+  type Executable,
+} from '../lib/index.js';
 import { ADD, IDENTITY } from './programs.js';
 
 const x4 = () => hostArray('f32', [4], new Float32Array([1, 2, 3, 4]));
@@ -129,5 +138,32 @@ suite('bad calls give typed errors and the process keeps working', () => {
     ac.abort();
     await assert.rejects(add.run([x4(), x4()], { signal: ac.signal }), { name: 'AbortError' });
     await stillWorks();
+  });
+});
+
+suite('native boundary: objects posing as a PjrtBuffer', () => {
+  test('EXPECTED FAILURE - execute and copyBuffers refuse look-alikes with a TypeError; the client serves on', async () => {
+    const b = binding();
+    const path = resolvePlugin('cpu');
+    b.loadPlugin(path);
+    const client = await b.createClient(path, []);
+    const exe = await client.compile(ADD(4));
+    const x = { data: new Float32Array([1, 2, 3, 4]), type: 11, dims: [4] };
+    const real = await client.upload(x, 0, 0);
+    const proto = Object.getPrototypeOf(real) as object;
+    const lookAlike = Object.assign(Object.create(proto) as object, x);
+    for (const fake of [Object.create(proto) as unknown, {}, null, 7]) {
+      await assert.rejects(async () => exe.execute([fake as never, real], 0, true), TypeError);
+      await assert.rejects(async () => client.copyBuffers([real, fake as never], 0), TypeError);
+    }
+    await assert.rejects(async () => client.copyBuffers([real, lookAlike as never], 0), TypeError);
+    // To execute, a look-alike with data, type and dims is host data like any such object.
+    const [viaHost] = await exe.execute([lookAlike as never, real], 0, true);
+    assert.deepEqual([...new Float32Array(viaHost!.data.buffer, viaHost!.data.byteOffset, 4)], [2, 4, 6, 8]);
+    const [out] = await exe.execute([real, real], 0, true);
+    assert.deepEqual([...new Float32Array(out!.data.buffer, out!.data.byteOffset, 4)], [2, 4, 6, 8]);
+    real.dispose();
+    exe.dispose();
+    client.dispose();
   });
 });
