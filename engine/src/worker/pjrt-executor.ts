@@ -32,6 +32,9 @@ export class PjrtExecutor implements Executor<PjrtLease> {
   async execute(req: ExecutionRequest<PjrtLease>): Promise<readonly HostTensor[]> {
     const m = this.#models(req.model);
     if (!m) throw new ServeError('HLO_ERR_MODEL_NOT_FOUND', `model '${req.model}' was unloaded`);
-    return m.run(req.batchSize, req.inputs, req.lease.weights, req.signal);
+    // The dispatch timeout's signal is not passed on: PJRT cannot stop a launched execution, and
+    // settling early would end the lease while the device still reads the weights, letting the
+    // cache count their bytes free too soon. The scheduler has answered the callers already.
+    return m.run(req.batchSize, req.inputs, req.lease.weights);
   }
 }

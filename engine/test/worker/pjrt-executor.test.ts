@@ -1,0 +1,33 @@
+import assert from 'node:assert/strict';
+import { suite, test } from 'node:test';
+import type { CompiledModel } from '../../src/model/compiled-model.js';
+import type { HostTensor } from '../../src/tensor.js';
+import { PjrtExecutor, type PjrtLease } from '../../src/worker/pjrt-executor.js';
+
+suite('PjrtExecutor', () => {
+  test('a timed-out dispatch settles only when the device work returns, so its lease outlives it', async () => {
+    let finish!: (out: HostTensor[]) => void;
+    const calls: unknown[][] = [];
+    // A stand-in model whose run the test finishes by hand (a device that has not returned yet).
+    const model = {
+      run: (...args: unknown[]) => {
+        calls.push(args);
+        return new Promise<HostTensor[]>((r) => (finish = r));
+      },
+    } as unknown as CompiledModel;
+    const exec = new PjrtExecutor({} as never, () => model);
+    const timedOut = new AbortController();
+    const lease = { weights: [], release: () => {} } as unknown as PjrtLease;
+    let settled = false;
+    const running = exec
+      .execute({ model: 'm', batchSize: 1, rows: 1, requests: 1, inputs: [], lease, signal: timedOut.signal })
+      .then((out) => ((settled = true), out));
+    timedOut.abort(new Error('dispatch timeout'));
+    await new Promise((r) => setImmediate(r));
+    assert.equal(settled, false, 'an abort does not settle what PJRT cannot stop');
+    assert.equal(calls[0]!.length, 3, 'the signal is not passed to the executable');
+    const out: HostTensor[] = [{ name: 'y', dtype: 'f32', shape: [1], data: new Uint8Array(4) }];
+    finish(out);
+    assert.deepEqual(await running, out);
+  });
+});
