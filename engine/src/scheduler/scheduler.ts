@@ -48,6 +48,9 @@ import { planBatch, planScanRows, type BatchPlan } from './plan-batch.js';
 import { RecencyLedger } from './recency-ema.js';
 import { RequestQueue, type QueueNode } from './request-queue.js';
 
+/** What a non-cancellable executor is given as its dispatch's signal. */
+const NEVER_ABORTED: AbortSignal = new AbortController().signal;
+
 export interface SchedulerOptions<L extends ExecutionLease = ExecutionLease> {
   readonly executor: Executor<L>;
   /** Default 'fair'. */
@@ -715,7 +718,7 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease> {
     const contended = this.#othersWaiting(st);
     const estimate = contended ? st.costs.estimate(plan.batchSize) : 0;
     if (contended) this.#ledger.add(name, estimate, start / 1000);
-    const controller = new AbortController();
+    const controller = this.#executor.cancellable === false ? null : new AbortController();
     let timedOut = false;
     let timer: TimerHandle | null = null;
     if (this.#timeoutSeconds > 0) {
@@ -744,7 +747,7 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease> {
           requests: taken.length,
           timeoutSeconds: this.#timeoutSeconds,
         });
-        controller.abort(err);
+        controller?.abort(err);
       }, this.#timeoutSeconds * 1000);
     }
 
@@ -830,7 +833,7 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease> {
           requests: taken.length,
           inputs,
           lease,
-          signal: controller.signal,
+          signal: controller?.signal ?? NEVER_ABORTED,
         }),
       );
     } catch (e) {

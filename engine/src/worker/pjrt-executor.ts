@@ -10,6 +10,8 @@ export type PjrtLease = WeightLease<readonly DeviceBuffer[]>;
 
 /** Runs the scheduler's batches on the PJRT runtime, with weights from the cache. */
 export class PjrtExecutor implements Executor<PjrtLease> {
+  /** PJRT cannot stop a launched execution (see execute). */
+  readonly cancellable = false;
   readonly #cache: WeightCache<HostWeights, readonly DeviceBuffer[]>;
   readonly #models: (name: string) => CompiledModel | undefined;
 

@@ -62,6 +62,8 @@ export class FakeExecutor implements Executor {
   /** Timed mode: milliseconds each execution takes, per model (the clock advances inside execute). */
   costMs: ((model: string, batchSize: number) => number) | null = null;
   prepareFailure: ((model: string) => unknown) | null = null;
+  /** False: like PJRT, launched work cannot be stopped (the scheduler passes a dead signal). */
+  cancellable = true;
 
   constructor(readonly clock?: ManualClock) {}
 

@@ -415,6 +415,28 @@ suite('Scheduler: deadlines, cancellation, timeouts', () => {
     assert.equal(already.code(), 'HLO_ERR_CANCELLED');
   });
 
+  test('dispatch timeout with an executor that cannot cancel: callers answered, its signal never aborts', async () => {
+    const { clock, exec, sched } = setup({ dispatchTimeoutSeconds: 1 });
+    exec.cancellable = false;
+    sched.addModel(model('m'));
+    const stuck = track(sched.submit('m', rowsOf(1)));
+    await flush();
+    const signal = exec.calls[0]!.request.signal;
+    clock.advance(1000);
+    await flush();
+    assert.equal(stuck.code(), 'HLO_ERR_DEADLINE_EXCEEDED');
+    assert.equal(signal.aborted, false);
+    assert.equal(sched.stats('m')!.dispatchTimeouts, 1);
+    const next = track(sched.submit('m', rowsOf(1)));
+    await flush();
+    assert.equal(exec.calls.length, 1, 'the device is held until the late work returns');
+    exec.calls[0]!.finish();
+    await flush();
+    exec.calls[1]!.finish();
+    await flush();
+    assert.equal(next.code(), 'ok');
+  });
+
   test('dispatch timeout: callers get DEADLINE_EXCEEDED, the device slot stays held until the work returns', async () => {
     const { clock, exec, sched, warnings, events } = setup({ dispatchTimeoutSeconds: 1 });
     sched.addModel(model('m'));
