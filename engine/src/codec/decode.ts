@@ -116,7 +116,7 @@ function inputBytes(
  * rows) and resolves its data, before anything is queued: a bad request can never poison a batch.
  */
 export function decodeRequest(model: ModelIO, req: WireInferRequest, shm: SharedMemoryRegistry | null): DecodedRequest {
-  const byName = new Map(model.inputs.map((s, i) => [s.name, i]));
+  const { byName } = lookups(model);
   const tensors: (HostTensor | undefined)[] = new Array(model.inputs.length);
   let rows: number | null = null;
   req.inputs.forEach((input, k) => {
@@ -161,8 +161,31 @@ export function decodeRequest(model: ModelIO, req: WireInferRequest, shm: Shared
   return { inputs: tensors as HostTensor[], rows: r, outputs: selectOutputs(model, req) };
 }
 
-function selectOutputs(model: ModelIO, req: WireInferRequest): RequestedOutput[] {
-  if (req.outputs.length === 0) return model.outputs.map((spec, index) => ({ index, spec, shm: null, parameters: {} }));
+/** What decoding looks up per model, built once per ModelIO instead of once per request. */
+interface ModelLookups {
+  readonly byName: ReadonlyMap<string, number>;
+  /** Every output, inline: what a request that names no outputs gets (shared, never mutated). */
+  readonly allOutputs: readonly RequestedOutput[];
+}
+
+const LOOKUPS = new WeakMap<ModelIO, ModelLookups>();
+
+function lookups(model: ModelIO): ModelLookups {
+  let l = LOOKUPS.get(model);
+  if (l === undefined) {
+    l = {
+      byName: new Map(model.inputs.map((s, i) => [s.name, i])),
+      allOutputs: Object.freeze(
+        model.outputs.map((spec, index) => Object.freeze({ index, spec, shm: null, parameters: Object.freeze({}) })),
+      ),
+    };
+    LOOKUPS.set(model, l);
+  }
+  return l;
+}
+
+function selectOutputs(model: ModelIO, req: WireInferRequest): readonly RequestedOutput[] {
+  if (req.outputs.length === 0) return lookups(model).allOutputs;
   const seen = new Set<string>();
   return req.outputs.map((o, k) => {
     const index = model.outputs.findIndex((s) => s.name === o.name);

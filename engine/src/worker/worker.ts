@@ -21,7 +21,7 @@ import type {
 } from '../kserve/service.js';
 import { SharedMemoryRegistry } from '../kserve/shared-memory.js';
 import type { Logger } from '../log.js';
-import { Metrics } from '../metrics.js';
+import { Metrics, type RequestSample } from '../metrics.js';
 import { CompiledModel } from '../model/compiled-model.js';
 import { resolveModelInfo, type ModelSchedulingInfo } from '../scheduler/model-info.js';
 import { Scheduler, type RequestTiming } from '../scheduler/scheduler.js';
@@ -82,6 +82,20 @@ export class Worker implements InferenceService {
   readonly #ownsRuntime: boolean;
   #stopping = false;
   #inflight = 0;
+  // Scratch records for a served request's statistics and metrics, filled and consumed
+  // synchronously, so the success path allocates neither (measured with V8's sampling heap
+  // profiler: part of the ~5 kB a request allocated; fewer bytes, fewer scavenges).
+  readonly #okStats = { total: 0, queue: 0, input: 0, infer: 0, output: 0 };
+  readonly #okSample: RequestSample = {
+    model: '',
+    ok: true,
+    batchRows: 0,
+    totalUs: 0,
+    queueUs: 0,
+    computeInputUs: 0,
+    computeInferUs: 0,
+    computeOutputUs: 0,
+  };
 
   private constructor(o: WorkerOptions, runtime: Runtime, budgetBytes: number) {
     this.runtime = runtime;
@@ -421,18 +435,22 @@ export class Worker implements InferenceService {
       const t3 = performance.now();
       const queue = timing.queueSeconds ?? 0;
       const infer = timing.computeSeconds ?? (t2 - t1) / 1e3;
-      const sample = { total: (t3 - t0) / 1e3, queue, input: (t1 - t0) / 1e3, infer, output: (t3 - t2) / 1e3 };
-      e.stats.success(rows, sample);
-      this.metrics.request({
-        model: e.name,
-        ok: true,
-        batchRows: rows,
-        totalUs: sample.total * 1e6,
-        queueUs: queue * 1e6,
-        computeInputUs: sample.input * 1e6,
-        computeInferUs: infer * 1e6,
-        computeOutputUs: sample.output * 1e6,
-      });
+      const st = this.#okStats;
+      st.total = (t3 - t0) / 1e3;
+      st.queue = queue;
+      st.input = (t1 - t0) / 1e3;
+      st.infer = infer;
+      st.output = (t3 - t2) / 1e3;
+      e.stats.success(rows, st);
+      const m = this.#okSample;
+      m.model = e.name;
+      m.batchRows = rows;
+      m.totalUs = st.total * 1e6;
+      m.queueUs = queue * 1e6;
+      m.computeInputUs = st.input * 1e6;
+      m.computeInferUs = infer * 1e6;
+      m.computeOutputUs = st.output * 1e6;
+      this.metrics.request(m);
       return { modelName: e.name, modelVersion: '1', id: req.id, outputs: wire };
     } catch (err) {
       const e = toServeError(err);
