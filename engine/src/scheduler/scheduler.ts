@@ -324,14 +324,12 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease> {
    */
   submit(model: string, inputs: readonly HostTensor[], options: SubmitOptions = {}): Promise<HostTensor[]> {
     const st = this.#models.get(model);
-    const refuse = (err: ServeError, reason: DropReason | null): Promise<never> => {
-      if (st !== undefined && reason !== null) this.#countDrop(st, reason, err);
-      return Promise.reject(err);
-    };
     if (this.#shutdown !== null)
-      return refuse(new ServeError('HLO_ERR_SHUTTING_DOWN', 'server is shutting down'), null);
-    if (st === undefined) return refuse(new ServeError('HLO_ERR_MODEL_NOT_FOUND', `unknown model '${model}'`), null);
-    if (options.signal?.aborted) return refuse(new ServeError('HLO_ERR_CANCELLED', 'request cancelled'), 'cancelled');
+      return this.#refuse(st, new ServeError('HLO_ERR_SHUTTING_DOWN', 'server is shutting down'), null);
+    if (st === undefined)
+      return this.#refuse(st, new ServeError('HLO_ERR_MODEL_NOT_FOUND', `unknown model '${model}'`), null);
+    if (options.signal?.aborted)
+      return this.#refuse(st, new ServeError('HLO_ERR_CANCELLED', 'request cancelled'), 'cancelled');
     const info = st.info;
     let rows: number;
     let key = '';
@@ -341,18 +339,20 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease> {
       if (problem !== null) throw problem;
       if (info.coalescable) key = coalesceKey(inputs, info.inputBatchAxes);
     } catch (e) {
-      return refuse(toServeError(e), 'invalid');
+      return this.#refuse(st, toServeError(e), 'invalid');
     }
     const now = this.clock.now();
     const deadline = options.deadline ?? null;
     if (cannotMeetDeadline(deadline, now, 0)) {
-      return refuse(
+      return this.#refuse(
+        st,
         new ServeError('HLO_ERR_DEADLINE_EXCEEDED', `model '${model}': deadline already passed`),
         'expired',
       );
     }
     if (st.queue.length >= info.maxQueueDepth) {
-      return refuse(
+      return this.#refuse(
+        st,
         new ServeError('HLO_ERR_QUEUE_FULL', `model '${model}': queue is full (max_queue_depth ${info.maxQueueDepth})`),
         'queue-full',
       );
@@ -384,6 +384,12 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease> {
       // Deferred so that requests submitted in the same tick can share the next dispatch.
       this.#schedulePump();
     });
+  }
+
+  /** A refused submit: counted as a drop where it names a reason, and rejected. */
+  #refuse(st: ModelState | undefined, err: ServeError, reason: DropReason | null): Promise<never> {
+    if (st !== undefined && reason !== null) this.#countDrop(st, reason, err);
+    return Promise.reject(err);
   }
 
   // ---- observation --------------------------------------------------------------------------
