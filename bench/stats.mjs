@@ -1,6 +1,7 @@
 // Small helpers shared by the benchmark scripts (they print numbers; nothing here asserts).
 import { spawnSync } from 'node:child_process';
 import os from 'node:os';
+import { fileURLToPath } from 'node:url';
 import { missingServerNodeFlags } from '../engine/dist/src/node-flags.js';
 
 export function percentile(sorted, p) {
@@ -52,7 +53,7 @@ export function ensureServerNodeFlags(scriptUrl) {
   if (process.argv.includes('--no-server-flags')) return;
   const missing = missingServerNodeFlags();
   if (missing.length === 0) return;
-  const script = new URL(scriptUrl).pathname;
+  const script = fileURLToPath(scriptUrl);
   const r = spawnSync(process.execPath, [...missing, ...process.execArgv, script, ...process.argv.slice(2)], {
     stdio: 'inherit',
   });

@@ -64,7 +64,13 @@ export class Metrics {
     const r = [this.registry];
     const mv = ['model', 'version'] as const;
     const totals = this.#totals;
-    const summed = (name: string, help: string, field: TotalsField): void => {
+    const executions = this.#executions;
+    const summedOver = <T extends { readonly labels: RequestTotals['labels'] }>(
+      name: string,
+      help: string,
+      source: ReadonlyMap<string, T>,
+      read: (t: T) => number,
+    ): void => {
       new Counter({
         name,
         help,
@@ -72,10 +78,12 @@ export class Metrics {
         registers: r,
         collect(this: Counter<'model' | 'version'>) {
           this.reset();
-          for (const t of totals.values()) this.inc(t.labels, t[field]);
+          for (const t of source.values()) this.inc(t.labels, read(t));
         },
       });
     };
+    const summed = (name: string, help: string, field: TotalsField): void =>
+      summedOver(name, help, totals, (t) => t[field]);
     summed('nv_inference_request_success', 'Successful inference requests', 'success');
     new Counter({
       name: 'nv_inference_request_failure',
@@ -88,17 +96,7 @@ export class Metrics {
       },
     });
     summed('nv_inference_count', 'Inferences performed (a batch of n counts n)', 'count');
-    const executions = this.#executions;
-    new Counter({
-      name: 'nv_inference_exec_count',
-      help: 'Model executions (batches) performed',
-      labelNames: mv,
-      registers: r,
-      collect(this: Counter<'model' | 'version'>) {
-        this.reset();
-        for (const e of executions.values()) this.inc(e.labels, e.n);
-      },
-    });
+    summedOver('nv_inference_exec_count', 'Model executions (batches) performed', executions, (e) => e.n);
     summed('nv_inference_request_duration_us', 'Cumulative request duration (µs)', 'requestUs');
     summed('nv_inference_queue_duration_us', 'Cumulative time requests waited in queue (µs)', 'queueUs');
     summed('nv_inference_compute_input_duration_us', 'Cumulative input preparation time (µs)', 'inputUs');

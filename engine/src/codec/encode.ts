@@ -38,7 +38,7 @@ export function encodeOutputs(
  * One response tensor. A class: every instance has one shape from the start, where the spread
  * form it replaced paid a map migration per request and kept about 4x more bytes alive through
  * each scavenge (bench/RESULTS.md, session 4; that win needs the server's V8 heap settings, see
- * docs/performance.md).
+ * docs/configuration.md, "Node.js flags").
  */
 class OutputTensor implements WireOutput {
   constructor(
