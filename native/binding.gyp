@@ -5,8 +5,10 @@
       "sources": [
         "src/addon.cc",
         "src/addon_data.cc",
+        "src/arena_wrap.cc",
         "src/buffer_wrap.cc",
         "src/client_wrap.cc",
+        "src/device_arena.cc",
         "src/executable_wrap.cc",
         "src/handles.cc",
         "src/plugin.cc",

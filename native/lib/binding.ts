@@ -92,11 +92,31 @@ export interface NativeClient {
   compile(code: Uint8Array | string, options?: undefined): Promise<NativeExecutable>;
   upload(array: NativeHostArray, deviceIndex: number, memoryIndex: number): Promise<NativeBuffer>;
   copyBuffers(buffers: NativeBuffer[], memoryIndex: number): Promise<NativeBuffer[]>;
+  createArena(deviceIndex: number, memoryIndex: number, limitBytes: number, chunkBytes: number): NativeArena;
   dispose(): void;
   isDisposed(): boolean;
 }
 
 export type NativeOptionKind = 'string' | 'int64' | 'int64list' | 'float' | 'bool';
+export interface NativeArenaStats {
+  limitBytes: number;
+  mappedBytes: number;
+  usedBytes: number;
+  largestFreeBytes: number;
+  ranges: number;
+  chunks: number;
+  failedPlacements: number;
+}
+
+export interface NativeArena {
+  /** Null when the arrays do not fit under the limit (nothing is reserved then). */
+  place(arrays: NativeHostArray[]): Promise<NativeBuffer[]> | null;
+  refill(buffers: NativeBuffer[], arrays: NativeHostArray[]): Promise<void>;
+  stats(): NativeArenaStats;
+  setLimit(bytes: number): void;
+  dispose(): void;
+}
+
 export interface NativeOption {
   name: string;
   kind: NativeOptionKind;

@@ -7,10 +7,12 @@ import {
   type NativeOption,
   type NativePluginInfo,
 } from './binding.js';
+import { DeviceArena } from './device-arena.js';
 import { DeviceBuffer } from './device-buffer.js';
 import { PJRT_TYPE } from './dtype.js';
 import { ArgumentError, PluginLoadError } from './errors.js';
 import { Executable } from './executable.js';
+import { byteLanes, joinLanes } from './lanes.js';
 import { checkHostArray, type HostArray } from './host-array.js';
 import { isMlirBytecode, parseMainSignature, type ProgramSignature } from './mlir-signature.js';
 import { resolvePlugin } from './plugin.js';
@@ -164,18 +166,11 @@ export class Runtime {
     });
     const index = this.#memoryIndex(buffers[0]!.device, memoryKind);
     const lanes = copyLanes(buffers, binding().workerThreads);
-    const settled = await Promise.allSettled(lanes.map((lane) => this.#copyLane(lane, natives, index)));
-    const out: DeviceBuffer[] = new Array<DeviceBuffer>(buffers.length);
-    let failure: unknown = null;
-    settled.forEach((r, l) => {
-      if (r.status === 'rejected') failure ??= r.reason;
-      else r.value.forEach((n, j) => (out[lanes[l]![j]!] = new DeviceBuffer(n, this.#memoryIndex)));
-    });
-    if (failure !== null) {
-      for (const b of out) b?.dispose();
-      throw failure;
-    }
-    return out;
+    return joinLanes(
+      lanes,
+      lanes.map((lane) => this.#copyLane(lane, natives, index)),
+      this.#memoryIndex,
+    );
   }
 
   async #copyLane(lane: readonly number[], natives: readonly NativeBuffer[], index: number): Promise<NativeBuffer[]> {
@@ -189,6 +184,35 @@ export class Runtime {
       if (e instanceof TypeError && !(e instanceof ArgumentError)) throw new ArgumentError(e.message);
       throw e;
     }
+  }
+
+  /**
+   * True where device memory is host memory (the CPU plugin): only there can the addon own device
+   * memory itself (createArena).
+   */
+  get hostAddressableDevice(): boolean {
+    return this.platformName === 'cpu';
+  }
+
+  /**
+   * A device arena (see DeviceArena) of at most `limitBytes`, mapped `chunkBytes` at a time (default:
+   * all of it at the first placement when the limit is at most 256 MiB, else 64 MiB chunks). Only
+   * where hostAddressableDevice holds.
+   */
+  createArena(options: { limitBytes: number; chunkBytes?: number; device?: number }): DeviceArena {
+    const device = options.device ?? 0;
+    this.#checkDevice(device);
+    const { limitBytes } = options;
+    if (!Number.isSafeInteger(limitBytes) || limitBytes < 0)
+      throw new ArgumentError('limitBytes must be a non-negative integer');
+    const chunkBytes = options.chunkBytes ?? (limitBytes <= 256 * MIB ? Math.max(limitBytes, 1) : 64 * MIB);
+    if (!Number.isSafeInteger(chunkBytes) || chunkBytes < 1)
+      throw new ArgumentError('chunkBytes must be a positive integer');
+    if (!this.hostAddressableDevice) {
+      throw new ArgumentError(`a device arena needs host-addressable device memory; '${this.platformName}' has none`);
+    }
+    const native = this.#client.createArena(device, this.#memoryIndex(device, 'device'), limitBytes, chunkBytes);
+    return new DeviceArena(native, device, this.#memoryIndex, binding().workerThreads);
   }
 
   /** Frees every buffer and executable of this client, then the client (once in-flight work ends). */
@@ -217,26 +241,12 @@ export class Runtime {
   };
 }
 
-/** Bytes a lane should carry at least, so that its thread hop stays small against its copying. */
-const LANE_BYTES = 1 << 20;
+const MIB = 1 << 20;
 
-/**
- * Splits a batched copy into lanes, one native call each. A lane's copies run one after another on
- * one addon thread (the CPU plugin copies synchronously), so large batches are spread over the
- * addon's threads, balanced by bytes (largest first onto the least loaded lane); small ones stay
- * in one lane, where a hop per lane would cost more than the copying. Returns buffer indices.
- */
+/** copyTo's lanes: indices of `buffers`, split by their bytes (see byteLanes). */
 export function copyLanes(buffers: readonly { readonly onDeviceBytes: number }[], threads: number): number[][] {
-  const total = buffers.reduce((s, b) => s + b.onDeviceBytes, 0);
-  const count = Math.max(1, Math.min(threads, buffers.length, Math.floor(total / LANE_BYTES)));
-  const lanes: number[][] = Array.from({ length: count }, () => []);
-  const load = new Array<number>(count).fill(0);
-  const order = buffers.map((_, i) => i).sort((a, b) => buffers[b]!.onDeviceBytes - buffers[a]!.onDeviceBytes);
-  for (const i of order) {
-    let l = 0;
-    for (let k = 1; k < count; k++) if (load[k]! < load[l]!) l = k;
-    lanes[l]!.push(i);
-    load[l]! += buffers[i]!.onDeviceBytes;
-  }
-  return lanes;
+  return byteLanes(
+    buffers.map((b) => b.onDeviceBytes),
+    threads,
+  );
 }

@@ -84,6 +84,7 @@ Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
   data->client_ctor = Napi::Persistent(ClientWrap::Init(env));
   data->buffer_ctor = Napi::Persistent(BufferWrap::Init(env));
   data->executable_ctor = Napi::Persistent(ExecutableWrap::Init(env));
+  data->arena_ctor = Napi::Persistent(ArenaWrap::Init(env));
   env.SetInstanceData<AddonData>(data);
   // Runs before the instance data finalizer, while napi calls are still allowed.
   env.AddCleanupHook([data]() {
@@ -97,6 +98,7 @@ Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
   exports.Set("PjrtClient", data->client_ctor.Value());
   exports.Set("PjrtBuffer", data->buffer_ctor.Value());
   exports.Set("PjrtExecutable", data->executable_ctor.Value());
+  exports.Set("PjrtArena", data->arena_ctor.Value());
   return exports;
 }
 

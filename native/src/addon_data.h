@@ -23,6 +23,7 @@ struct AddonData {
   Napi::FunctionReference client_ctor;
   Napi::FunctionReference buffer_ctor;
   Napi::FunctionReference executable_ctor;
+  Napi::FunctionReference arena_ctor;
   Napi::ThreadSafeFunction completions;
   std::unique_ptr<TaskPool> pool;
   int inflight = 0;  // JS thread only

@@ -202,6 +202,7 @@ Napi::Function ClientWrap::Init(Napi::Env env) {
                       InstanceMethod<&ClientWrap::Compile>("compile"),
                       InstanceMethod<&ClientWrap::Upload>("upload"),
                       InstanceMethod<&ClientWrap::CopyBuffers>("copyBuffers"),
+                      InstanceMethod<&ClientWrap::CreateArena>("createArena"),
                       InstanceMethod<&ClientWrap::Dispose>("dispose"),
                       InstanceMethod<&ClientWrap::IsDisposed>("isDisposed")});
 }
@@ -479,6 +480,28 @@ Napi::Value ClientWrap::CopyBuffers(const Napi::CallbackInfo& info) {
     return a;
   };
   return RunAsync(env, std::move(op));
+}
+
+// createArena(device, memoryIndex, limitBytes, chunkBytes) -> PjrtArena. Only where device memory
+// is host memory: a view over host pointers means nothing to an accelerator's runtime.
+Napi::Value ClientWrap::CreateArena(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto cs = Live(env);
+  if (cs->platform_name != "cpu") {
+    throw Napi::TypeError::New(env, "a device arena needs host-addressable device memory (the cpu platform), not '" + cs->platform_name + "'");
+  }
+  for (int i = 0; i < 4; i++) {
+    if (!info[i].IsNumber()) throw Napi::TypeError::New(env, "createArena(device, memoryIndex, limitBytes, chunkBytes) expects four numbers");
+  }
+  uint32_t dev = info[0].As<Napi::Number>().Uint32Value();
+  if (dev >= cs->devices.size()) throw Napi::RangeError::New(env, "device index out of range");
+  int mem = info[1].As<Napi::Number>().Int32Value();
+  if (mem < 0 || mem >= static_cast<int>(cs->devices[dev].memories.size())) throw Napi::RangeError::New(env, "memory index out of range");
+  double limit = info[2].As<Napi::Number>().DoubleValue();
+  double chunk = info[3].As<Napi::Number>().DoubleValue();
+  if (!(limit >= 0) || !(chunk >= 1) || limit > 9e15 || chunk > 9e15) throw Napi::RangeError::New(env, "limitBytes must be >= 0 and chunkBytes >= 1");
+  auto arena = std::make_shared<DeviceArena>(static_cast<size_t>(limit), static_cast<size_t>(chunk));
+  return ArenaWrap::NewInstance(env, cs, static_cast<int>(dev), mem, std::move(arena));
 }
 
 Napi::Value ClientWrap::Dispose(const Napi::CallbackInfo& info) {

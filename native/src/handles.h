@@ -101,6 +101,8 @@ class BufferResource : public Resource {
   std::vector<int64_t> dims;
   size_t on_device_bytes = 0;
   std::string memory_kind;
+  // The memory a view made by a DeviceArena looks at; null for buffers PJRT allocated.
+  uint8_t* view_data = nullptr;
 
  protected:
   void Destroy() override;

@@ -214,6 +214,21 @@ struct PJRT_Buffer_IsDeleted_Args { HLO_ARGS_HEAD; PJRT_Buffer* buffer; bool is_
 struct PJRT_Buffer_IsOnCpu_Args { HLO_ARGS_HEAD; PJRT_Buffer* buffer; bool is_on_cpu; };
 struct PJRT_Buffer_UnsafePointer_Args { HLO_ARGS_HEAD; PJRT_Buffer* buffer; uintptr_t buffer_pointer; };
 struct PJRT_Buffer_ReadyEvent_Args { HLO_ARGS_HEAD; PJRT_Buffer* buffer; PJRT_Event* event; };
+struct PJRT_Client_CreateViewOfDeviceBuffer_Args {
+  HLO_ARGS_HEAD;
+  PJRT_Client* client;
+  void* device_buffer_ptr;
+  const int64_t* dims;
+  size_t num_dims;
+  int element_type;
+  PJRT_Buffer_MemoryLayout* layout;
+  PJRT_Device* device;
+  void (*on_delete_callback)(void* device_buffer_ptr, void* user_arg);
+  void* on_delete_callback_arg;
+  intptr_t stream;
+  PJRT_Buffer* buffer;
+  PJRT_Memory* memory;
+};
 struct PJRT_Buffer_ToHostBuffer_Args { HLO_ARGS_HEAD; PJRT_Buffer* src; PJRT_Buffer_MemoryLayout* host_layout; void* dst; size_t dst_size; PJRT_Event* event; };
 struct PJRT_Executable_OutputElementTypes_Args { HLO_ARGS_HEAD; PJRT_Executable* executable; int* output_types; size_t num_output_types; };
 struct PJRT_Executable_OutputDimensions_Args { HLO_ARGS_HEAD; PJRT_Executable* executable; size_t num_outputs; const int64_t* dims; const size_t* dim_sizes; };
@@ -326,7 +341,8 @@ struct PJRT_Api {
   HLO_FN(PJRT_Executable_OutputElementTypes);                    // 91
   HLO_FN(PJRT_Executable_OutputDimensions);                      // 92
   HLO_FN(PJRT_Buffer_CopyToMemory);                              // 93
-  HLO_SLOT(94); HLO_SLOT(95); HLO_SLOT(96);                       // 94-96
+  HLO_FN(PJRT_Client_CreateViewOfDeviceBuffer);                  // 94
+  HLO_SLOT(95); HLO_SLOT(96);                                    // 95-96
   HLO_FN(PJRT_Executable_GetCompiledMemoryStats);                // 97
 };
 

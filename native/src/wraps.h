@@ -6,6 +6,7 @@
 
 #include <memory>
 
+#include "device_arena.h"
 #include "handles.h"
 
 namespace hlo {
@@ -27,6 +28,7 @@ class ClientWrap : public Napi::ObjectWrap<ClientWrap> {
   Napi::Value Compile(const Napi::CallbackInfo& info);
   Napi::Value Upload(const Napi::CallbackInfo& info);
   Napi::Value CopyBuffers(const Napi::CallbackInfo& info);
+  Napi::Value CreateArena(const Napi::CallbackInfo& info);
   Napi::Value Dispose(const Napi::CallbackInfo& info);
   Napi::Value IsDisposed(const Napi::CallbackInfo& info);
   std::shared_ptr<ClientState> state_;
@@ -70,6 +72,26 @@ class ExecutableWrap : public Napi::ObjectWrap<ExecutableWrap> {
   Napi::Value Execute(const Napi::CallbackInfo& info);
   Napi::Value Dispose(const Napi::CallbackInfo& info);
   std::shared_ptr<ExecutableResource> res_;
+};
+
+class ArenaWrap : public Napi::ObjectWrap<ArenaWrap> {
+ public:
+  static Napi::Function Init(Napi::Env env);
+  static Napi::Object NewInstance(Napi::Env env, std::shared_ptr<ClientState> cs, int device, int memory,
+                                  std::shared_ptr<DeviceArena> arena);
+  explicit ArenaWrap(const Napi::CallbackInfo& info);
+
+ private:
+  std::shared_ptr<DeviceArena> Live(Napi::Env env);
+  Napi::Value Place(const Napi::CallbackInfo& info);
+  Napi::Value Refill(const Napi::CallbackInfo& info);
+  Napi::Value Stats(const Napi::CallbackInfo& info);
+  Napi::Value SetLimit(const Napi::CallbackInfo& info);
+  Napi::Value Dispose(const Napi::CallbackInfo& info);
+  std::shared_ptr<ClientState> cs_;
+  std::shared_ptr<DeviceArena> arena_;
+  int device_ = 0;
+  int memory_ = 0;
 };
 
 // createClient(pluginPath, options) -> Promise<ClientWrap>

@@ -376,4 +376,20 @@ SAME_OFFSET(PJRT_Buffer_UnsafePointer_Args, buffer); SAME_OFFSET(PJRT_Buffer_Uns
 static_assert(::PJRT_Buffer_UnsafePointer_Args_STRUCT_SIZE == HLO_STRUCT_SIZE(hloabi::PJRT_Buffer_UnsafePointer_Args, buffer_pointer), "PJRT_Buffer_UnsafePointer_Args struct size differs");
 static_assert(offsetof(::PJRT_Api, PJRT_Buffer_IsOnCpu) == offsetof(hloabi::PJRT_Api, PJRT_Buffer_IsOnCpu), "PJRT_Api.PJRT_Buffer_IsOnCpu slot differs");
 static_assert(offsetof(::PJRT_Api, PJRT_Buffer_UnsafePointer) == offsetof(hloabi::PJRT_Api, PJRT_Buffer_UnsafePointer), "PJRT_Api.PJRT_Buffer_UnsafePointer slot differs");
+SAME_OFFSET(PJRT_Client_CreateViewOfDeviceBuffer_Args, struct_size); SAME_SIZE(PJRT_Client_CreateViewOfDeviceBuffer_Args, struct_size);
+SAME_OFFSET(PJRT_Client_CreateViewOfDeviceBuffer_Args, extension_start); SAME_SIZE(PJRT_Client_CreateViewOfDeviceBuffer_Args, extension_start);
+SAME_OFFSET(PJRT_Client_CreateViewOfDeviceBuffer_Args, client); SAME_SIZE(PJRT_Client_CreateViewOfDeviceBuffer_Args, client);
+SAME_OFFSET(PJRT_Client_CreateViewOfDeviceBuffer_Args, device_buffer_ptr); SAME_SIZE(PJRT_Client_CreateViewOfDeviceBuffer_Args, device_buffer_ptr);
+SAME_OFFSET(PJRT_Client_CreateViewOfDeviceBuffer_Args, dims); SAME_SIZE(PJRT_Client_CreateViewOfDeviceBuffer_Args, dims);
+SAME_OFFSET(PJRT_Client_CreateViewOfDeviceBuffer_Args, num_dims); SAME_SIZE(PJRT_Client_CreateViewOfDeviceBuffer_Args, num_dims);
+SAME_OFFSET(PJRT_Client_CreateViewOfDeviceBuffer_Args, element_type); SAME_SIZE(PJRT_Client_CreateViewOfDeviceBuffer_Args, element_type);
+SAME_OFFSET(PJRT_Client_CreateViewOfDeviceBuffer_Args, layout); SAME_SIZE(PJRT_Client_CreateViewOfDeviceBuffer_Args, layout);
+SAME_OFFSET(PJRT_Client_CreateViewOfDeviceBuffer_Args, device); SAME_SIZE(PJRT_Client_CreateViewOfDeviceBuffer_Args, device);
+SAME_OFFSET(PJRT_Client_CreateViewOfDeviceBuffer_Args, on_delete_callback); SAME_SIZE(PJRT_Client_CreateViewOfDeviceBuffer_Args, on_delete_callback);
+SAME_OFFSET(PJRT_Client_CreateViewOfDeviceBuffer_Args, on_delete_callback_arg); SAME_SIZE(PJRT_Client_CreateViewOfDeviceBuffer_Args, on_delete_callback_arg);
+SAME_OFFSET(PJRT_Client_CreateViewOfDeviceBuffer_Args, stream); SAME_SIZE(PJRT_Client_CreateViewOfDeviceBuffer_Args, stream);
+SAME_OFFSET(PJRT_Client_CreateViewOfDeviceBuffer_Args, buffer); SAME_SIZE(PJRT_Client_CreateViewOfDeviceBuffer_Args, buffer);
+SAME_OFFSET(PJRT_Client_CreateViewOfDeviceBuffer_Args, memory); SAME_SIZE(PJRT_Client_CreateViewOfDeviceBuffer_Args, memory);
+static_assert(::PJRT_Client_CreateViewOfDeviceBuffer_Args_STRUCT_SIZE == HLO_STRUCT_SIZE(hloabi::PJRT_Client_CreateViewOfDeviceBuffer_Args, memory), "PJRT_Client_CreateViewOfDeviceBuffer_Args struct size differs");
+static_assert(offsetof(::PJRT_Api, PJRT_Client_CreateViewOfDeviceBuffer) == offsetof(hloabi::PJRT_Api, PJRT_Client_CreateViewOfDeviceBuffer), "PJRT_Api.PJRT_Client_CreateViewOfDeviceBuffer slot differs");
 int main() { return 0; }
