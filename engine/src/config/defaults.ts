@@ -49,6 +49,7 @@ export const RUNTIME_DEFAULTS: RuntimeConfig = {
   weightCacheFraction: 1.0,
   weightCacheWiggleFraction: 0.1,
   weightCacheBytes: null,
+  deviceArena: true,
 };
 
 export const SCHEDULER_DEFAULTS: SchedulerConfig = {

@@ -42,6 +42,7 @@ export const ENV_OVERRIDES: readonly EnvOverrideSpec[] = [
   spec('runtime', 'weight_cache_fraction', 'number'),
   spec('runtime', 'weight_cache_wiggle_fraction', 'number'),
   spec('runtime', 'weight_cache_bytes', 'bytes'),
+  spec('runtime', 'device_arena', 'bool'),
   spec('scheduler', 'discipline', 'string'),
   spec('scheduler', 'ema_halflife_seconds', 'number'),
   spec('scheduler', 'recency_penalty_cap', 'number'),

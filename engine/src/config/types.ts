@@ -29,6 +29,11 @@ export interface RuntimeConfig {
   readonly weightCacheWiggleFraction: number;
   /** Explicit weight-cache size; null sizes it from device memory stats (unlimited without stats, e.g. on CPU). */
   readonly weightCacheBytes: number | null;
+  /**
+   * Where device memory is host memory (the CPU plugin) and the cache has a budget: load weights
+   * into memory the worker maps once and reuses, instead of a fresh allocation per load.
+   */
+  readonly deviceArena: boolean;
 }
 
 export interface ModelPolicy {

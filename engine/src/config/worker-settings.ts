@@ -90,6 +90,7 @@ function parseRuntime(r: MappingReader, baseDir: string): RuntimeConfig {
       RANGES.zeroToOpenOne,
     ),
     weightCacheBytes: r.bytesOrNull('weight_cache_bytes', d.weightCacheBytes, RANGES.positiveInt),
+    deviceArena: r.bool('device_arena', d.deviceArena),
   };
   r.finish();
   return runtime;

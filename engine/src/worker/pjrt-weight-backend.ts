@@ -1,4 +1,4 @@
-import type { DeviceBuffer, Runtime } from '@hloserve/native';
+import type { DeviceArena, DeviceBuffer, Runtime } from '@hloserve/native';
 import { readSafetensors } from '../bundle/safetensors.js';
 import { ServeError } from '../errors.js';
 import { uploadTensors, type WeightTensor } from '../model/compiled-model.js';
@@ -13,6 +13,8 @@ export interface WeightSource {
 /**
  * Where host copies of weights live: the runtime's pinned host memory space (a cold load is then
  * a device-side copy, a DMA on a GPU), or ordinary pageable memory (the file read into a buffer).
+ * With a device arena they are pageable: there the device is host memory too, and a load is a
+ * memcpy into the arena.
  */
 export type WeightStaging = 'pinned_host' | 'pageable';
 
@@ -20,16 +22,44 @@ export type HostWeights =
   | { readonly kind: 'pageable'; readonly tensors: readonly WeightTensor[] }
   | { readonly kind: 'pinned_host'; readonly buffers: readonly DeviceBuffer[] };
 
+/**
+ * How much a device arena may map for a cache budget: the budget, plus room for what first-fit
+ * placement leaves unusable between ranges (a quarter of it, and 1 MiB for small budgets). A load
+ * that still finds no room falls back to the runtime's allocation, so this bounds memory, not
+ * correctness.
+ */
+export function arenaLimit(budgetBytes: number): number {
+  return Math.ceil(budgetBytes * 1.25) + (1 << 20);
+}
+
+export interface PjrtWeightBackendOptions {
+  /** Default: pageable with an arena, else pinned_host where device 0 has that memory space. */
+  readonly staging?: WeightStaging;
+  /**
+   * Device memory to load into where the device is host memory (Runtime.createArena). A load that
+   * does not fit there (fragmentation, device-pinned models beyond the budget) takes the runtime's
+   * own allocation instead.
+   */
+  readonly arena?: DeviceArena;
+}
+
 /** The weight cache's device side on PJRT; device copies are buffers in device memory. */
 export class PjrtWeightBackend implements WeightBackend<HostWeights, readonly DeviceBuffer[]> {
   readonly staging: WeightStaging;
+  readonly arena: DeviceArena | null;
   readonly #runtime: Runtime;
   readonly #sources: Map<string, WeightSource> = new Map();
+  /** Device copies that live in the arena (they can be reused after eviction). */
+  readonly #inArena = new WeakSet<readonly DeviceBuffer[]>();
+  /** Arena views of evicted models, by tensor signature, waiting for reuse. */
+  readonly #spares = new Map<string, (readonly DeviceBuffer[])[]>();
 
-  /** `staging` defaults to pinned_host where the runtime's device 0 has that memory space. */
-  constructor(runtime: Runtime, staging?: WeightStaging) {
+  constructor(runtime: Runtime, options: PjrtWeightBackendOptions = {}) {
     this.#runtime = runtime;
-    this.staging = staging ?? (runtime.memoryKinds(0).includes('pinned_host') ? 'pinned_host' : 'pageable');
+    this.arena = options.arena ?? null;
+    this.staging =
+      options.staging ??
+      (this.arena === null && runtime.memoryKinds(0).includes('pinned_host') ? 'pinned_host' : 'pageable');
   }
 
   setSource(model: string, source: WeightSource): void {
@@ -61,13 +91,57 @@ export class PjrtWeightBackend implements WeightBackend<HostWeights, readonly De
   }
 
   async upload(_model: string, host: HostWeights): Promise<readonly DeviceBuffer[]> {
-    if (host.kind === 'pageable') return uploadTensors(this.#runtime, host.tensors);
+    if (host.kind === 'pageable') {
+      const placed = this.arena === null ? null : await this.#intoArena(this.arena, host.tensors);
+      return placed ?? uploadTensors(this.#runtime, host.tensors);
+    }
     // One batched native call: a model's tensors cost one thread hop and overlap their copies,
     // instead of a hop and an event wait per tensor (bench/RESULTS.md, "Weight staging").
     return this.#runtime.copyTo(host.buffers, 'device');
   }
 
   free(_model: string, device: readonly DeviceBuffer[]): void {
+    if (this.#inArena.has(device)) {
+      // Kept for the next model with the same tensors: reusing them costs a memcpy and no buffers.
+      const key = signature(device);
+      const spares = this.#spares.get(key);
+      if (spares === undefined) this.#spares.set(key, [device]);
+      else spares.push(device);
+      return;
+    }
     for (const b of device) b.dispose();
   }
+
+  /** Frees the views kept for reuse. */
+  dispose(): void {
+    for (const spares of this.#spares.values()) for (const set of spares) for (const b of set) b.dispose();
+    this.#spares.clear();
+  }
+
+  async #intoArena(arena: DeviceArena, tensors: readonly WeightTensor[]): Promise<readonly DeviceBuffer[] | null> {
+    const spare = this.#spares.get(signature(tensors))?.pop();
+    if (spare !== undefined) {
+      try {
+        return await arena.refill(spare, tensors);
+      } catch {
+        // Views that cannot be refilled (a disposed runtime) are dropped; placing anew reports why.
+        for (const b of spare) b.dispose();
+      }
+    }
+    let placed = await arena.place(tensors);
+    if (placed === null && this.#spares.size > 0) {
+      // The room is held by views kept for other shapes: give them up and try again.
+      this.dispose();
+      placed = await arena.place(tensors);
+    }
+    if (placed !== null) this.#inArena.add(placed);
+    return placed;
+  }
+}
+
+/** dtype and shape of every tensor, in order: which arena views a model's weights can reuse. */
+function signature(tensors: readonly { readonly dtype: string; readonly shape: readonly number[] }[]): string {
+  let key = '';
+  for (const t of tensors) key += `${t.dtype}[${t.shape.join(',')}]`;
+  return key;
 }

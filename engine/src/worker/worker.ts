@@ -30,7 +30,7 @@ import { weightBudget } from '../weights/weight-budget.js';
 import { modelConfig, modelIO, modelMetadata } from './model-views.js';
 import { ModelStatistics } from './model-statistics.js';
 import { PjrtExecutor, type PjrtLease } from './pjrt-executor.js';
-import { type HostWeights, PjrtWeightBackend } from './pjrt-weight-backend.js';
+import { arenaLimit, type HostWeights, PjrtWeightBackend } from './pjrt-weight-backend.js';
 
 export const SERVER_NAME = 'hloserve';
 export const SERVER_VERSION = '0.1.0';
@@ -106,7 +106,11 @@ export class Worker implements InferenceService {
     const s = o.settings;
     this.limits = { maxRecvBytes: s.endpoints.maxRecvMsgBytes, maxSendBytes: s.endpoints.maxSendMsgBytes };
     this.sharedMemory = s.endpoints.allowSharedMemory ? new SharedMemoryRegistry() : null;
-    this.#backend = new PjrtWeightBackend(runtime);
+    const arena =
+      s.runtime.deviceArena && runtime.hostAddressableDevice && Number.isFinite(budgetBytes)
+        ? runtime.createArena({ limitBytes: arenaLimit(budgetBytes) })
+        : undefined;
+    this.#backend = new PjrtWeightBackend(runtime, { arena });
     const logger = { warn: (msg: string, fields?: Record<string, unknown>) => o.log.warn(msg, fields) };
     this.cache = new WeightCache({
       backend: this.#backend,
@@ -492,6 +496,8 @@ export class Worker implements InferenceService {
     await this.scheduler.shutdown({ drain });
     for (const e of this.#entries.values()) e.compiled?.dispose();
     this.sharedMemory?.close();
+    this.#backend.dispose();
+    this.#backend.arena?.dispose();
     if (this.#ownsRuntime) this.runtime.dispose();
   }
 

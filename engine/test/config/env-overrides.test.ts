@@ -86,11 +86,13 @@ suite('env overrides', () => {
   test('lists, byte sizes and null', () => {
     const { config } = load({
       HLOSERVE_MODELS_INCLUDE: 'mlp, resnet:fno',
+      HLOSERVE_RUNTIME_DEVICE_ARENA: 'false',
       HLOSERVE_RUNTIME_WEIGHT_CACHE_BYTES: '2GiB',
       HLOSERVE_ENDPOINTS_MAX_RECV_MSG_BYTES: '1048576',
     });
     assert.deepEqual(config.global.modelsInclude, ['mlp', 'resnet', 'fno']);
     assert.equal(config.global.runtime.weightCacheBytes, 2 ** 31);
+    assert.equal(config.global.runtime.deviceArena, false);
     assert.equal(config.global.endpoints.maxRecvMsgBytes, 1048576);
     const doc = { model_repo: 'm', global: { runtime: { weight_cache_bytes: 1000 } } };
     assert.equal(

@@ -75,6 +75,7 @@ suite('node config: defaults', () => {
         weightCacheFraction: 1.0,
         weightCacheWiggleFraction: 0.1,
         weightCacheBytes: null,
+        deviceArena: true,
       },
       scheduler: {
         discipline: 'fair',
@@ -128,6 +129,7 @@ suite('node config: a full file', () => {
           weight_cache_fraction: 0.75,
           weight_cache_wiggle_fraction: 0,
           weight_cache_bytes: '1.5GiB',
+          device_arena: false,
         },
         scheduler: {
           discipline: 'edf',
@@ -167,6 +169,7 @@ suite('node config: a full file', () => {
     assert.deepEqual(g.modelsInclude, ['mlp', 'resnet']);
     assert.equal(g.runtime.plugin, '/etc/hloserve/plugins/libtpu.so');
     assert.equal(g.runtime.weightCacheBytes, 1.5 * 2 ** 30);
+    assert.equal(g.runtime.deviceArena, false);
     assert.equal(g.runtime.allocator, 'cuda_async');
     assert.equal(g.scheduler.discipline, 'edf');
     assert.deepEqual(g.scheduler.models, {
