@@ -93,6 +93,7 @@ export interface NativeClient {
   upload(array: NativeHostArray, deviceIndex: number, memoryIndex: number): Promise<NativeBuffer>;
   copyBuffers(buffers: NativeBuffer[], memoryIndex: number): Promise<NativeBuffer[]>;
   createArena(deviceIndex: number, memoryIndex: number, limitBytes: number, chunkBytes: number): NativeArena;
+  disposeInBackground(buffers: NativeBuffer[]): void;
   dispose(): void;
   isDisposed(): boolean;
 }
@@ -109,9 +110,9 @@ export interface NativeArenaStats {
 }
 
 export interface NativeArena {
-  /** Null when the arrays do not fit under the limit (nothing is reserved then). */
-  place(arrays: NativeHostArray[]): Promise<NativeBuffer[]> | null;
-  refill(buffers: NativeBuffer[], arrays: NativeHostArray[]): Promise<void>;
+  /** One promise per lane, or null when the arrays do not fit under the limit (nothing is reserved then). */
+  place(arrays: NativeHostArray[], lanes: number[][]): Promise<NativeBuffer[]>[] | null;
+  refill(buffers: NativeBuffer[], arrays: NativeHostArray[], lanes: number[][]): Promise<void>[];
   stats(): NativeArenaStats;
   setLimit(bytes: number): void;
   dispose(): void;

@@ -1,4 +1,4 @@
-import type { NativeArena, NativeArenaStats, NativeBuffer } from './binding.js';
+import type { NativeArena, NativeArenaStats, NativeHostArray } from './binding.js';
 import type { DeviceBuffer, MemoryResolver } from './device-buffer.js';
 import { PJRT_TYPE } from './dtype.js';
 import { ArgumentError } from './errors.js';
@@ -35,12 +35,9 @@ export class DeviceArena {
    * addon's threads, like Runtime.copyTo.
    */
   async place(arrays: readonly HostArray[]): Promise<DeviceBuffer[] | null> {
-    if (this.#disposed) throw new ArgumentError('the arena has been disposed');
-    if (!Array.isArray(arrays)) throw new ArgumentError('arrays must be an array of host arrays');
-    const natives = arrays.map((a, i) => {
-      const h = checkHostArray(a, `arrays[${i}]`);
-      return { data: h.data, type: PJRT_TYPE[h.dtype], dims: h.shape as number[] };
-    });
+    this.#live();
+    const natives = this.#natives(arrays);
+    if (natives.length === 0) return [];
     // A view is exactly the array it was made from, in this device's default memory.
     const facts = arrays.map((a) => ({
       dtype: a.dtype,
@@ -49,19 +46,9 @@ export class DeviceArena {
       memoryKind: 'device',
       device: this.device,
     }));
-    if (natives.length === 0) return [];
-    const lanes = byteLanes(
-      natives.map((n) => n.data.byteLength),
-      this.#threads,
-    );
-    const pending = lanes.map((lane) => this.#native.place(lane.map((i) => natives[i]!)));
-    if (pending.some((p) => p === null)) {
-      // All or nothing: give back what the lanes that fitted reserve.
-      const placed = await Promise.allSettled(pending.filter((p): p is Promise<NativeBuffer[]> => p !== null));
-      for (const r of placed) if (r.status === 'fulfilled') for (const b of r.value) b.dispose();
-      return null;
-    }
-    return joinLanes(lanes, pending as Promise<NativeBuffer[]>[], this.#memories, facts);
+    const lanes = this.#lanes(natives);
+    const pending = this.#native.place(natives, lanes);
+    return pending === null ? null : joinLanes(lanes, pending, this.#memories, facts);
   }
 
   /**
@@ -70,21 +57,22 @@ export class DeviceArena {
    * Nothing may read the buffers meanwhile; PJRT does not see this write.
    */
   async refill(buffers: readonly DeviceBuffer[], arrays: readonly HostArray[]): Promise<readonly DeviceBuffer[]> {
-    if (this.#disposed) throw new ArgumentError('the arena has been disposed');
+    this.#live();
     if (buffers.length !== arrays.length) throw new ArgumentError('refill needs as many arrays as buffers');
-    const natives = arrays.map((a, i) => {
-      const h = checkHostArray(a, `arrays[${i}]`);
-      return { data: h.data, type: PJRT_TYPE[h.dtype], dims: h.shape as number[] };
-    });
+    const natives = this.#natives(arrays);
+    let pending: Promise<void>[];
     try {
-      await this.#native.refill(
+      pending = this.#native.refill(
         buffers.map((b) => b.native),
         natives,
+        this.#lanes(natives),
       );
     } catch (e) {
+      // The addon refuses foreign buffers and mismatched shapes with a TypeError; keep the typed error.
       if (e instanceof TypeError && !(e instanceof ArgumentError)) throw new ArgumentError(e.message);
       throw e;
     }
+    await Promise.all(pending);
     return buffers;
   }
 
@@ -96,6 +84,25 @@ export class DeviceArena {
   setLimit(bytes: number): void {
     if (!Number.isSafeInteger(bytes) || bytes < 0) throw new ArgumentError('limit must be a non-negative integer');
     this.#native.setLimit(bytes);
+  }
+
+  #live(): void {
+    if (this.#disposed) throw new ArgumentError('the arena has been disposed');
+  }
+
+  #natives(arrays: readonly HostArray[]): NativeHostArray[] {
+    if (!Array.isArray(arrays)) throw new ArgumentError('arrays must be an array of host arrays');
+    return arrays.map((a, i) => {
+      const h = checkHostArray(a, `arrays[${i}]`);
+      return { data: h.data, type: PJRT_TYPE[h.dtype], dims: h.shape as number[] };
+    });
+  }
+
+  #lanes(natives: readonly NativeHostArray[]): number[][] {
+    return byteLanes(
+      natives.map((n) => n.data.byteLength),
+      this.#threads,
+    );
   }
 
   /** Drops the arena; its memory is unmapped once the buffers placed in it are disposed too. */

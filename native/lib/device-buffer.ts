@@ -88,6 +88,11 @@ export class DeviceBuffer {
     this.#native.dispose();
   }
 
+  /** @internal Runtime.disposeInBackground freed the native buffer. */
+  markDisposed(): void {
+    this.#disposed = true;
+  }
+
   [Symbol.dispose](): void {
     this.dispose();
   }

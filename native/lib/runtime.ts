@@ -215,6 +215,19 @@ export class Runtime {
     return new DeviceArena(native, device, this.#memoryIndex, binding().workerThreads);
   }
 
+  /**
+   * Disposes `buffers` now (as dispose() does), but destroys them on one addon thread: their memory
+   * returns a little later, off the calling thread. Where that memory is host memory (the CPU
+   * plugin unmaps large buffers, 5-10 us each), a weight cache evicting a many-tensor model saves
+   * that time on the JS thread; on an accelerator, where the next upload may need the memory at
+   * once, dispose() is the safer choice.
+   */
+  disposeInBackground(buffers: readonly DeviceBuffer[]): void {
+    for (const b of buffers) if (!(b instanceof DeviceBuffer)) throw new ArgumentError('buffers must be DeviceBuffers');
+    this.#client.disposeInBackground(buffers.map((b) => b.native));
+    for (const b of buffers) b.markDisposed();
+  }
+
   /** Frees every buffer and executable of this client, then the client (once in-flight work ends). */
   dispose(): void {
     this.#client.dispose();

@@ -87,80 +87,117 @@ std::shared_ptr<DeviceArena> ArenaWrap::Live(Napi::Env env) {
   return arena_;
 }
 
-// place(arrays) -> Promise<PjrtBuffer[]>, or null when the arrays do not fit under the limit (then
-// nothing was reserved). Ranges are reserved here, on the JS thread, so a caller that frees views
-// and places new ones in one turn sees the freed room at once.
+// Reads `lanes`, an array of arrays of indices below `count` that together name each index once.
+static std::vector<std::vector<uint32_t>> ReadLanes(const Napi::Value& v, uint32_t count) {
+  Napi::Env env = v.Env();
+  if (!v.IsArray()) throw Napi::TypeError::New(env, "lanes must be an array of index arrays");
+  Napi::Array a = v.As<Napi::Array>();
+  std::vector<std::vector<uint32_t>> lanes(a.Length());
+  std::vector<bool> seen(count, false);
+  uint32_t total = 0;
+  for (uint32_t l = 0; l < a.Length(); l++) {
+    Napi::Value lane = a.Get(l);
+    if (!lane.IsArray()) throw Napi::TypeError::New(env, "lanes must be an array of index arrays");
+    Napi::Array la = lane.As<Napi::Array>();
+    for (uint32_t j = 0; j < la.Length(); j++) {
+      Napi::Value x = la.Get(j);
+      uint32_t i = x.IsNumber() ? x.As<Napi::Number>().Uint32Value() : count;
+      if (i >= count || seen[i]) throw Napi::TypeError::New(env, "lanes must name every index once");
+      seen[i] = true;
+      lanes[l].push_back(i);
+      ++total;
+    }
+  }
+  if (total != count) throw Napi::TypeError::New(env, "lanes must name every index once");
+  return lanes;
+}
+
+// place(arrays, lanes) -> one Promise<PjrtBuffer[]> per lane (its buffers in lane order), or null
+// when the arrays do not fit under the limit. Every range is reserved here, on the JS thread, before
+// any copy starts: a set that does not fit costs no copying, and a caller that frees views and
+// places new ones in one turn sees the freed room at once. Each lane copies on its own thread.
 Napi::Value ArenaWrap::Place(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto arena = Live(env);
   if (!info[0].IsArray()) throw Napi::TypeError::New(env, "place expects an array of {data, type, dims}");
   Napi::Array arr = info[0].As<Napi::Array>();
+  const auto lanes = ReadLanes(info[1], arr.Length());
   KeepAlive keep = std::make_shared<std::vector<Napi::ObjectReference>>();
-  auto placements = std::make_shared<std::vector<Placement>>(arr.Length());
+  std::vector<Placement> placements(arr.Length());
   for (uint32_t i = 0; i < arr.Length(); i++) {
     Napi::Value e = arr.Get(i);
     std::string field = "arrays[" + std::to_string(i) + "]";
     if (!e.IsObject()) throw Napi::TypeError::New(env, field + " must be {data, type, dims}");
-    (*placements)[i].src = ReadHostArg(e.As<Napi::Object>(), field, keep);
+    placements[i].src = ReadHostArg(e.As<Napi::Object>(), field, keep);
   }
-  for (auto& p : *placements) {
+  for (auto& p : placements) {
     p.dst = arena->Allocate(p.src.bytes);
     if (p.dst == nullptr) {
-      for (auto& q : *placements)
+      for (auto& q : placements)
         if (q.dst != nullptr) arena->Free(q.dst);
       return env.Null();
     }
   }
   auto cs = cs_;
-  if (!cs->Begin()) {
-    for (auto& p : *placements) arena->Free(p.dst);
-    ThrowStatus(env, Status::Disposed("the PJRT client has been disposed"));
-  }
   const int device = device_;
   hloabi::PJRT_Memory* memory = cs->devices[device].memories[memory_];
-  auto outs = std::make_shared<std::vector<std::shared_ptr<BufferResource>>>(placements->size());
-  AsyncOp op;
-  op.work = [cs, arena, device, memory, placements, outs]() -> Status {
-    for (auto& p : *placements) std::memcpy(p.dst, p.src.data, p.src.bytes);
-    Status s;
-    for (size_t i = 0; i < placements->size() && s.ok(); i++) s = CreateView(cs, arena, device, memory, (*placements)[i], &(*outs)[i]);
-    if (!s.ok()) {
-      for (auto& res : *outs)
-        if (res) res->Release();
-      for (auto& p : *placements)
+  Napi::Array promises = Napi::Array::New(env, lanes.size());
+  for (size_t l = 0; l < lanes.size(); l++) {
+    auto mine = std::make_shared<std::vector<Placement>>();
+    for (uint32_t i : lanes[l]) mine->push_back(std::move(placements[i]));
+    if (!cs->Begin()) {
+      // Only the first lane can meet a disposed client: nothing was posted yet.
+      for (auto& p : placements)
         if (p.dst != nullptr) arena->Free(p.dst);
+      for (auto& p : *mine) arena->Free(p.dst);
+      ThrowStatus(env, Status::Disposed("the PJRT client has been disposed"));
     }
-    cs->End();
-    return s;
-  };
-  op.finish = [outs, keep](Napi::Env env) -> Napi::Value {
-    Napi::Array a = Napi::Array::New(env, outs->size());
-    for (size_t i = 0; i < outs->size(); i++) a.Set(static_cast<uint32_t>(i), BufferWrap::NewInstance(env, (*outs)[i]));
-    return a;
-  };
-  return RunAsync(env, std::move(op));
+    auto outs = std::make_shared<std::vector<std::shared_ptr<BufferResource>>>(mine->size());
+    AsyncOp op;
+    op.work = [cs, arena, device, memory, mine, outs]() -> Status {
+      for (auto& p : *mine) std::memcpy(p.dst, p.src.data, p.src.bytes);
+      Status s;
+      for (size_t i = 0; i < mine->size() && s.ok(); i++) s = CreateView(cs, arena, device, memory, (*mine)[i], &(*outs)[i]);
+      if (!s.ok()) {
+        for (auto& res : *outs)
+          if (res) res->Release();
+        for (auto& p : *mine)
+          if (p.dst != nullptr) arena->Free(p.dst);
+      }
+      cs->End();
+      return s;
+    };
+    op.finish = [outs, keep](Napi::Env env) -> Napi::Value {
+      Napi::Array a = Napi::Array::New(env, outs->size());
+      for (size_t i = 0; i < outs->size(); i++) a.Set(static_cast<uint32_t>(i), BufferWrap::NewInstance(env, (*outs)[i]));
+      return a;
+    };
+    promises.Set(static_cast<uint32_t>(l), RunAsync(env, std::move(op)));
+  }
+  return promises;
 }
 
-// refill(buffers, arrays) -> Promise<void>: copies arrays[i] over the memory of buffers[i], views
-// this arena made, of the same type and shape. The caller guarantees that nothing reads the
-// buffers meanwhile (the weight cache refills only views of evicted models, whose executions
-// have all completed): PJRT does not track writes made here.
+// refill(buffers, arrays, lanes) -> one Promise<void> per lane: copies arrays[i] over the memory of
+// buffers[i], views this arena made, of the same type and shape. The caller guarantees that nothing
+// reads the buffers meanwhile (the weight cache refills only views of evicted models, whose
+// executions have all completed): PJRT does not track writes made here.
 Napi::Value ArenaWrap::Refill(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto arena = Live(env);
-  if (!info[0].IsArray() || !info[1].IsArray()) throw Napi::TypeError::New(env, "refill expects (buffers, arrays)");
+  if (!info[0].IsArray() || !info[1].IsArray()) throw Napi::TypeError::New(env, "refill expects (buffers, arrays, lanes)");
   Napi::Array bufs = info[0].As<Napi::Array>();
   Napi::Array arrs = info[1].As<Napi::Array>();
   if (bufs.Length() != arrs.Length()) throw Napi::TypeError::New(env, "refill needs as many arrays as buffers");
+  const auto lanes = ReadLanes(info[2], arrs.Length());
   KeepAlive keep = std::make_shared<std::vector<Napi::ObjectReference>>();
   struct Copy {
     std::shared_ptr<BufferResource> dst;
     HostArg src;
   };
-  auto copies = std::make_shared<std::vector<Copy>>(bufs.Length());
+  std::vector<Copy> copies(bufs.Length());
   for (uint32_t i = 0; i < bufs.Length(); i++) {
     std::string field = "arrays[" + std::to_string(i) + "]";
-    Copy& c = (*copies)[i];
+    Copy& c = copies[i];
     c.dst = BufferWrap::FromValue(bufs.Get(i), "buffers[" + std::to_string(i) + "]");
     Napi::Value a = arrs.Get(i);
     if (!a.IsObject()) throw Napi::TypeError::New(env, field + " must be {data, type, dims}");
@@ -172,22 +209,36 @@ Napi::Value ArenaWrap::Refill(const Napi::CallbackInfo& info) {
       throw Napi::TypeError::New(env, field + " differs in type or shape from buffers[" + std::to_string(i) + "]");
     }
   }
+  // Pinned so that a dispose() meanwhile defers the destroy, and the range stays taken, until the
+  // copy is done.
   auto cs = cs_;
   size_t pinned = 0;
-  while (pinned < copies->size() && (*copies)[pinned].dst->Pin()) ++pinned;
-  if (pinned < copies->size() || !cs->Begin()) {
-    for (size_t i = 0; i < pinned; ++i) (*copies)[i].dst->Unpin();
-    ThrowStatus(env, Status::Disposed("a buffer or the PJRT client has been disposed"));
+  while (pinned < copies.size() && copies[pinned].dst->Pin()) ++pinned;
+  if (pinned < copies.size()) {
+    for (size_t i = 0; i < pinned; ++i) copies[i].dst->Unpin();
+    ThrowStatus(env, Status::Disposed("a buffer has been disposed"));
   }
-  AsyncOp op;
-  op.work = [cs, copies]() -> Status {
-    for (auto& c : *copies) std::memcpy(c.dst->view_data, c.src.data, c.src.bytes);
-    for (auto& c : *copies) c.dst->Unpin();
-    cs->End();
-    return Status::Ok();
-  };
-  op.finish = [keep](Napi::Env env) -> Napi::Value { return env.Undefined(); };
-  return RunAsync(env, std::move(op));
+  Napi::Array promises = Napi::Array::New(env, lanes.size());
+  for (size_t l = 0; l < lanes.size(); l++) {
+    auto mine = std::make_shared<std::vector<Copy>>();
+    for (uint32_t i : lanes[l]) mine->push_back(std::move(copies[i]));
+    if (!cs->Begin()) {
+      for (auto& c : copies)
+        if (c.dst) c.dst->Unpin();
+      for (auto& c : *mine) c.dst->Unpin();
+      ThrowStatus(env, Status::Disposed("the PJRT client has been disposed"));
+    }
+    AsyncOp op;
+    op.work = [cs, mine]() -> Status {
+      for (auto& c : *mine) std::memcpy(c.dst->view_data, c.src.data, c.src.bytes);
+      for (auto& c : *mine) c.dst->Unpin();
+      cs->End();
+      return Status::Ok();
+    };
+    op.finish = [keep](Napi::Env env) -> Napi::Value { return env.Undefined(); };
+    promises.Set(static_cast<uint32_t>(l), RunAsync(env, std::move(op)));
+  }
+  return promises;
 }
 
 Napi::Value ArenaWrap::Stats(const Napi::CallbackInfo& info) {

@@ -203,6 +203,7 @@ Napi::Function ClientWrap::Init(Napi::Env env) {
                       InstanceMethod<&ClientWrap::Upload>("upload"),
                       InstanceMethod<&ClientWrap::CopyBuffers>("copyBuffers"),
                       InstanceMethod<&ClientWrap::CreateArena>("createArena"),
+                      InstanceMethod<&ClientWrap::DisposeInBackground>("disposeInBackground"),
                       InstanceMethod<&ClientWrap::Dispose>("dispose"),
                       InstanceMethod<&ClientWrap::IsDisposed>("isDisposed")});
 }
@@ -480,6 +481,37 @@ Napi::Value ClientWrap::CopyBuffers(const Napi::CallbackInfo& info) {
     return a;
   };
   return RunAsync(env, std::move(op));
+}
+
+// disposeInBackground(buffers): disposes them now, as dispose() does, but their PJRT buffers are
+// destroyed on one addon thread. The CPU plugin returns a large buffer's memory to the system
+// there (munmap), 5-10 us a buffer that a weight cache evicting a many-tensor model would
+// otherwise spend on the JS thread, in the cold call that caused the eviction.
+Napi::Value ClientWrap::DisposeInBackground(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto cs = Live(env);
+  if (!info[0].IsArray()) throw Napi::TypeError::New(env, "buffers must be an array of PjrtBuffer");
+  Napi::Array arr = info[0].As<Napi::Array>();
+  std::vector<std::shared_ptr<BufferResource>> later;
+  for (uint32_t i = 0; i < arr.Length(); i++) {
+    BufferWrap* w = BufferWrap::Tagged(arr.Get(i));
+    if (w == nullptr) throw Napi::TypeError::New(env, "buffers[" + std::to_string(i) + "] must be a PjrtBuffer");
+    auto res = w->Resource();
+    if (!res || res->released()) continue;
+    // Pinned, a released resource is destroyed at its last Unpin, which the task below makes.
+    if (res->client() == cs && res->Pin()) later.push_back(res);
+    res->Release();
+  }
+  if (later.empty()) return env.Undefined();
+  if (!cs->Begin()) {
+    for (auto& r : later) r->Unpin();
+    return env.Undefined();
+  }
+  AddonData::Get(env)->pool->Post([later = std::move(later), cs]() {
+    for (auto& r : later) r->Unpin();
+    cs->End();
+  });
+  return env.Undefined();
 }
 
 // createArena(device, memoryIndex, limitBytes, chunkBytes) -> PjrtArena. Only where device memory

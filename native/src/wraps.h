@@ -29,6 +29,7 @@ class ClientWrap : public Napi::ObjectWrap<ClientWrap> {
   Napi::Value Upload(const Napi::CallbackInfo& info);
   Napi::Value CopyBuffers(const Napi::CallbackInfo& info);
   Napi::Value CreateArena(const Napi::CallbackInfo& info);
+  Napi::Value DisposeInBackground(const Napi::CallbackInfo& info);
   Napi::Value Dispose(const Napi::CallbackInfo& info);
   Napi::Value IsDisposed(const Napi::CallbackInfo& info);
   std::shared_ptr<ClientState> state_;
@@ -48,6 +49,8 @@ class BufferWrap : public Napi::ObjectWrap<BufferWrap> {
   static BufferWrap* Tagged(const Napi::Value& v);
   // The live resource, or a thrown DisposedError.
   std::shared_ptr<BufferResource> LiveResource(Napi::Env env) { return Live(env); }
+  // The resource, disposed or not (null only for a wrapper never bound).
+  const std::shared_ptr<BufferResource>& Resource() const { return res_; }
 
  private:
   std::shared_ptr<BufferResource> Live(Napi::Env env);

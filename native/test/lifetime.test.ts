@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, suite, test } from 'node:test';
 import { binding } from '../lib/binding.js';
 import { copyLanes } from '../lib/runtime.js';
-import { DisposedError, hostArray, Runtime } from '../lib/index.js';
+import { ArgumentError, DisposedError, hostArray, Runtime } from '../lib/index.js';
 import { ADD, randomF32 } from './programs.js';
 
 function gc(): void {
@@ -142,6 +142,28 @@ suite('lifetime and memory', () => {
       liveBufferBytes: before.liveBufferBytes - staged[5]!.onDeviceBytes,
     });
     for (const b of staged.slice(0, 5)) b.dispose();
+  });
+
+  test('disposeInBackground: disposed at once, destroyed on an addon thread, in use until then', async () => {
+    const before = rt.ledger();
+    const n = 1 << 16;
+    const data = randomF32(n, 50);
+    const exe = await rt.compile(ADD(n));
+    const bufs = await Promise.all(Array.from({ length: 8 }, () => rt.upload(hostArray('f32', [n], data))));
+    // An execution still reading one of them keeps it alive until it is done.
+    const running = exe.run([bufs[0]!, bufs[1]!]);
+    bufs[7]!.dispose();
+    rt.disposeInBackground(bufs);
+    assert.ok(bufs.every((b) => b.disposed));
+    await assert.rejects(bufs[2]!.toHost(), DisposedError);
+    const [sum] = await running;
+    assert.equal(new Float32Array(sum!.data.buffer, sum!.data.byteOffset, n)[5], data[5]! * 2);
+    for (let i = 0; i < 500 && rt.ledger().liveBuffers !== before.liveBuffers; i++)
+      await new Promise((r) => setTimeout(r, 1));
+    assert.deepEqual(rt.ledger(), { ...before, liveExecutables: before.liveExecutables + 1 });
+    assert.throws(() => rt.disposeInBackground([{} as never]), ArgumentError);
+    rt.disposeInBackground([]);
+    exe.dispose();
   });
 
   test('copyLanes: one lane for small batches, balanced by bytes for large ones', () => {
