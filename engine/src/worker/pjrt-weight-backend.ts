@@ -51,8 +51,8 @@ export class PjrtWeightBackend implements WeightBackend<HostWeights, readonly De
   readonly #sources: Map<string, WeightSource> = new Map();
   /** Device copies that live in the arena (they can be reused after eviction). */
   readonly #inArena = new WeakSet<readonly DeviceBuffer[]>();
-  /** Arena views of evicted models, by tensor signature, waiting for reuse. */
-  readonly #spares = new Map<string, (readonly DeviceBuffer[])[]>();
+  /** Arena views of evicted models waiting for reuse, oldest first, with their tensor signature. */
+  #spares: { readonly key: string; readonly views: readonly DeviceBuffer[] }[] = [];
 
   constructor(runtime: Runtime, options: PjrtWeightBackendOptions = {}) {
     this.#runtime = runtime;
@@ -101,43 +101,67 @@ export class PjrtWeightBackend implements WeightBackend<HostWeights, readonly De
   }
 
   free(_model: string, device: readonly DeviceBuffer[]): void {
-    if (this.#inArena.has(device)) {
-      // Kept for the next model with the same tensors: reusing them costs a memcpy and no buffers.
-      const key = signature(device);
-      const spares = this.#spares.get(key);
-      if (spares === undefined) this.#spares.set(key, [device]);
-      else spares.push(device);
-      return;
-    }
-    for (const b of device) b.dispose();
+    // Arena views are kept for the next model with the same tensors: reusing them costs a memcpy
+    // and makes no buffers (bench/RESULTS.md, "The weight arena").
+    if (this.#inArena.has(device)) this.#spares.push({ key: signature(device), views: device });
+    // Host memory coming back a little later is harmless, and the CPU plugin's frees (munmap) are
+    // slow enough to matter in the cold call that evicted them; device memory goes back at once.
+    else if (this.#runtime.hostAddressableDevice) this.#runtime.disposeInBackground(device);
+    else for (const b of device) b.dispose();
   }
 
   /** Frees the views kept for reuse. */
   dispose(): void {
-    for (const spares of this.#spares.values()) for (const set of spares) for (const b of set) b.dispose();
-    this.#spares.clear();
+    while (this.#spares.length > 0) this.#dropOldestSpare();
   }
 
   async #intoArena(arena: DeviceArena, tensors: readonly WeightTensor[]): Promise<readonly DeviceBuffer[] | null> {
-    const spare = this.#spares.get(signature(tensors))?.pop();
-    if (spare !== undefined) {
+    const key = signature(tensors);
+    const i = this.#spares.findLastIndex((s) => s.key === key);
+    if (i >= 0) {
+      const { views } = this.#spares.splice(i, 1)[0]!;
       try {
-        return await arena.refill(spare, tensors);
+        return await arena.refill(views, tensors);
       } catch {
         // Views that cannot be refilled (a disposed runtime) are dropped; placing anew reports why.
-        for (const b of spare) b.dispose();
+        for (const b of views) b.dispose();
       }
     }
-    let placed = await arena.place(tensors);
-    if (placed === null && this.#spares.size > 0) {
-      // The room is held by views kept for other shapes: give them up and try again.
-      this.dispose();
-      placed = await arena.place(tensors);
+    // The room may be held by views kept for other shapes: give up the oldest until the free bytes
+    // could hold these tensors (a placement that fails anyway, to fragmentation, copies nothing and
+    // gives up more). Weights that would not fit even then keep the views and load outside.
+    const need = tensors.reduce((n, t) => n + t.data.byteLength + ARENA_ALIGN, 0);
+    const s = arena.stats();
+    let free = s.limitBytes - s.usedBytes;
+    const kept = this.#spares.reduce((n, x) => n + x.views.reduce((m, b) => m + b.onDeviceBytes, 0), 0);
+    if (free + kept < need) return null;
+    for (;;) {
+      while (free < need && this.#spares.length > 0) free += this.#dropOldestSpare();
+      const placed = await arena.place(tensors);
+      if (placed !== null) {
+        this.#inArena.add(placed);
+        return placed;
+      }
+      if (this.#spares.length === 0) return null;
+      free = 0; // fragmented: make more room
     }
-    if (placed !== null) this.#inArena.add(placed);
-    return placed;
+  }
+
+  /** Disposes the oldest kept views; returns about how many arena bytes that frees. */
+  #dropOldestSpare(): number {
+    const oldest = this.#spares.shift();
+    if (oldest === undefined) return 0;
+    let bytes = 0;
+    for (const b of oldest.views) {
+      bytes += b.onDeviceBytes;
+      b.dispose();
+    }
+    return bytes;
   }
 }
+
+/** Ranges in a device arena start on this boundary (DeviceArena::kAlign in the addon). */
+const ARENA_ALIGN = 128;
 
 /** dtype and shape of every tensor, in order: which arena views a model's weights can reuse. */
 function signature(tensors: readonly { readonly dtype: string; readonly shape: readonly number[] }[]): string {
