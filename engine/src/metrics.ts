@@ -56,6 +56,7 @@ export class Metrics {
   readonly #weightBytesLoaded: Counter<'model'>;
   readonly residentBytes: Gauge;
   readonly budgetBytes: Gauge;
+  readonly arenaBytes: Gauge<'state'>;
   readonly modelResident: Gauge<'model'>;
   readonly queueDepth: Gauge<'model'>;
   readonly shed: Counter<'model' | 'reason'>;
@@ -154,6 +155,12 @@ export class Metrics {
     this.budgetBytes = new Gauge({
       name: 'hloserve_weight_budget_bytes',
       help: 'Byte budget of the weight cache (-1 unlimited)',
+      registers: r,
+    });
+    this.arenaBytes = new Gauge({
+      name: 'hloserve_device_arena_bytes',
+      help: 'Device arena (CPU plugin): limit, mapped and used bytes',
+      labelNames: ['state'],
       registers: r,
     });
     this.modelResident = new Gauge({

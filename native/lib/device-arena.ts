@@ -76,6 +76,10 @@ export class DeviceArena {
     return buffers;
   }
 
+  get disposed(): boolean {
+    return this.#disposed;
+  }
+
   stats(): ArenaStats {
     return this.#native.stats();
   }

@@ -505,6 +505,12 @@ export class Worker implements InferenceService {
   refreshGauges(): void {
     const s = this.cache.stats();
     this.metrics.residentBytes.set(s.residentBytes + s.pinnedBytes);
+    const arena = this.#backend.arena?.disposed === false ? this.#backend.arena.stats() : undefined;
+    if (arena !== undefined) {
+      this.metrics.arenaBytes.set({ state: 'limit' }, arena.limitBytes);
+      this.metrics.arenaBytes.set({ state: 'mapped' }, arena.mappedBytes);
+      this.metrics.arenaBytes.set({ state: 'used' }, arena.usedBytes);
+    }
     for (const m of s.models) this.metrics.modelResident.set({ model: m.model }, m.deviceResident ? 1 : 0);
     for (const n of this.scheduler.modelNames())
       this.metrics.queueDepth.set({ model: n }, this.scheduler.queueDepth(n));

@@ -87,3 +87,73 @@ suite('worker lifecycle on the real CPU plugin', () => {
     assert.equal((await worker.infer(mlpRequest(), ctx())).outputs.length, 1);
   });
 });
+
+suite('worker with a weight budget on the CPU plugin: the device arena', () => {
+  function resnetRequest(): WireInferRequest {
+    const x = Float32Array.from({ length: 32 * 32 * 3 }, (_, i) => Math.sin(i));
+    return {
+      modelName: 'resnet',
+      modelVersion: '',
+      id: '',
+      parameters: {},
+      inputs: [
+        {
+          name: 'image',
+          datatype: 'FP32',
+          shape: [1, 32, 32, 3],
+          parameters: {},
+          data: { kind: 'raw', bytes: new Uint8Array(x.buffer) },
+        },
+      ],
+      outputs: [],
+    };
+  }
+  const start = (deviceArena: boolean, weightCacheBytes: number | null, models = ['mlp', 'resnet']) => {
+    const settings = workerSettings(defaultConfig(examples));
+    return Worker.start({
+      modelRepo: examples,
+      settings: {
+        ...settings,
+        modelsInclude: models,
+        runtime: { ...settings.runtime, deviceArena, weightCacheBytes },
+      },
+      log: createLogger('silent'),
+    });
+  };
+  const bytesOf = (out: { outputs: readonly { data?: Uint8Array | null }[] }) => Buffer.from(out.outputs[0]!.data!);
+
+  test('models that evict each other answer exactly as when all are resident; the arena shows in /metrics', async () => {
+    const resident = await start(true, null);
+    const want = {
+      mlp: bytesOf(await resident.infer(mlpRequest(2), ctx())),
+      resnet: bytesOf(await resident.infer(resnetRequest(), ctx())),
+    };
+    resident.refreshGauges();
+    assert.doesNotMatch(
+      await resident.metrics.registry.metrics(),
+      /hloserve_device_arena_bytes\{/,
+      'no budget, no arena',
+    );
+    await resident.stop(false);
+    // A budget of about one model: every call to the other model evicts.
+    const w = await start(true, 5_000_000);
+    for (let i = 0; i < 6; i++) {
+      assert.deepEqual(bytesOf(await w.infer(mlpRequest(2), ctx())), want.mlp);
+      assert.deepEqual(bytesOf(await w.infer(resnetRequest(), ctx())), want.resnet);
+    }
+    const s = w.cache.stats();
+    assert.ok(s.evictions >= 10, `evictions ${s.evictions}`);
+    w.refreshGauges();
+    const text = await w.metrics.registry.metrics();
+    const used = Number(/hloserve_device_arena_bytes\{state="used"\} (\d+)/.exec(text)?.[1]);
+    const limit = Number(/hloserve_device_arena_bytes\{state="limit"\} (\d+)/.exec(text)?.[1]);
+    assert.ok(used > 0 && used <= limit, `used ${used} of ${limit}`);
+    await w.stop(false);
+    w.refreshGauges(); // a scrape during shutdown finds the arena gone and skips it
+    const off = await start(false, 1_000_000, ['mlp']);
+    assert.deepEqual(bytesOf(await off.infer(mlpRequest(2), ctx())), want.mlp);
+    off.refreshGauges();
+    assert.doesNotMatch(await off.metrics.registry.metrics(), /hloserve_device_arena_bytes\{/);
+    await off.stop(false);
+  });
+});
