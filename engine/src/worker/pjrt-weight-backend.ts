@@ -23,13 +23,14 @@ export type HostWeights =
   | { readonly kind: 'pinned_host'; readonly buffers: readonly DeviceBuffer[] };
 
 /**
- * How much a device arena may map for a cache budget: the budget, plus room for what first-fit
- * placement leaves unusable between ranges (a quarter of it, and 1 MiB for small budgets). A load
- * that still finds no room falls back to the runtime's allocation, so this bounds memory, not
- * correctness.
+ * How much a device arena may map for a cache budget: the budget, plus room for the views of one
+ * evicted model kept for its return (the largest model's weights; a model larger than the budget
+ * loads alone, so it needs that much too) or for what first-fit placement leaves unusable between
+ * ranges (a quarter of the budget), whichever is more, and 1 MiB. A load that still finds no room
+ * falls back to the runtime's allocation, so this bounds memory, not correctness.
  */
-export function arenaLimit(budgetBytes: number): number {
-  return Math.ceil(budgetBytes * 1.25) + (1 << 20);
+export function arenaLimit(budgetBytes: number, largestModelBytes = 0): number {
+  return budgetBytes + Math.max(Math.ceil(budgetBytes / 4), largestModelBytes) + (1 << 20);
 }
 
 export interface PjrtWeightBackendOptions {

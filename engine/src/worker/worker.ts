@@ -82,6 +82,8 @@ export class Worker implements InferenceService {
   readonly #ownsRuntime: boolean;
   #stopping = false;
   #inflight = 0;
+  /** The largest weights of any model loaded so far (sizes the device arena). */
+  #largestWeights = 0;
   // Scratch records for a served request's statistics and metrics, filled and consumed
   // synchronously, so the success path allocates neither (measured with V8's sampling heap
   // profiler: part of the ~5 kB a request allocated; fewer bytes, fewer scavenges).
@@ -258,6 +260,7 @@ export class Worker implements InferenceService {
         path: bundle.weights?.path ?? null,
         argumentOrder: bundle.weights?.argumentOrder ?? [],
       });
+      this.#fitArena(bundle.weights?.byteLength ?? 0);
       await this.cache.addModel({
         name,
         bytes: bundle.weights?.byteLength ?? 0,
@@ -499,6 +502,14 @@ export class Worker implements InferenceService {
     this.#backend.dispose();
     this.#backend.arena?.dispose();
     if (this.#ownsRuntime) this.runtime.dispose();
+  }
+
+  /** Grows the device arena's limit to hold a model of `weightBytes` beside the budget (never shrinks). */
+  #fitArena(weightBytes: number): void {
+    const arena = this.#backend.arena;
+    if (arena === null || weightBytes <= this.#largestWeights) return;
+    this.#largestWeights = weightBytes;
+    arena.setLimit(arenaLimit(this.cache.budgetBytes, weightBytes));
   }
 
   /** Refreshes the gauges that are read at scrape time. */

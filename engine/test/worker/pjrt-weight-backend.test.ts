@@ -122,8 +122,11 @@ suite('PjrtWeightBackend with a device arena', () => {
     arena.dispose();
   });
 
-  test('arenaLimit leaves room beyond the budget', () => {
-    assert.equal(arenaLimit(0), 1 << 20);
-    assert.equal(arenaLimit(4 << 20), 5 * (1 << 20) + (1 << 20));
+  test('arenaLimit: the budget, room for a quarter of it or the largest model, and 1 MiB', () => {
+    const mib = 1 << 20;
+    assert.equal(arenaLimit(0), mib);
+    assert.equal(arenaLimit(4 * mib), 6 * mib);
+    assert.equal(arenaLimit(4 * mib, 3 * mib), 8 * mib);
+    assert.equal(arenaLimit(4 * mib, 512), 6 * mib);
   });
 });
