@@ -18,6 +18,7 @@
 //
 // Usage: npm run build && node bench/scheduling.mjs [--quick] [--only abcd] [--discipline fair|fifo|edf]
 //        [--cold-hold-us N] (d's 1/10-budget workers; default: the configured default)
+//        [--flush-calls] ((b): flush the CPU caches before every warm and cold call)
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -41,6 +42,9 @@ const quick = process.argv.includes('--quick');
 const discipline = arg('--discipline', 'fair');
 const only = arg('--only', 'abcd');
 const coldHoldArg = process.argv.includes('--cold-hold-us') ? Number(arg('--cold-hold-us')) : undefined;
+// (b): flush the CPU caches before each warm and each cold call, so that neither finds the host
+// copy or the weights cached (the references are measured cache-cold either way).
+const flushCalls = process.argv.includes('--flush-calls');
 const SECONDS = quick ? 1.5 : 4;
 const WARMUP_SECONDS = quick ? 0.5 : 1;
 // A fresh worker under a new load reads low for its first seconds (measured: about 2500 rows/s
@@ -302,10 +306,12 @@ if (only.includes('b')) {
     for (let i = 0; i < PAIRS; i++) {
       for (const v of variants) {
         await v.call(model); // resident now
+        if (flushCalls) evictCaches();
         let t = performance.now();
         await v.call(model);
         const wv = performance.now() - t;
         await v.call(evictor); // evicts `model`
+        if (flushCalls) evictCaches();
         t = performance.now();
         await v.call(model);
         const cv = performance.now() - t;
@@ -381,7 +387,7 @@ if (only.includes('b')) {
     });
   }
   console.log(
-    `\n## (b) cold call: a model evicted by a call to the other (budget = its own weights) vs warm, ${PAIRS} pairs per variant, alternating`,
+    `\n## (b) cold call: a model evicted by a call to the other (budget = its own weights) vs warm, ${PAIRS} pairs per variant, alternating${flushCalls ? ', CPU caches flushed before every call' : ''}`,
   );
   console.log(
     '| model (tensors) | weight bytes | loads into | warm p50 ms | cold p50 ms | cold − warm ms (paired p50) | cache load inside cold call ms (mean) | ratio to the arena copy | ratio to the plugin copy |',
