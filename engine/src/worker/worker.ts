@@ -63,6 +63,11 @@ export interface WorkerOptions {
   readonly runtime?: Runtime;
 }
 
+/** Weights load into a device arena where the device is host memory and the cache has a budget. */
+function usesDeviceArena(config: { readonly deviceArena: boolean }, runtime: Runtime, budgetBytes: number): boolean {
+  return config.deviceArena && runtime.hostAddressableDevice && Number.isFinite(budgetBytes);
+}
+
 /**
  * One worker: one PJRT client on one device, the models of a repository, the scheduler and the
  * weight cache. It implements the transport-neutral InferenceService behind gRPC and HTTP.
@@ -108,10 +113,9 @@ export class Worker implements InferenceService {
     const s = o.settings;
     this.limits = { maxRecvBytes: s.endpoints.maxRecvMsgBytes, maxSendBytes: s.endpoints.maxSendMsgBytes };
     this.sharedMemory = s.endpoints.allowSharedMemory ? new SharedMemoryRegistry() : null;
-    const arena =
-      s.runtime.deviceArena && runtime.hostAddressableDevice && Number.isFinite(budgetBytes)
-        ? runtime.createArena({ limitBytes: arenaLimit(budgetBytes) })
-        : undefined;
+    const arena = usesDeviceArena(s.runtime, runtime, budgetBytes)
+      ? runtime.createArena({ limitBytes: arenaLimit(budgetBytes) })
+      : undefined;
     this.#backend = new PjrtWeightBackend(runtime, { arena });
     const logger = { warn: (msg: string, fields?: Record<string, unknown>) => o.log.warn(msg, fields) };
     this.cache = new WeightCache({
@@ -168,6 +172,7 @@ export class Worker implements InferenceService {
       memorySpaces: runtime.memoryKinds(0),
       devices: runtime.devices.length,
       weightBudgetBytes: Number.isFinite(budget) ? budget : 'unlimited',
+      deviceArena: usesDeviceArena(rt, runtime, budget),
     });
     const w = new Worker(o, runtime, budget);
     await w.loadRepository();
