@@ -21,8 +21,9 @@ DeviceArena::~DeviceArena() {
 }
 
 DeviceArena::Chunk* DeviceArena::MapChunkLocked(size_t bytes) {
-  // Faulted in now (MAP_POPULATE), once, instead of page by page inside every load.
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  // Not populated here: this runs on the JS thread, and a large chunk would take milliseconds to
+  // fault in. Each page faults in once, at its first copy on an addon thread, and stays mapped.
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return nullptr;
   auto* base = static_cast<uint8_t*>(p);
   Chunk& c = chunks_[base];

@@ -3,10 +3,11 @@
 // Why: every load through the plugin (CopyToMemory or BufferFromHostBuffer) allocates fresh
 // memory, takes first-touch page faults on it and runs the plugin's copy machinery, and every free
 // returns the memory to the allocator. For a weight cache that loads and evicts all the time that
-// was 2-4x the cost of the bytes themselves (bench/RESULTS.md, "The weight arena"). Here the memory
-// is mapped and faulted in once, in chunks; a load is one memcpy into a free range plus a PJRT
-// view of it (PJRT_Client_CreateViewOfDeviceBuffer), and PJRT's on-delete callback hands the range
-// back when the last user of the view is gone, on whatever thread that happens.
+// was 2-4x the cost of the bytes themselves (bench/RESULTS.md, "Session 5: the device arena").
+// Here the memory is mapped in chunks and kept, so each page faults in once; a load is one memcpy
+// into a free range plus a PJRT view of it (PJRT_Client_CreateViewOfDeviceBuffer), and PJRT's
+// on-delete callback hands the range back when the last user of the view is gone, on whatever
+// thread that happens.
 #pragma once
 
 #include <cstddef>

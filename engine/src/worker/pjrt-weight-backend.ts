@@ -103,7 +103,7 @@ export class PjrtWeightBackend implements WeightBackend<HostWeights, readonly De
 
   free(_model: string, device: readonly DeviceBuffer[]): void {
     // Arena views are kept for the next model with the same tensors: reusing them costs a memcpy
-    // and makes no buffers (bench/RESULTS.md, "The weight arena").
+    // and makes no buffers (bench/RESULTS.md, "Session 5: the device arena").
     if (this.#inArena.has(device)) this.#spares.push({ key: signature(device), views: device });
     // Host memory coming back a little later is harmless, and the CPU plugin's frees (munmap) are
     // slow enough to matter in the cold call that evicted them; device memory goes back at once.
