@@ -67,6 +67,38 @@ export function coalesceKey(inputs: readonly HostTensor[], batchAxes: BatchAxes)
   return key;
 }
 
+/**
+ * coalesceKey with its last answer kept. A model's requests nearly always share one shape, and
+ * comparing a few numbers costs less than building the string again for every request.
+ */
+export class CoalesceKeyMemo {
+  #axes: BatchAxes | null = null;
+  #dtypes: string[] = [];
+  #shapes: number[][] = [];
+  #key = '';
+
+  keyOf(inputs: readonly HostTensor[], batchAxes: BatchAxes): string {
+    if (batchAxes === this.#axes && this.#matches(inputs, batchAxes)) return this.#key;
+    this.#key = coalesceKey(inputs, batchAxes);
+    this.#axes = batchAxes;
+    this.#dtypes = inputs.map((t) => t.dtype);
+    this.#shapes = inputs.map((t) => [...t.shape]);
+    return this.#key;
+  }
+
+  #matches(inputs: readonly HostTensor[], batchAxes: BatchAxes): boolean {
+    if (inputs.length !== this.#shapes.length) return false;
+    for (let i = 0; i < inputs.length; i++) {
+      const t = inputs[i]!;
+      const shape = this.#shapes[i]!;
+      if (t.dtype !== this.#dtypes[i] || t.shape.length !== shape.length) return false;
+      const axis = batchAxes[i];
+      for (let d = 0; d < shape.length; d++) if (d !== axis && t.shape[d] !== shape[d]) return false;
+    }
+    return true;
+  }
+}
+
 /** Null when the byte length matches the shape, else the complaint. */
 function lengthMismatch(t: HostTensor, elem: number, what: string): string | null {
   const expected = product(t.shape, 0, t.shape.length) * elem;
@@ -75,7 +107,17 @@ function lengthMismatch(t: HostTensor, elem: number, what: string): string | nul
     : `${what} '${t.name}': ${t.data.byteLength} bytes, shape needs ${expected}`;
 }
 
-function concatAlongAxis(tensors: readonly HostTensor[], axis: number, batchSize: number): HostTensor {
+/** Where a coalesced batch's bytes go: a new buffer, or one reused (BatchBufferPool). */
+export type BatchAllocator = (bytes: number) => Buffer;
+
+const freshBuffer: BatchAllocator = (bytes) => Buffer.allocUnsafe(bytes);
+
+function concatAlongAxis(
+  tensors: readonly HostTensor[],
+  axis: number,
+  batchSize: number,
+  alloc: BatchAllocator,
+): HostTensor {
   const first = tensors[0]!;
   const elem = elementBytes(first, 'input');
   const rank = first.shape.length;
@@ -99,7 +141,8 @@ function concatAlongAxis(tensors: readonly HostTensor[], axis: number, batchSize
   const outer = product(first.shape, 0, axis);
   // Bytes of one batch row inside one outer slice.
   const inner = product(first.shape, axis + 1, rank) * elem;
-  const out = Buffer.allocUnsafe(outer * batchSize * inner);
+  // Every byte is written below (rows, then zero padding), so a reused buffer carries nothing over.
+  const out = alloc(outer * batchSize * inner);
   if (outer === 1) {
     let offset = 0;
     for (const t of tensors) {
@@ -130,11 +173,13 @@ function concatAlongAxis(tensors: readonly HostTensor[], axis: number, batchSize
  * come from the first request (the scheduler only coalesces models whose inputs are all batched,
  * so this matters only for a lone request being padded). A lone request that already fills the
  * compiled size is passed through untouched. `batchSize` 0 (any-batch module) means "no padding".
+ * Gathered inputs are written into buffers from `alloc` (fresh ones by default).
  */
 export function coalesceInputs(
   requests: readonly (readonly HostTensor[])[],
   batchAxes: BatchAxes,
   batchSize: number,
+  alloc: BatchAllocator = freshBuffer,
 ): HostTensor[] {
   const first = requests[0];
   if (first === undefined) throw new Error('coalesceInputs: no requests');
@@ -149,6 +194,7 @@ export function coalesceInputs(
           requests.map((r) => r[i]!),
           axis,
           target,
+          alloc,
         ),
   );
 }

@@ -35,6 +35,14 @@ export interface Executor<L extends ExecutionLease = ExecutionLease> {
    */
   readonly cancellable?: boolean;
   /**
+   * True when the executor has finished with `inputs` once execute() settles, and its outputs never
+   * share their bytes (PJRT reads the host inputs before the execution completes and returns new
+   * output buffers). The scheduler then gathers batches into buffers it reuses across dispatches.
+   * An executor that keeps inputs past settling, or that settles early on its signal, must leave it
+   * unset. Default false.
+   */
+  readonly releasesInputs?: boolean;
+  /**
    * Makes the model runnable, typically WeightCache.acquire. Called for the next dispatch while
    * the current one may still be executing, so a cold upload overlaps compute.
    */

@@ -12,6 +12,8 @@ export type PjrtLease = WeightLease<readonly DeviceBuffer[]>;
 export class PjrtExecutor implements Executor<PjrtLease> {
   /** PJRT cannot stop a launched execution (see execute). */
   readonly cancellable = false;
+  /** The addon holds the host inputs until the execution returns, and outputs are new buffers. */
+  readonly releasesInputs = true;
   readonly #cache: WeightCache<HostWeights, readonly DeviceBuffer[]>;
   readonly #models: (name: string) => CompiledModel | undefined;
 

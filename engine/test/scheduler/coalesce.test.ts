@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict';
 import { suite, test } from 'node:test';
-import { coalesceInputs, coalesceKey, requestRows, sliceOutputs } from '../../src/scheduler/coalesce.js';
+import {
+  CoalesceKeyMemo,
+  coalesceInputs,
+  coalesceKey,
+  requestRows,
+  sliceOutputs,
+} from '../../src/scheduler/coalesce.js';
 import { ServeError } from '../../src/errors.js';
 import type { HostTensor } from '../../src/tensor.js';
 
@@ -161,5 +167,52 @@ suite('request rows and coalescing keys', () => {
     assert.equal(k(u8('x', [1, 3], [1, 2, 3])), k(u8('x', [5, 3], new Array(15).fill(0))));
     assert.notEqual(k(u8('x', [1, 3], [1, 2, 3])), k(u8('x', [1, 2], [1, 2])));
     assert.notEqual(k(u8('x', [1, 1], [1])), k(i16('x', [1, 1], [1])));
+  });
+});
+
+suite('CoalesceKeyMemo', () => {
+  test('answers what coalesceKey answers, as the shapes change and back', () => {
+    const memo = new CoalesceKeyMemo();
+    const axes = [0];
+    const cases = [
+      [u8('x', [1, 3], [1, 2, 3])],
+      [u8('x', [2, 3], [1, 2, 3, 4, 5, 6])], // another batch extent: same key
+      [u8('x', [1, 2], [1, 2])], // another row shape: another key
+      [i16('x', [1, 2], [1, 2])], // another dtype
+      [u8('x', [1, 2, 1], [1, 2])], // another rank
+      [u8('x', [1, 3], [7, 8, 9])],
+      [u8('x', [1, 3], [1, 2, 3]), u8('y', [1], [1])], // another input count
+    ];
+    for (const inputs of cases) assert.equal(memo.keyOf(inputs, axes), coalesceKey(inputs, axes));
+    assert.equal(memo.keyOf(cases[0]!, axes), memo.keyOf(cases[1]!, axes));
+    assert.notEqual(memo.keyOf(cases[0]!, axes), memo.keyOf(cases[2]!, axes));
+  });
+
+  test('new batch axes (a model replaced) are never answered from the old ones', () => {
+    const memo = new CoalesceKeyMemo();
+    const inputs = [u8('x', [2, 3], [1, 2, 3, 4, 5, 6])];
+    assert.equal(memo.keyOf(inputs, [0]), coalesceKey(inputs, [0]));
+    assert.equal(memo.keyOf(inputs, [1]), coalesceKey(inputs, [1]));
+    assert.notEqual(coalesceKey(inputs, [0]), coalesceKey(inputs, [1]));
+  });
+});
+
+suite('coalesceInputs into reused buffers', () => {
+  test('every byte of a reused buffer is rewritten: rows, then zero padding, in both layouts', () => {
+    const stale = () => Buffer.alloc(12, 0xee);
+    const [x] = coalesceInputs([[u8('x', [1, 3], [1, 2, 3])], [u8('x', [1, 3], [4, 5, 6])]], [0], 4, stale);
+    assert.deepEqual(bytes(x!), [1, 2, 3, 4, 5, 6, 0, 0, 0, 0, 0, 0]);
+    // [C=2, N] batched on axis 1: each outer slice gets its rows, then its padding.
+    const [y] = coalesceInputs([[u8('y', [2, 1], [1, 2])], [u8('y', [2, 2], [3, 4, 5, 6])]], [1], 6, stale);
+    assert.deepEqual(bytes(y!), [1, 3, 4, 0, 0, 0, 2, 5, 6, 0, 0, 0]);
+  });
+
+  test('asks the allocator for exactly the batch bytes', () => {
+    const asked: number[] = [];
+    coalesceInputs([[i16('v', [1, 2], [1, 2])], [i16('v', [1, 2], [3, 4])]], [0], 4, (n) => {
+      asked.push(n);
+      return Buffer.alloc(n);
+    });
+    assert.deepEqual(asked, [16]);
   });
 });

@@ -64,6 +64,8 @@ export class FakeExecutor implements Executor {
   prepareFailure: ((model: string) => unknown) | null = null;
   /** False: like PJRT, launched work cannot be stopped (the scheduler passes a dead signal). */
   cancellable = true;
+  /** True: like PJRT, done with its inputs once an execution settles (the scheduler reuses batch buffers). */
+  releasesInputs = false;
 
   constructor(readonly clock?: ManualClock) {}
 

@@ -590,6 +590,36 @@ suite('Scheduler: pipeline and lifecycle', () => {
     assert.equal(exec.calls.length, 3);
   });
 
+  test('an executor that releases its inputs gets batch buffers back only after their execution returns', async () => {
+    const exec = new FakeExecutor(new ManualClock(1_000));
+    exec.releasesInputs = true; // read when the scheduler is built
+    const sched = new Scheduler({ executor: exec, clock: exec.clock, maxInflight: 2 });
+    sched.addModel(model('m', { compiledBatchSizes: [4] }));
+    const first = track(sched.submit('m', rowsOf(3, 100)));
+    await flush();
+    const second = track(sched.submit('m', rowsOf(2, 200)));
+    await flush();
+    assert.equal(exec.calls.length, 2);
+    const [c0, c1] = exec.calls;
+    // The first batch is still executing: the second must not be gathered into its buffer.
+    assert.notEqual(c1!.request.inputs[0]!.data, c0!.request.inputs[0]!.data);
+    assert.deepEqual(values(c1!.request.inputs[0]!), [200, 201, 202, 203, 0, 0, 0, 0]);
+    c0!.finish();
+    await flush();
+    assert.deepEqual(values(first.value![0]!), [200, 202, 204, 206, 208, 210]);
+    const third = track(sched.submit('m', rowsOf(1, 300)));
+    await flush();
+    const c2 = exec.calls[2]!;
+    assert.equal(c2.request.inputs[0]!.data, c0!.request.inputs[0]!.data, 'the returned buffer is reused');
+    // Rows the earlier batch left there are overwritten with padding, never served again.
+    assert.deepEqual(values(c2.request.inputs[0]!), [300, 301, 0, 0, 0, 0, 0, 0]);
+    c1!.finish();
+    c2.finish();
+    await flush();
+    assert.deepEqual(values(second.value![0]!), [400, 402, 404, 406]);
+    assert.deepEqual(values(third.value![0]!), [600, 602]);
+  });
+
   test('costs are learned per (model, batch size) from measured execution time; timing is reported', async () => {
     const { exec, sched } = setup();
     exec.costMs = (_m, b) => (b === 4 ? 20 : 5);
@@ -604,6 +634,9 @@ suite('Scheduler: pipeline and lifecycle', () => {
     assert.equal(timing.batchSize, 1);
     assert.equal(timing.computeSeconds, 0.005);
     assert.equal(timing.queueSeconds, 0);
+    // The scheduler's own clock readings, so that a caller need not read the clock again.
+    assert.equal(timing.submittedAt, 1_000);
+    assert.equal(timing.settledAt, 1_005);
     const s = sched.stats('m')!;
     assert.equal(s.computeSecondsTotal, 0.025);
   });
