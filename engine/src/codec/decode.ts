@@ -42,14 +42,14 @@ function intParam(p: Params, key: string, field: string): number | undefined {
 /** Reads the shared_memory_* parameters of a tensor; null when it carries none. */
 export function shmTarget(p: Params, field: string): ShmTarget | null {
   const region = p.shared_memory_region;
-  const byteSize = intParam(p, 'shared_memory_byte_size', field);
-  const offset = intParam(p, 'shared_memory_offset', field) ?? 0;
   if (region === undefined) {
-    if (byteSize !== undefined || p.shared_memory_offset !== undefined) {
+    if (p.shared_memory_byte_size !== undefined || p.shared_memory_offset !== undefined) {
       throw invalidArgument(`${field}: shared_memory_byte_size/offset given without shared_memory_region`);
     }
     return null;
   }
+  const byteSize = intParam(p, 'shared_memory_byte_size', field);
+  const offset = intParam(p, 'shared_memory_offset', field) ?? 0;
   if (typeof region !== 'string' || region === '')
     throw invalidArgument(`${field}: shared_memory_region must be a non-empty string`);
   if (byteSize === undefined) throw invalidArgument(`${field}: shared_memory_region needs shared_memory_byte_size`);

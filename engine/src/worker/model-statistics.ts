@@ -25,8 +25,12 @@ export class ModelStatistics {
   readonly #output = new Acc();
   readonly #batches = new Map<number, { input: Acc; infer: Acc; output: Acc }>();
 
-  success(rows: number, s: { total: number; queue: number; input: number; infer: number; output: number }): void {
-    this.#lastInference = Date.now();
+  /** `s.at`: when the request was answered, epoch milliseconds (the caller has just read its clock). */
+  success(
+    rows: number,
+    s: { at: number; total: number; queue: number; input: number; infer: number; output: number },
+  ): void {
+    this.#lastInference = Math.floor(s.at);
     this.#inferenceCount += rows;
     this.#success.add(s.total);
     this.#queue.add(s.queue);
