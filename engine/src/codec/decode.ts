@@ -116,17 +116,18 @@ function inputBytes(
  * rows) and resolves its data, before anything is queued: a bad request can never poison a batch.
  */
 export function decodeRequest(model: ModelIO, req: WireInferRequest, shm: SharedMemoryRegistry | null): DecodedRequest {
-  const { byName } = lookups(model);
+  const l = lookups(model);
   const tensors: (HostTensor | undefined)[] = new Array(model.inputs.length);
   let rows: number | null = null;
-  req.inputs.forEach((input, k) => {
-    const field = `inputs[${k}] '${input.name}'`;
-    const idx = byName.get(input.name);
+  for (let k = 0; k < req.inputs.length; k++) {
+    const input = req.inputs[k]!;
+    const idx = l.byName.get(input.name);
     if (idx === undefined) {
       throw invalidArgument(
         `unexpected inference input '${input.name}' for model '${model.name}' (expects: ${model.inputs.map((s) => s.name).join(', ')})`,
       );
     }
+    const field = fieldName(l, k, idx, input.name);
     if (tensors[idx]) throw invalidArgument(`${field}: input given twice`);
     const spec = model.inputs[idx]!;
     const dtype = fromWireDatatype(input.datatype);
@@ -148,7 +149,7 @@ export function decodeRequest(model: ModelIO, req: WireInferRequest, shm: Shared
       shape: input.shape,
       data: inputBytes(spec, input, elements, shm, field),
     };
-  });
+  }
   const missing = model.inputs.filter((_, i) => !tensors[i]).map((s) => s.name);
   if (missing.length)
     throw invalidArgument(`missing inference input(s) for model '${model.name}': ${missing.join(', ')}`);
@@ -164,6 +165,8 @@ export function decodeRequest(model: ModelIO, req: WireInferRequest, shm: Shared
 /** What decoding looks up per model, built once per ModelIO instead of once per request. */
 interface ModelLookups {
   readonly byName: ReadonlyMap<string, number>;
+  /** fields[k][idx]: how errors name request input k when it is the model's input idx. */
+  readonly fields: string[][];
   /** Every output, inline: what a request that names no outputs gets (shared, never mutated). */
   readonly allOutputs: readonly RequestedOutput[];
 }
@@ -175,6 +178,7 @@ function lookups(model: ModelIO): ModelLookups {
   if (l === undefined) {
     l = {
       byName: new Map(model.inputs.map((s, i) => [s.name, i])),
+      fields: [],
       allOutputs: Object.freeze(
         model.outputs.map((spec, index) => Object.freeze({ index, spec, shm: null, parameters: Object.freeze({}) })),
       ),
@@ -182,6 +186,15 @@ function lookups(model: ModelIO): ModelLookups {
     LOOKUPS.set(model, l);
   }
   return l;
+}
+
+/**
+ * `inputs[k] 'name'`, built once per position and input rather than once per request (only errors
+ * read it, but it is passed down every path that can raise one).
+ */
+function fieldName(l: ModelLookups, k: number, idx: number, name: string): string {
+  const row = (l.fields[k] ??= []);
+  return (row[idx] ??= `inputs[${k}] '${name}'`);
 }
 
 function selectOutputs(model: ModelIO, req: WireInferRequest): readonly RequestedOutput[] {

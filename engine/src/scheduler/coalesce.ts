@@ -199,14 +199,25 @@ export function coalesceInputs(
   );
 }
 
-function sliceAlongAxis(t: HostTensor, axis: number, offset: number, rows: number): HostTensor {
+/** `t`'s shape with `rows` on `axis`. */
+function shapeWithRows(t: HostTensor, axis: number, rows: number): readonly number[] {
+  const shape = [...t.shape];
+  shape[axis] = rows;
+  return shape;
+}
+
+function sliceAlongAxis(
+  t: HostTensor,
+  axis: number,
+  offset: number,
+  rows: number,
+  shape: readonly number[],
+): HostTensor {
   const elem = elementBytes(t, 'output');
   const rank = t.shape.length;
   const outer = product(t.shape, 0, axis);
   const inner = product(t.shape, axis + 1, rank) * elem;
   const extent = t.shape[axis]!;
-  const shape = [...t.shape];
-  shape[axis] = rows;
   if (outer === 1) {
     // A view: requests share the executor's output buffer and nothing is copied.
     const data = t.data.subarray(offset * inner, (offset + rows) * inner);
@@ -255,14 +266,26 @@ export function sliceOutputs(
     if (only) return [[...outputs]];
   }
   const result: HostTensor[][] = [];
+  // Requests of one batch mostly carry the same rows, so they share one (never mutated) shape array
+  // per output instead of a copy each.
+  const shapes: (readonly number[])[] = [];
+  let shapeRows = -1;
   let offset = 0;
   for (const r of rows) {
-    result.push(
-      outputs.map((t, i) => {
+    if (r !== shapeRows) {
+      shapeRows = r;
+      for (let i = 0; i < outputs.length; i++) {
         const axis = batchAxes[i];
-        return axis === null || axis === undefined ? t : sliceAlongAxis(t, axis, offset, r);
-      }),
-    );
+        shapes[i] = axis === null || axis === undefined ? outputs[i]!.shape : shapeWithRows(outputs[i]!, axis, r);
+      }
+    }
+    const mine: HostTensor[] = new Array(outputs.length);
+    for (let i = 0; i < outputs.length; i++) {
+      const t = outputs[i]!;
+      const axis = batchAxes[i];
+      mine[i] = axis === null || axis === undefined ? t : sliceAlongAxis(t, axis, offset, r, shapes[i]!);
+    }
+    result.push(mine);
     offset += r;
   }
   return result;

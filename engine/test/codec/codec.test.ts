@@ -119,6 +119,20 @@ suite('decodeRequest', () => {
       invalid(/unexpected inference input 'c'/),
     );
     assert.throws(() => decodeRequest(io, req([input(), input(), b()]), null), invalid(/given twice/));
+    // Errors name the request's position and the input, whichever order the inputs come in.
+    assert.throws(
+      () => decodeRequest(io, req([input(), input(), b()]), null),
+      invalid(/^inputs\[1\] 'a': input given twice/),
+    );
+    assert.throws(
+      () => decodeRequest(io, req([b(), input({ datatype: 'FP64' })]), null),
+      invalid(/^inputs\[1\] 'a': datatype/),
+    );
+    assert.throws(
+      () => decodeRequest(io, req([input({ datatype: 'FP64' }), b()]), null),
+      invalid(/^inputs\[0\] 'a': datatype/),
+    );
+    assert.throws(() => decodeRequest(io, req([b(), b()]), null), invalid(/^inputs\[1\] 'b': input given twice/));
     assert.throws(
       () => decodeRequest(io, req([input({ datatype: 'FP64' }), b()]), null),
       invalid(/does not match the model's FP32/),

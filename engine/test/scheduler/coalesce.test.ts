@@ -129,6 +129,27 @@ suite('sliceOutputs', () => {
     back.forEach((r, i) => assert.deepEqual(bytes(r[0]!), bytes(reqs[i]![0]!)));
   });
 
+  test('requests of different rows in one batch each get their own shape; unbatched outputs keep theirs', () => {
+    const out = u8('y', [6, 1], [1, 2, 3, 4, 5, 0]);
+    const stat = u8('s', [2], [7, 8]);
+    const res = sliceOutputs([out, stat], [0, null], [1, 1, 2, 1]);
+    assert.deepEqual(
+      res.map((r) => r[0]!.shape),
+      [
+        [1, 1],
+        [1, 1],
+        [2, 1],
+        [1, 1],
+      ],
+    );
+    assert.deepEqual(
+      res.map((r) => bytes(r[0]!)),
+      [[1], [2], [3, 4], [5]],
+    );
+    for (const r of res) assert.equal(r[1], stat);
+    assert.deepEqual(out.shape, [6, 1], 'the executor output is left as it was');
+  });
+
   test('a lone request whose rows equal the output extent gets the outputs as they are', () => {
     const out = u8('y', [2], [1, 2]);
     assert.equal(sliceOutputs([out], [0], [2])[0]![0], out);

@@ -59,6 +59,21 @@ suite('worker lifecycle on the real CPU plugin', () => {
     assert.equal(worker.modelStatistics('mlp', '')[0]!.inference_count >= 3, true);
   });
 
+  test('statistics: last_inference in epoch ms; input, queue, infer and output add up to the total', async () => {
+    const before = Date.now();
+    await Promise.all([worker.infer(mlpRequest(2), ctx()), worker.infer(mlpRequest(1), ctx())]);
+    const after = Date.now();
+    const s = worker.modelStatistics('mlp', '')[0]!;
+    assert.ok(s.last_inference >= before - 1 && s.last_inference <= after + 1, `${s.last_inference}`);
+    const st = s.inference_stats;
+    const parts = [st.compute_input, st.queue, st.compute_infer, st.compute_output];
+    for (const p of parts) assert.equal(p.count, st.success.count);
+    // The phases are read off one clock, each ending where the next starts (every value is rounded
+    // to a nanosecond on its own, hence the slack).
+    const sum = parts.reduce((a, p) => a + p.ns, 0);
+    assert.ok(Math.abs(sum - st.success.ns) <= 5 * st.success.count, `${sum} vs ${st.success.ns}`);
+  });
+
   test('unload answers NOT_FOUND afterwards; load brings it back; a reload keeps serving', async () => {
     await worker.unloadModel('mlp');
     await assert.rejects(worker.infer(mlpRequest(), ctx()), code('HLO_ERR_MODEL_NOT_FOUND'));
