@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { request as request_ } from 'node:http';
 import { after, before, suite, test } from 'node:test';
 import { credentials, status, type ClientUnaryCall, type ServiceError } from '@grpc/grpc-js';
 import { GRPCInferenceClient, type ModelInferRequest, type ModelInferResponse } from '@hloserve/proto';
@@ -26,54 +27,84 @@ const line = (text: string, series: string): number => {
 
 // A 3 s batching window holds a lone 1-row request in the queue (mlp compiles sizes up to 32), so
 // the client's cancel reaches the server while the request waits there.
-suite('a gRPC client that cancels: the queued request is dropped, never run, and the server serves on', () => {
-  let server: ServerProcess;
-  let client: RawClient;
-  const metrics = async () => (await fetch(`http://127.0.0.1:${server.ports.metrics}/metrics`)).text();
+suite(
+  'a client that cancels (gRPC) or hangs up (HTTP): the queued request is dropped, never run, and the server serves on',
+  () => {
+    let server: ServerProcess;
+    let client: RawClient;
+    const metrics = async () => (await fetch(`http://127.0.0.1:${server.ports.metrics}/metrics`)).text();
 
-  before(async () => {
-    server = await startServer({ HLOSERVE_MODELS_INCLUDE: 'mlp', HLOSERVE_SCHEDULER_MAX_QUEUE_DELAY_US: '3000000' });
-    client = new GRPCInferenceClient(server.grpcUrl(), credentials.createInsecure()) as unknown as RawClient;
-  });
-  after(async () => {
-    client.close();
-    assert.equal(await server.stop(), 0);
-  });
-
-  test('cancel while queued: CANCELLED at the client, counted CANCELED, no execution', async () => {
-    const m0 = await metrics();
-    const execs0 = line(m0, 'nv_inference_exec_count{model="mlp",version="1"}');
-    const started = Date.now();
-    const err = await new Promise<ServiceError | null>((resolve) => {
-      const call = client.modelInfer(request(1), (e) => resolve(e));
-      setTimeout(() => call.cancel(), 200);
+    before(async () => {
+      server = await startServer({ HLOSERVE_MODELS_INCLUDE: 'mlp', HLOSERVE_SCHEDULER_MAX_QUEUE_DELAY_US: '3000000' });
+      client = new GRPCInferenceClient(server.grpcUrl(), credentials.createInsecure()) as unknown as RawClient;
     });
-    assert.equal(err?.code, status.CANCELLED);
-    assert.ok(Date.now() - started < 2500, 'the cancel answered before the window closed');
-    // The server learns of the cancel from the stream's reset; give it a moment to count it.
-    let m1 = '';
-    for (let i = 0; i < 50; i++) {
-      m1 = await metrics();
-      if (line(m1, 'nv_inference_request_failure{model="mlp",version="1",reason="CANCELED"}') === 1) break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    assert.equal(line(m1, 'nv_inference_request_failure{model="mlp",version="1",reason="CANCELED"}'), 1);
-    assert.equal(line(m1, 'nv_inference_exec_count{model="mlp",version="1"}'), execs0, 'nothing was executed');
-    assert.equal(line(m1, 'hloserve_queue_depth{model="mlp"}'), 0);
-  });
+    after(async () => {
+      client.close();
+      assert.equal(await server.stop(), 0);
+    });
 
-  test('answered calls are not counted as cancelled, and a full batch is served at once', async () => {
-    const m0 = await metrics();
-    const cancelled0 = line(m0, 'nv_inference_request_failure{model="mlp",version="1",reason="CANCELED"}');
-    const success0 = line(m0, 'nv_inference_request_success{model="mlp",version="1"}');
-    for (let i = 0; i < 3; i++) {
-      const res = await new Promise<ModelInferResponse>((resolve, reject) =>
-        client.modelInfer(request(32), (e, r) => (e ? reject(e) : resolve(r!))),
-      );
-      assert.equal(res.rawOutputContents[0]!.byteLength, 32 * 10 * 4);
-    }
-    const m1 = await metrics();
-    assert.equal(line(m1, 'nv_inference_request_success{model="mlp",version="1"}'), success0 + 3);
-    assert.equal(line(m1, 'nv_inference_request_failure{model="mlp",version="1",reason="CANCELED"}'), cancelled0);
-  });
-});
+    test('cancel while queued: CANCELLED at the client, counted CANCELED, no execution', async () => {
+      const m0 = await metrics();
+      const execs0 = line(m0, 'nv_inference_exec_count{model="mlp",version="1"}');
+      const started = Date.now();
+      const err = await new Promise<ServiceError | null>((resolve) => {
+        const call = client.modelInfer(request(1), (e) => resolve(e));
+        setTimeout(() => call.cancel(), 200);
+      });
+      assert.equal(err?.code, status.CANCELLED);
+      assert.ok(Date.now() - started < 2500, 'the cancel answered before the window closed');
+      // The server learns of the cancel from the stream's reset; give it a moment to count it.
+      let m1 = '';
+      for (let i = 0; i < 50; i++) {
+        m1 = await metrics();
+        if (line(m1, 'nv_inference_request_failure{model="mlp",version="1",reason="CANCELED"}') === 1) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      assert.equal(line(m1, 'nv_inference_request_failure{model="mlp",version="1",reason="CANCELED"}'), 1);
+      assert.equal(line(m1, 'nv_inference_exec_count{model="mlp",version="1"}'), execs0, 'nothing was executed');
+      assert.equal(line(m1, 'hloserve_queue_depth{model="mlp"}'), 0);
+    });
+
+    test('an HTTP client that hangs up while queued: counted CANCELED, no execution', async () => {
+      const m0 = await metrics();
+      const execs0 = line(m0, 'nv_inference_exec_count{model="mlp",version="1"}');
+      const cancelled0 = line(m0, 'nv_inference_request_failure{model="mlp",version="1",reason="CANCELED"}');
+      const body = JSON.stringify({
+        inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 784], data: new Array(784).fill(0.5) }],
+      });
+      const req = request_(`http://127.0.0.1:${server.ports.http}/v2/models/mlp/infer`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      });
+      req.on('error', () => {}); // the hang-up below
+      req.end(body);
+      await new Promise((r) => setTimeout(r, 200));
+      req.destroy();
+      let m1 = '';
+      for (let i = 0; i < 50; i++) {
+        m1 = await metrics();
+        if (line(m1, 'nv_inference_request_failure{model="mlp",version="1",reason="CANCELED"}') === cancelled0 + 1)
+          break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      assert.equal(line(m1, 'nv_inference_request_failure{model="mlp",version="1",reason="CANCELED"}'), cancelled0 + 1);
+      assert.equal(line(m1, 'nv_inference_exec_count{model="mlp",version="1"}'), execs0, 'nothing was executed');
+      assert.equal(line(m1, 'hloserve_queue_depth{model="mlp"}'), 0);
+    });
+
+    test('answered calls are not counted as cancelled, and a full batch is served at once', async () => {
+      const m0 = await metrics();
+      const cancelled0 = line(m0, 'nv_inference_request_failure{model="mlp",version="1",reason="CANCELED"}');
+      const success0 = line(m0, 'nv_inference_request_success{model="mlp",version="1"}');
+      for (let i = 0; i < 3; i++) {
+        const res = await new Promise<ModelInferResponse>((resolve, reject) =>
+          client.modelInfer(request(32), (e, r) => (e ? reject(e) : resolve(r!))),
+        );
+        assert.equal(res.rawOutputContents[0]!.byteLength, 32 * 10 * 4);
+      }
+      const m1 = await metrics();
+      assert.equal(line(m1, 'nv_inference_request_success{model="mlp",version="1"}'), success0 + 3);
+      assert.equal(line(m1, 'nv_inference_request_failure{model="mlp",version="1",reason="CANCELED"}'), cancelled0);
+    });
+  },
+);

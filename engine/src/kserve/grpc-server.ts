@@ -17,6 +17,7 @@ import {
   ModelInferRequest,
   ModelStatistics,
 } from '@hloserve/proto';
+import { Cancellation } from '../cancellation.js';
 import { invalidArgument, ServeError, toGrpcStatus } from '../errors.js';
 import { fromGrpcRequest, toGrpcResponse } from './grpc-infer-adapter.js';
 import { requestDeadline } from './deadline.js';
@@ -86,11 +87,10 @@ export function buildInferenceImplementation(service: InferenceService): Untyped
   // ModelInfer takes and returns raw bytes (see buildGrpcServer): a body that is not a
   // ModelInferRequest is the client's fault, INVALID_ARGUMENT, not grpc-js's INTERNAL.
   const modelInfer = (call: ServerUnaryCall<Buffer, Buffer>, cb: Callback<Buffer>) => {
-    const ac = new AbortController();
+    const cancellation = new Cancellation();
     // grpc-js emits 'cancelled' for every call when its stream closes, answered or not; only a
-    // cancel before the answer concerns the request (aborting after it built a DOMException and
-    // dispatched an abort event per call for nothing).
-    const onCancel = () => ac.abort();
+    // cancel before the answer concerns the request.
+    const onCancel = () => cancellation.cancel();
     call.once('cancelled', onCancel);
     const answer = (err: ReturnType<typeof toGrpcStatus> | null, buf?: Buffer) => {
       call.off('cancelled', onCancel);
@@ -107,7 +107,7 @@ export function buildInferenceImplementation(service: InferenceService): Untyped
         }
         const wire = fromGrpcRequest(req);
         const deadline = requestDeadline(callDeadline(call), wire.parameters);
-        const res = await service.infer(wire, { deadline, signal: ac.signal });
+        const res = await service.infer(wire, { deadline, signal: cancellation });
         return encodeModelInferResponse(toGrpcResponse(res));
       })
       .then(
@@ -117,8 +117,8 @@ export function buildInferenceImplementation(service: InferenceService): Untyped
   };
 
   const modelStreamInfer = (call: ServerDuplexStream<ModelInferRequest, unknown>) => {
-    const ac = new AbortController();
-    call.once('cancelled', () => ac.abort());
+    const cancellation = new Cancellation();
+    call.once('cancelled', () => cancellation.cancel());
     let pending = 0;
     let ended = false;
     const maybeEnd = () => {
@@ -131,7 +131,7 @@ export function buildInferenceImplementation(service: InferenceService): Untyped
           const wire = fromGrpcRequest(req);
           return service.infer(wire, {
             deadline: requestDeadline(callDeadline(call), wire.parameters),
-            signal: ac.signal,
+            signal: cancellation,
           });
         })
         .then(

@@ -1,4 +1,5 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { Cancellation } from '../cancellation.js';
 import { invalidArgument, ServeError, toHttpStatus } from '../errors.js';
 import { requestDeadline } from './deadline.js';
 import { systemClock } from '../scheduler/clock.js';
@@ -122,14 +123,14 @@ export function buildHttpServer(service: InferenceService, options: { logger?: b
         const headerMs = t === undefined ? null : Number(Array.isArray(t) ? t[0] : t);
         if (headerMs !== null && !(Number.isFinite(headerMs) && headerMs > 0))
           throw invalidArgument('x-timeout-ms must be a positive number');
-        const ac = new AbortController();
+        const cancellation = new Cancellation();
         const onClose = () => {
-          if (!reply.sent) ac.abort();
+          if (!reply.sent) cancellation.cancel();
         };
         req.raw.socket.once('close', onClose);
         try {
           const deadline = requestDeadline(headerMs === null ? null : systemClock.now() + headerMs, wire.parameters);
-          const res = await service.infer(wire, { deadline, signal: ac.signal });
+          const res = await service.infer(wire, { deadline, signal: cancellation });
           const out = encodeHttpInfer(wire, res);
           if (out.body.byteLength > service.limits.maxSendBytes) {
             throw new ServeError(

@@ -1,3 +1,4 @@
+import type { CancelSignal } from '../cancellation.js';
 import type { WireInferRequest, WireInferResponse } from '../codec/wire.js';
 import type { SharedMemoryRegistry } from './shared-memory.js';
 
@@ -68,8 +69,11 @@ export interface ModelIndexEntry {
 export interface InferContext {
   /** Absolute deadline in epoch milliseconds, or null. */
   readonly deadline: number | null;
-  /** Cancels the request. Optional: an in-process caller that never cancels passes none (creating an AbortController costs about 4.5 µs on Node 20). */
-  readonly signal?: AbortSignal;
+  /**
+   * Cancels the request: an AbortSignal, or the cheaper Cancellation the transports use. Optional:
+   * an in-process caller that never cancels passes none.
+   */
+  readonly signal?: CancelSignal;
 }
 
 export interface ServerMetadata {

@@ -18,6 +18,7 @@
  * - Selection is O(models with work): per-model deadline heaps, lazily decayed recency sums, and
  *   batch planning that reads at most max-batch requests of each queue.
  */
+import type { CancelSignal } from '../cancellation.js';
 import { ServeError, toServeError } from '../errors.js';
 import type { HostTensor } from '../tensor.js';
 import { systemClock, type Clock, type TimerHandle } from './clock.js';
@@ -111,7 +112,7 @@ export interface SubmitOptions {
   /** Absolute deadline in the scheduler clock's milliseconds (scheduler.now() + budget); null = none. */
   readonly deadline?: number | null;
   /** Cancels the request: removed if queued, answered CANCELLED at once if executing. */
-  readonly signal?: AbortSignal;
+  readonly signal?: CancelSignal;
   readonly timing?: RequestTiming;
 }
 
@@ -135,7 +136,7 @@ interface PendingRequest {
   state: RequestState;
   readonly resolve: (outputs: HostTensor[]) => void;
   readonly reject: (err: ServeError) => void;
-  readonly signal: AbortSignal | undefined;
+  readonly signal: CancelSignal | undefined;
   onAbort: (() => void) | null;
   readonly timing: RequestTiming | undefined;
 }

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { suite, test } from 'node:test';
+import { Cancellation, type CancelSignal } from '../../src/cancellation.js';
 import { ServeError, type ErrorCode } from '../../src/errors.js';
 import { ManualClock } from '../../src/scheduler/manual-clock.js';
 import type { ModelSchedulingInfo } from '../../src/scheduler/model-info.js';
@@ -49,6 +50,24 @@ const rowsOf = (rows: number, base = 0): HostTensor[] => [
     [rows, 2],
     Array.from({ length: rows * 2 }, (_, i) => base + i),
   ),
+];
+
+/** The two kinds of signal callers pass: an AbortController's, and the transports' Cancellation. */
+const cancellers: [string, () => { signal: CancelSignal; cancel(): void }][] = [
+  [
+    'AbortSignal',
+    () => {
+      const ac = new AbortController();
+      return { signal: ac.signal, cancel: () => ac.abort() };
+    },
+  ],
+  [
+    'Cancellation',
+    () => {
+      const c = new Cancellation();
+      return { signal: c, cancel: () => c.cancel() };
+    },
+  ],
 ];
 
 function setup(options: Partial<SchedulerOptions> = {}) {
@@ -383,37 +402,39 @@ suite('Scheduler: deadlines, cancellation, timeouts', () => {
     assert.equal(expiredNow.code(), 'HLO_ERR_DEADLINE_EXCEEDED');
   });
 
-  test('abort: a queued request leaves the queue; an executing one is answered while its batch completes', async () => {
-    const { exec, sched } = setup();
-    sched.addModel(model('m', { compiledBatchSizes: [4] }));
-    const blockerCtl = new AbortController();
-    const mate = track(sched.submit('m', rowsOf(1, 0)));
-    const blocker = track(sched.submit('m', rowsOf(1, 10), { signal: blockerCtl.signal }));
-    await flush();
-    assert.equal(exec.calls[0]!.request.requests, 2);
-    const queuedCtl = new AbortController();
-    const queued = track(sched.submit('m', rowsOf(1), { signal: queuedCtl.signal }));
-    await flush();
-    queuedCtl.abort();
-    blockerCtl.abort();
-    await flush();
-    assert.equal(queued.code(), 'HLO_ERR_CANCELLED');
-    assert.equal(blocker.code(), 'HLO_ERR_CANCELLED');
-    assert.equal(sched.queueDepth('m'), 0);
-    exec.calls[0]!.finish();
-    await flush();
-    assert.equal(mate.code(), 'ok');
-    assert.deepEqual(values(mate.value![0]!), [0, 2]);
-    assert.equal(exec.calls.length, 1, 'the cancelled queued request never ran');
-    const s = sched.stats('m')!;
-    assert.equal(s.dropped.cancelled, 2);
-    assert.equal(s.requestsServed, 1);
-    const pre = new AbortController();
-    pre.abort();
-    const already = track(sched.submit('m', rowsOf(1), { signal: pre.signal }));
-    await flush();
-    assert.equal(already.code(), 'HLO_ERR_CANCELLED');
-  });
+  for (const [kind, make] of cancellers) {
+    test(`abort (${kind}): a queued request leaves the queue; an executing one is answered while its batch completes`, async () => {
+      const { exec, sched } = setup();
+      sched.addModel(model('m', { compiledBatchSizes: [4] }));
+      const blockerCtl = make();
+      const mate = track(sched.submit('m', rowsOf(1, 0)));
+      const blocker = track(sched.submit('m', rowsOf(1, 10), { signal: blockerCtl.signal }));
+      await flush();
+      assert.equal(exec.calls[0]!.request.requests, 2);
+      const queuedCtl = make();
+      const queued = track(sched.submit('m', rowsOf(1), { signal: queuedCtl.signal }));
+      await flush();
+      queuedCtl.cancel();
+      blockerCtl.cancel();
+      await flush();
+      assert.equal(queued.code(), 'HLO_ERR_CANCELLED');
+      assert.equal(blocker.code(), 'HLO_ERR_CANCELLED');
+      assert.equal(sched.queueDepth('m'), 0);
+      exec.calls[0]!.finish();
+      await flush();
+      assert.equal(mate.code(), 'ok');
+      assert.deepEqual(values(mate.value![0]!), [0, 2]);
+      assert.equal(exec.calls.length, 1, 'the cancelled queued request never ran');
+      const s = sched.stats('m')!;
+      assert.equal(s.dropped.cancelled, 2);
+      assert.equal(s.requestsServed, 1);
+      const pre = make();
+      pre.cancel();
+      const already = track(sched.submit('m', rowsOf(1), { signal: pre.signal }));
+      await flush();
+      assert.equal(already.code(), 'HLO_ERR_CANCELLED');
+    });
+  }
 
   test('dispatch timeout with an executor that cannot cancel: callers answered, its signal never aborts', async () => {
     const { clock, exec, sched } = setup({ dispatchTimeoutSeconds: 1 });
