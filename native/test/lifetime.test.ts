@@ -39,6 +39,10 @@ suite('lifetime and memory', () => {
     const growth = (afterRss - before) / before;
     assert.ok(growth < 0.05, `RSS grew ${(growth * 100).toFixed(2)}% (${before} -> ${afterRss})`);
     assert.equal(rt.ledger().liveBuffers, 1, 'only the weight buffer should be alive');
+    // Disposed here, not left to the collector: a finalizer running during a later test would
+    // change the ledger that test compares (liveExecutables 2 -> 1 made the copyTo test flaky).
+    exe.dispose();
+    w.dispose();
   });
 
   test('dispose frees buffers deterministically (ledger)', async () => {
@@ -67,6 +71,7 @@ suite('lifetime and memory', () => {
     got.forEach((v, i) => assert.equal(v, data[i]! * 2));
     staged.dispose();
     onDevice.dispose();
+    exe.dispose();
   });
 
   test('copyTo(buffers, kind) copies many buffers in one batch, contents and ledger exact', async () => {
