@@ -1,8 +1,7 @@
 import type { NativeArena, NativeArenaStats, NativeHostArray } from './binding.js';
 import type { DeviceBuffer, MemoryResolver } from './device-buffer.js';
-import { PJRT_TYPE } from './dtype.js';
 import { ArgumentError } from './errors.js';
-import { checkHostArray, type HostArray } from './host-array.js';
+import { type HostArray, nativeHostArray } from './host-array.js';
 import { byteLanes, joinLanes } from './lanes.js';
 
 export type ArenaStats = Readonly<NativeArenaStats>;
@@ -96,10 +95,7 @@ export class DeviceArena {
 
   #natives(arrays: readonly HostArray[]): NativeHostArray[] {
     if (!Array.isArray(arrays)) throw new ArgumentError('arrays must be an array of host arrays');
-    return arrays.map((a, i) => {
-      const h = checkHostArray(a, `arrays[${i}]`);
-      return { data: h.data, type: PJRT_TYPE[h.dtype], dims: h.shape as number[] };
-    });
+    return arrays.map((a, i) => nativeHostArray(a, `arrays[${i}]`));
   }
 
   #lanes(natives: readonly NativeHostArray[]): number[][] {

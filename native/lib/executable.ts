@@ -1,8 +1,8 @@
 import type { NativeBuffer, NativeCompiledMemoryStats, NativeExecutable, NativeHostArray } from './binding.js';
 import { DeviceBuffer, type MemoryResolver } from './device-buffer.js';
-import { dtypeFromPjrt, PJRT_TYPE } from './dtype.js';
+import { dtypeFromPjrt } from './dtype.js';
 import { abortError, ArgumentError } from './errors.js';
-import { checkHostArray, type HostArray } from './host-array.js';
+import { type HostArray, nativeHostArray } from './host-array.js';
 import type { ProgramSignature, TensorType } from './mlir-signature.js';
 
 export type ExecuteArg = DeviceBuffer | HostArray;
@@ -96,9 +96,8 @@ export class Executable {
         got = a;
         out.push(a.native);
       } else {
-        const h = checkHostArray(a, field);
-        got = h;
-        out.push({ data: h.data, type: PJRT_TYPE[h.dtype], dims: h.shape as number[] });
+        out.push(nativeHostArray(a, field));
+        got = a;
       }
       const want = params?.[i];
       if (want && (want.dtype !== got.dtype || !shapeMatches(want.shape, got.shape))) {

@@ -1,5 +1,6 @@
+import type { NativeHostArray } from './binding.js';
 import { ArgumentError } from './errors.js';
-import { DTYPE_BYTES, type DType, isDType } from './dtype.js';
+import { DTYPE_BYTES, type DType, isDType, PJRT_TYPE } from './dtype.js';
 
 /** Dense row-major data in host memory, as the runtime takes and returns it. */
 export interface HostArray {
@@ -32,6 +33,12 @@ export function checkHostArray(a: HostArray, field: string): HostArray {
     );
   }
   return a;
+}
+
+/** Checks `a` (naming `field` in errors) and gives the form the addon reads host data in. */
+export function nativeHostArray(a: HostArray, field: string): NativeHostArray {
+  const h = checkHostArray(a, field);
+  return { data: h.data, type: PJRT_TYPE[h.dtype], dims: h.shape as number[] };
 }
 
 /** Wraps a typed array (or bytes) as a HostArray without copying. */

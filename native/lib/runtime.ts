@@ -9,11 +9,10 @@ import {
 } from './binding.js';
 import { DeviceArena } from './device-arena.js';
 import { DeviceBuffer } from './device-buffer.js';
-import { PJRT_TYPE } from './dtype.js';
 import { ArgumentError, PluginLoadError } from './errors.js';
 import { Executable } from './executable.js';
 import { byteLanes, joinLanes } from './lanes.js';
-import { checkHostArray, type HostArray } from './host-array.js';
+import { type HostArray, nativeHostArray } from './host-array.js';
 import { isMlirBytecode, parseMainSignature, type ProgramSignature } from './mlir-signature.js';
 import { resolvePlugin } from './plugin.js';
 
@@ -139,15 +138,11 @@ export class Runtime {
 
   /** Copies host data into a new buffer in `memory` ('device' by default) of `device`. */
   async upload(array: HostArray, options: { device?: number; memory?: string } = {}): Promise<DeviceBuffer> {
-    const a = checkHostArray(array, 'array');
+    const a = nativeHostArray(array, 'array');
     const device = options.device ?? 0;
     this.#checkDevice(device);
     const mem = options.memory === undefined ? -1 : this.#memoryIndex(device, options.memory);
-    const native = await this.#client.upload(
-      { data: a.data, type: PJRT_TYPE[a.dtype], dims: a.shape as number[] },
-      device,
-      mem,
-    );
+    const native = await this.#client.upload(a, device, mem);
     return new DeviceBuffer(native, this.#memoryIndex);
   }
 
