@@ -60,6 +60,33 @@ Status CreateView(const std::shared_ptr<ClientState>& cs, const std::shared_ptr<
   return s;
 }
 
+using Lanes = std::vector<std::vector<uint32_t>>;
+
+// Moves each lane's items (named by index) into a vector of its own, for that lane's task.
+template <typename T>
+std::vector<std::shared_ptr<std::vector<T>>> SplitByLane(std::vector<T>& items, const Lanes& lanes) {
+  std::vector<std::shared_ptr<std::vector<T>>> out;
+  out.reserve(lanes.size());
+  for (const auto& lane : lanes) {
+    auto mine = std::make_shared<std::vector<T>>();
+    mine->reserve(lane.size());
+    for (uint32_t i : lane) mine->push_back(std::move(items[i]));
+    out.push_back(std::move(mine));
+  }
+  return out;
+}
+
+// Takes the client's in-flight hold once per lane (each lane's task ends one), all before any task
+// is posted, so that a disposed client is refused with nothing started; false when refused.
+bool BeginLanes(ClientState& cs, size_t lanes) {
+  for (size_t l = 0; l < lanes; ++l) {
+    if (cs.Begin()) continue;
+    while (l-- > 0) cs.End();
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 Napi::Function ArenaWrap::Init(Napi::Env env) {
@@ -88,11 +115,11 @@ std::shared_ptr<DeviceArena> ArenaWrap::Live(Napi::Env env) {
 }
 
 // Reads `lanes`, an array of arrays of indices below `count` that together name each index once.
-static std::vector<std::vector<uint32_t>> ReadLanes(const Napi::Value& v, uint32_t count) {
+static Lanes ReadLanes(const Napi::Value& v, uint32_t count) {
   Napi::Env env = v.Env();
   if (!v.IsArray()) throw Napi::TypeError::New(env, "lanes must be an array of index arrays");
   Napi::Array a = v.As<Napi::Array>();
-  std::vector<std::vector<uint32_t>> lanes(a.Length());
+  Lanes lanes(a.Length());
   std::vector<bool> seen(count, false);
   uint32_t total = 0;
   for (uint32_t l = 0; l < a.Length(); l++) {
@@ -141,17 +168,14 @@ Napi::Value ArenaWrap::Place(const Napi::CallbackInfo& info) {
   auto cs = cs_;
   const int device = device_;
   hloabi::PJRT_Memory* memory = cs->devices[device].memories[memory_];
+  if (!BeginLanes(*cs, lanes.size())) {
+    for (auto& p : placements) arena->Free(p.dst);
+    ThrowStatus(env, Status::Disposed("the PJRT client has been disposed"));
+  }
+  const auto byLane = SplitByLane(placements, lanes);
   Napi::Array promises = Napi::Array::New(env, lanes.size());
   for (size_t l = 0; l < lanes.size(); l++) {
-    auto mine = std::make_shared<std::vector<Placement>>();
-    for (uint32_t i : lanes[l]) mine->push_back(std::move(placements[i]));
-    if (!cs->Begin()) {
-      // Only the first lane can meet a disposed client: nothing was posted yet.
-      for (auto& p : placements)
-        if (p.dst != nullptr) arena->Free(p.dst);
-      for (auto& p : *mine) arena->Free(p.dst);
-      ThrowStatus(env, Status::Disposed("the PJRT client has been disposed"));
-    }
+    const auto& mine = byLane[l];
     auto outs = std::make_shared<std::vector<std::shared_ptr<BufferResource>>>(mine->size());
     AsyncOp op;
     op.work = [cs, arena, device, memory, mine, outs]() -> Status {
@@ -218,16 +242,14 @@ Napi::Value ArenaWrap::Refill(const Napi::CallbackInfo& info) {
     for (size_t i = 0; i < pinned; ++i) copies[i].dst->Unpin();
     ThrowStatus(env, Status::Disposed("a buffer has been disposed"));
   }
+  if (!BeginLanes(*cs, lanes.size())) {
+    for (auto& c : copies) c.dst->Unpin();
+    ThrowStatus(env, Status::Disposed("the PJRT client has been disposed"));
+  }
+  const auto byLane = SplitByLane(copies, lanes);
   Napi::Array promises = Napi::Array::New(env, lanes.size());
   for (size_t l = 0; l < lanes.size(); l++) {
-    auto mine = std::make_shared<std::vector<Copy>>();
-    for (uint32_t i : lanes[l]) mine->push_back(std::move(copies[i]));
-    if (!cs->Begin()) {
-      for (auto& c : copies)
-        if (c.dst) c.dst->Unpin();
-      for (auto& c : *mine) c.dst->Unpin();
-      ThrowStatus(env, Status::Disposed("the PJRT client has been disposed"));
-    }
+    const auto& mine = byLane[l];
     AsyncOp op;
     op.work = [cs, mine]() -> Status {
       for (auto& c : *mine) std::memcpy(c.dst->view_data, c.src.data, c.src.bytes);
