@@ -33,6 +33,18 @@ suite(
     let server: ServerProcess;
     let client: RawClient;
     const metrics = async () => (await fetch(`http://127.0.0.1:${server.ports.metrics}/metrics`)).text();
+    const CANCELED = 'nv_inference_request_failure{model="mlp",version="1",reason="CANCELED"}';
+    // The server learns of a cancel from the stream's reset or the socket's close; give it a moment
+    // to count it, then hand back the metrics it settled on.
+    const metricsOnceCancelled = async (count: number): Promise<string> => {
+      let m = '';
+      for (let i = 0; i < 50; i++) {
+        m = await metrics();
+        if (line(m, CANCELED) === count) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      return m;
+    };
 
     before(async () => {
       server = await startServer({ HLOSERVE_MODELS_INCLUDE: 'mlp', HLOSERVE_SCHEDULER_MAX_QUEUE_DELAY_US: '3000000' });
@@ -53,14 +65,8 @@ suite(
       });
       assert.equal(err?.code, status.CANCELLED);
       assert.ok(Date.now() - started < 2500, 'the cancel answered before the window closed');
-      // The server learns of the cancel from the stream's reset; give it a moment to count it.
-      let m1 = '';
-      for (let i = 0; i < 50; i++) {
-        m1 = await metrics();
-        if (line(m1, 'nv_inference_request_failure{model="mlp",version="1",reason="CANCELED"}') === 1) break;
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      assert.equal(line(m1, 'nv_inference_request_failure{model="mlp",version="1",reason="CANCELED"}'), 1);
+      const m1 = await metricsOnceCancelled(1);
+      assert.equal(line(m1, CANCELED), 1);
       assert.equal(line(m1, 'nv_inference_exec_count{model="mlp",version="1"}'), execs0, 'nothing was executed');
       assert.equal(line(m1, 'hloserve_queue_depth{model="mlp"}'), 0);
     });
@@ -68,7 +74,7 @@ suite(
     test('an HTTP client that hangs up while queued: counted CANCELED, no execution', async () => {
       const m0 = await metrics();
       const execs0 = line(m0, 'nv_inference_exec_count{model="mlp",version="1"}');
-      const cancelled0 = line(m0, 'nv_inference_request_failure{model="mlp",version="1",reason="CANCELED"}');
+      const cancelled0 = line(m0, CANCELED);
       const body = JSON.stringify({
         inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 784], data: new Array(784).fill(0.5) }],
       });
@@ -80,21 +86,15 @@ suite(
       req.end(body);
       await new Promise((r) => setTimeout(r, 200));
       req.destroy();
-      let m1 = '';
-      for (let i = 0; i < 50; i++) {
-        m1 = await metrics();
-        if (line(m1, 'nv_inference_request_failure{model="mlp",version="1",reason="CANCELED"}') === cancelled0 + 1)
-          break;
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      assert.equal(line(m1, 'nv_inference_request_failure{model="mlp",version="1",reason="CANCELED"}'), cancelled0 + 1);
+      const m1 = await metricsOnceCancelled(cancelled0 + 1);
+      assert.equal(line(m1, CANCELED), cancelled0 + 1);
       assert.equal(line(m1, 'nv_inference_exec_count{model="mlp",version="1"}'), execs0, 'nothing was executed');
       assert.equal(line(m1, 'hloserve_queue_depth{model="mlp"}'), 0);
     });
 
     test('answered calls are not counted as cancelled, and a full batch is served at once', async () => {
       const m0 = await metrics();
-      const cancelled0 = line(m0, 'nv_inference_request_failure{model="mlp",version="1",reason="CANCELED"}');
+      const cancelled0 = line(m0, CANCELED);
       const success0 = line(m0, 'nv_inference_request_success{model="mlp",version="1"}');
       for (let i = 0; i < 3; i++) {
         const res = await new Promise<ModelInferResponse>((resolve, reject) =>
@@ -104,7 +104,7 @@ suite(
       }
       const m1 = await metrics();
       assert.equal(line(m1, 'nv_inference_request_success{model="mlp",version="1"}'), success0 + 3);
-      assert.equal(line(m1, 'nv_inference_request_failure{model="mlp",version="1",reason="CANCELED"}'), cancelled0);
+      assert.equal(line(m1, CANCELED), cancelled0);
     });
   },
 );
