@@ -3,7 +3,7 @@
 // Each call creates one, adds the scheduler's abort listener and removes it again (the answered
 // case, by far the common one).
 // Usage: npm run build && node bench/cancellation.mjs
-import { Cancellation } from '../engine/dist/src/cancellation.js';
+import { Cancellation } from '../common/dist/src/cancellation.js';
 import { machine } from './stats.mjs';
 
 const N = 1_000_000;

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 
 const unitOnly = process.argv.includes('--unit');
 const only = process.argv.slice(2).filter((a) => !a.startsWith('--'));
-const pkgs = ['native', 'engine', 'gateway', 'client', 'proto', ...(unitOnly ? [] : ['e2e'])];
+const pkgs = ['common', 'native', 'engine', 'gateway', 'client', 'proto', ...(unitOnly ? [] : ['e2e'])];
 
 function walk(dir, out) {
   for (const name of readdirSync(dir)) {

@@ -3,7 +3,7 @@
  * (`.../manifest.yaml: executable_inputs[0].dims.f: ...`) because the person reading it is
  * looking at that file in an editor, often for a bundle they did not write.
  */
-import { ServeError } from '../errors.js';
+import { ServeError } from '@hloserve/common/errors';
 
 export function bundleError(file: string, field: string | null, message: string, cause?: unknown): ServeError {
   const where = field ? `${file}: ${field}` : file;

@@ -5,7 +5,7 @@
  */
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ServeError, toServeError } from '../errors.js';
+import { ServeError, toServeError } from '@hloserve/common/errors';
 import { loadBundle, MANIFEST_FILE, type Bundle } from './bundle.js';
 
 export type DiscoveredBundle =

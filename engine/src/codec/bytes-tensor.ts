@@ -1,4 +1,4 @@
-import { invalidArgument } from '../errors.js';
+import { invalidArgument } from '@hloserve/common/errors';
 
 /**
  * KServe BYTES tensors on the wire: per element a 4-byte little-endian length, then the bytes.

@@ -1,11 +1,11 @@
 import { fixedElementByteSize, fromWireDatatype, toWireDatatype } from '../dtypes.js';
-import { invalidArgument } from '../errors.js';
+import { invalidArgument } from '@hloserve/common/errors';
 import type { SharedMemoryRegistry } from '../kserve/shared-memory.js';
 import type { HostTensor } from '../tensor.js';
 import { countBytesElements } from './bytes-tensor.js';
 import type { IoTensorSpec, ModelIO } from './model-io.js';
 import { typedToBytes } from './typed-values.js';
-import type { Params, WireInferRequest, WireInput } from './wire.js';
+import type { Params, WireInferRequest, WireInput } from '@hloserve/common/wire';
 
 export interface ShmTarget {
   readonly region: string;

@@ -2,7 +2,7 @@ import { toWireDatatype } from '../dtypes.js';
 import type { SharedMemoryRegistry } from '../kserve/shared-memory.js';
 import type { HostTensor } from '../tensor.js';
 import type { RequestedOutput } from './decode.js';
-import type { ParamValue, Params, WireOutput } from './wire.js';
+import type { ParamValue, Params, WireOutput } from '@hloserve/common/wire';
 
 /**
  * Builds the response tensors for the requested outputs. Shared-memory outputs are written into

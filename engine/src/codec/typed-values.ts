@@ -1,4 +1,4 @@
-import { invalidArgument } from '../errors.js';
+import { invalidArgument } from '@hloserve/common/errors';
 import type { TensorDType } from '../tensor.js';
 import { encodeBytesElements } from './bytes-tensor.js';
 

@@ -4,7 +4,7 @@
  * suggested. Typos (`disciplin:`) otherwise fall back to a default silently, the worst kind of
  * config bug. Values that came from an environment variable are reported under that variable.
  */
-import { ServeError } from '../errors.js';
+import { ServeError } from '@hloserve/common/errors';
 import { describeValue, isMapping } from './describe-value.js';
 
 export class ConfigContext {

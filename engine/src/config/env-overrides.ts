@@ -5,7 +5,7 @@
  * variable given to a supervisor must not give every worker the same port.
  */
 import { isAbsolute, resolve } from 'node:path';
-import { ServeError } from '../errors.js';
+import { ServeError } from '@hloserve/common/errors';
 import { isMapping } from './describe-value.js';
 import { PLUGIN_NAMES } from './defaults.js';
 import type { AppliedOverride } from './types.js';

@@ -6,7 +6,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
-import { ServeError } from '../errors.js';
+import { ServeError } from '@hloserve/common/errors';
 import { ConfigContext, joinPath, MappingReader } from './config-reader.js';
 import { describeValue, isMapping } from './describe-value.js';
 import { RANGES } from './defaults.js';

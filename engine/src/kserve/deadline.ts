@@ -1,5 +1,5 @@
-import type { Params } from '../codec/wire.js';
-import { invalidArgument } from '../errors.js';
+import type { Params } from '@hloserve/common/wire';
+import { invalidArgument } from '@hloserve/common/errors';
 import { systemClock } from '../scheduler/clock.js';
 
 /**

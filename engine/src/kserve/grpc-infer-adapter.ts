@@ -9,9 +9,9 @@ import {
   paramValue,
   stringParam,
 } from '@hloserve/proto';
-import type { Params, ParamValue, WireData, WireInferRequest, WireInferResponse } from '../codec/wire.js';
+import type { Params, ParamValue, WireData, WireInferRequest, WireInferResponse } from '@hloserve/common/wire';
 import { fromWireDatatype } from '../dtypes.js';
-import { invalidArgument } from '../errors.js';
+import { invalidArgument } from '@hloserve/common/errors';
 
 function params(m: Map<string, InferParameter>): Params {
   if (m.size === 0) return {};

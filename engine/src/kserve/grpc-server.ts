@@ -17,8 +17,8 @@ import {
   ModelInferRequest,
   ModelStatistics,
 } from '@hloserve/proto';
-import { Cancellation } from '../cancellation.js';
-import { invalidArgument, ServeError, toGrpcStatus } from '../errors.js';
+import { Cancellation } from '@hloserve/common/cancellation';
+import { invalidArgument, ServeError, toGrpcStatus } from '@hloserve/common/errors';
 import { fromGrpcRequest, toGrpcResponse } from './grpc-infer-adapter.js';
 import { requestDeadline } from './deadline.js';
 import { systemClock } from '../scheduler/clock.js';

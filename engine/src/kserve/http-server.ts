@@ -1,6 +1,6 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { Cancellation } from '../cancellation.js';
-import { invalidArgument, ServeError, toHttpStatus } from '../errors.js';
+import { Cancellation } from '@hloserve/common/cancellation';
+import { invalidArgument, ServeError, toHttpStatus } from '@hloserve/common/errors';
 import { requestDeadline } from './deadline.js';
 import { systemClock } from '../scheduler/clock.js';
 import { encodeHttpInfer, parseHttpInfer } from './http-infer-body.js';

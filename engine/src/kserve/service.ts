@@ -1,5 +1,5 @@
-import type { CancelSignal } from '../cancellation.js';
-import type { WireInferRequest, WireInferResponse } from '../codec/wire.js';
+import type { CancelSignal } from '@hloserve/common/cancellation';
+import type { WireInferRequest, WireInferResponse } from '@hloserve/common/wire';
 import type { SharedMemoryRegistry } from './shared-memory.js';
 
 export interface TensorMetadata {

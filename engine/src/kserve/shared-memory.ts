@@ -1,6 +1,6 @@
 import { closeSync, fstatSync, openSync, readSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { ServeError } from '../errors.js';
+import { ServeError } from '@hloserve/common/errors';
 
 export interface RegionStatus {
   readonly name: string;

@@ -8,7 +8,7 @@ import {
 } from '@hloserve/native';
 import { DTYPE_BYTES, type DType } from '@hloserve/native/dtype';
 import type { Manifest } from '../bundle/manifest.js';
-import { ServeError } from '../errors.js';
+import { ServeError } from '@hloserve/common/errors';
 import type { HostTensor } from '../tensor.js';
 
 /** A weight tensor's type, in the executable's argument order. */

@@ -1,3 +1,5 @@
+import { setClampedTimeout } from '@hloserve/common/timers';
+
 /**
  * Time as the scheduler and the weight cache see it. Injected so that tests can drive deadlines,
  * batching windows and dispatch timeouts without sleeping, and so that a deadline computed by a
@@ -26,6 +28,6 @@ export const systemClock: Clock = {
   // Timers stay referenced: the scheduler arms one only while a caller waits on it (a batching
   // window, a queued deadline, a running dispatch's watchdog). Unreferenced, a process with nothing
   // else pending (an embedder, a bench) exited with the request never answered.
-  setTimer: (fn, ms) => setTimeout(fn, Math.max(0, ms)),
+  setTimer: (fn, ms) => setClampedTimeout(fn, ms),
   clearTimer: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
 };

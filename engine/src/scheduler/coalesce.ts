@@ -6,7 +6,7 @@
  * request, no per-element work. Other axes are handled with strided block copies.
  */
 import { fixedElementByteSize } from '../dtypes.js';
-import { ServeError, invalidArgument } from '../errors.js';
+import { ServeError, invalidArgument } from '@hloserve/common/errors';
 import type { HostTensor } from '../tensor.js';
 
 /** Batch axis per tensor in executable order, wire indexing; null for tensors without one. */

@@ -3,7 +3,7 @@
  * are synchronous callbacks: a listener must be cheap and must not throw (a throwing listener is
  * ignored so that observation can never break serving).
  */
-import type { ErrorCode, ServeError } from '../errors.js';
+import type { ErrorCode, ServeError } from '@hloserve/common/errors';
 
 /** Why a request left without running (or without its result). */
 export type DropReason =

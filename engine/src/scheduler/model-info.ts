@@ -3,7 +3,7 @@
  * builds a ModelSchedulingInfo from the manifest (batch axes in WIRE order, i.e. the manifest
  * letters reversed) and the per-model config.
  */
-import { ServeError, invalidArgument } from '../errors.js';
+import { ServeError, invalidArgument } from '@hloserve/common/errors';
 import type { BatchAxes } from './coalesce.js';
 import { acceptsAnyBatch, normalizeBatchSizes } from './plan-batch.js';
 

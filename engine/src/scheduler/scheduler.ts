@@ -18,8 +18,8 @@
  * - Selection is O(models with work): per-model deadline heaps, lazily decayed recency sums, and
  *   batch planning that reads at most max-batch requests of each queue.
  */
-import type { CancelSignal } from '../cancellation.js';
-import { ServeError, toServeError } from '../errors.js';
+import type { CancelSignal } from '@hloserve/common/cancellation';
+import { ServeError, toServeError } from '@hloserve/common/errors';
 import type { HostTensor } from '../tensor.js';
 import { systemClock, type Clock, type TimerHandle } from './clock.js';
 import { BatchBufferPool } from './batch-buffers.js';

@@ -15,7 +15,7 @@
  * A caller must not wait on one acquire while holding a lease of another model that the first
  * may need evicted (the scheduler never does: its leases end when executions settle).
  */
-import { ServeError } from '../errors.js';
+import { ServeError } from '@hloserve/common/errors';
 import { systemClock, type Clock } from '../scheduler/clock.js';
 import { consoleLogger, type SchedulerLogger } from '../scheduler/events.js';
 import type { ExecutionLease } from '../scheduler/executor.js';

@@ -1,5 +1,5 @@
 import type { DeviceBuffer } from '@hloserve/native';
-import { ServeError } from '../errors.js';
+import { ServeError } from '@hloserve/common/errors';
 import type { CompiledModel } from '../model/compiled-model.js';
 import type { ExecutionRequest, Executor } from '../scheduler/executor.js';
 import type { HostTensor } from '../tensor.js';

@@ -1,6 +1,6 @@
 import type { DeviceArena, DeviceBuffer, Runtime } from '@hloserve/native';
 import { readSafetensors } from '../bundle/safetensors.js';
-import { ServeError } from '../errors.js';
+import { ServeError } from '@hloserve/common/errors';
 import { uploadTensors, type WeightTensor } from '../model/compiled-model.js';
 import type { WeightBackend } from '../weights/weight-backend.js';
 

@@ -7,8 +7,8 @@ import type { WorkerSettings } from '../config/types.js';
 import { type DecodedRequest, decodeRequest } from '../codec/decode.js';
 import { encodeOutputs } from '../codec/encode.js';
 import type { ModelIO } from '../codec/model-io.js';
-import type { WireInferRequest, WireInferResponse, WireOutput } from '../codec/wire.js';
-import { invalidArgument, ServeError, toServeError } from '../errors.js';
+import type { WireInferRequest, WireInferResponse, WireOutput } from '@hloserve/common/wire';
+import { invalidArgument, ServeError, toServeError } from '@hloserve/common/errors';
 import type {
   InferContext,
   InferenceService,

@@ -2,7 +2,7 @@ import { test, suite, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { ServeError } from '../../src/errors.js';
+import { ServeError } from '@hloserve/common/errors';
 import { findModule, loadBundle } from '../../src/bundle/bundle.js';
 import { parseModuleFileName } from '../../src/bundle/module-files.js';
 import { writeSafetensors } from '../../src/bundle/safetensors-writer.js';

@@ -2,7 +2,7 @@ import { test, suite, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ServeError } from '../../src/errors.js';
+import { ServeError } from '@hloserve/common/errors';
 import { discoverBundles } from '../../src/bundle/discover.js';
 import { removeDir, tempDir, writeMlpBundle } from './fixtures.js';
 

@@ -1,7 +1,7 @@
 import { test, suite } from 'node:test';
 import assert from 'node:assert/strict';
 import { stringify } from 'yaml';
-import { ServeError } from '../../src/errors.js';
+import { ServeError } from '@hloserve/common/errors';
 import { parseManifest, clientInputSpecs, clientOutputSpecs, type Manifest } from '../../src/bundle/manifest.js';
 import { MLP_MANIFEST } from './fixtures.js';
 

@@ -8,8 +8,8 @@ import { decodeRequest } from '../../src/codec/decode.js';
 import { encodeOutputs } from '../../src/codec/encode.js';
 import type { ModelIO } from '../../src/codec/model-io.js';
 import { bytesToTyped, typedToBytes } from '../../src/codec/typed-values.js';
-import type { WireInferRequest, WireInput } from '../../src/codec/wire.js';
-import { ServeError } from '../../src/errors.js';
+import type { WireInferRequest, WireInput } from '@hloserve/common/wire';
+import { ServeError } from '@hloserve/common/errors';
 import { SharedMemoryRegistry } from '../../src/kserve/shared-memory.js';
 
 const invalid = (re: RegExp) => (e: unknown) =>

@@ -1,7 +1,7 @@
 import { test, suite } from 'node:test';
 import assert from 'node:assert/strict';
 import { stringify } from 'yaml';
-import { ServeError } from '../../src/errors.js';
+import { ServeError } from '@hloserve/common/errors';
 import { parseNodeConfig } from '../../src/config/node-config.js';
 import { ENV_OVERRIDES } from '../../src/config/env-overrides.js';
 import type { LoadedNodeConfig } from '../../src/config/types.js';

@@ -4,7 +4,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { ServeError } from '../../src/errors.js';
+import { ServeError } from '@hloserve/common/errors';
 import {
   buildNodeConfig,
   defaultConfig,

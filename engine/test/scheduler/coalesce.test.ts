@@ -7,7 +7,7 @@ import {
   requestRows,
   sliceOutputs,
 } from '../../src/scheduler/coalesce.js';
-import { ServeError } from '../../src/errors.js';
+import { ServeError } from '@hloserve/common/errors';
 import type { HostTensor } from '../../src/tensor.js';
 
 const u8 = (name: string, shape: number[], bytes: number[]): HostTensor => ({

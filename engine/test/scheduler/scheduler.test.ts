@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { suite, test } from 'node:test';
-import { Cancellation, type CancelSignal } from '../../src/cancellation.js';
-import { ServeError, type ErrorCode } from '../../src/errors.js';
+import { Cancellation, type CancelSignal } from '@hloserve/common/cancellation';
+import { ServeError, type ErrorCode } from '@hloserve/common/errors';
 import { ManualClock } from '../../src/scheduler/manual-clock.js';
 import type { ModelSchedulingInfo } from '../../src/scheduler/model-info.js';
 import { Scheduler, type RequestTiming, type SchedulerOptions } from '../../src/scheduler/scheduler.js';

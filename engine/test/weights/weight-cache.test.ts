@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { suite, test } from 'node:test';
-import { ServeError } from '../../src/errors.js';
+import { ServeError } from '@hloserve/common/errors';
 import { ManualClock } from '../../src/scheduler/manual-clock.js';
 import type { WeightBackend } from '../../src/weights/weight-backend.js';
 import { WeightCache, type WeightCacheEvent, type WeightLease } from '../../src/weights/weight-cache.js';

@@ -3,8 +3,8 @@ import { resolve } from 'node:path';
 import { after, before, suite, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { defaultConfig, workerSettings } from '../../src/config/node-config.js';
-import type { WireInferRequest } from '../../src/codec/wire.js';
-import { ServeError } from '../../src/errors.js';
+import type { WireInferRequest } from '@hloserve/common/wire';
+import { ServeError } from '@hloserve/common/errors';
 import { createLogger } from '../../src/log.js';
 import { Worker } from '../../src/worker/worker.js';
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { suite, test } from 'node:test';
-import { Cancellation, type CancelSignal } from '../src/cancellation.js';
+import { Cancellation, type CancelSignal } from '@hloserve/common/cancellation';
 
 suite('Cancellation', () => {
   test('cancel() runs each listener once, in order; later cancels do nothing', () => {

@@ -11,7 +11,7 @@ import {
   toHttpStatus,
   toServeError,
   type ErrorCode,
-} from '../src/errors.js';
+} from '@hloserve/common/errors';
 
 const docs = resolve(fileURLToPath(import.meta.url), '..', '..', '..', '..', 'docs', 'errors.md');
 
