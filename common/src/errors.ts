@@ -52,6 +52,11 @@ export const ERROR_CATALOGUE = {
   HLO_ERR_SHUTTING_DOWN: { grpc: GrpcStatus.UNAVAILABLE, http: 503, description: 'server is shutting down' },
   HLO_ERR_BUNDLE_INVALID: { grpc: GrpcStatus.INVALID_ARGUMENT, http: 400, description: 'bundle failed to load' },
   HLO_ERR_CONFIG_INVALID: { grpc: GrpcStatus.INVALID_ARGUMENT, http: 400, description: 'invalid configuration' },
+  HLO_ERR_HOOK_FAILED: {
+    grpc: GrpcStatus.INTERNAL,
+    http: 500,
+    description: 'a bundle hook threw, overran its time or memory, or returned the wrong tensors',
+  },
   HLO_ERR_RUNTIME: { grpc: GrpcStatus.INTERNAL, http: 500, description: 'the device runtime failed' },
   HLO_ERR_INTERNAL: { grpc: GrpcStatus.INTERNAL, http: 500, description: 'internal error' },
 } as const satisfies Record<string, ErrorSpec>;

@@ -1,0 +1,54 @@
+/**
+ * Messages between the engine and a hook thread. A call names the module by URL and the export
+ * to run; a meta model's `run` may ask the engine for sub-model calls while it runs (subcall /
+ * subresult), answered on the same port.
+ */
+import type { HookTensors } from './hook-tensor.js';
+
+export type HookFunction = 'preprocess' | 'postprocess' | 'run';
+
+export interface HookContextData {
+  readonly model: string;
+  readonly requestId: string;
+  readonly parameters: Readonly<Record<string, string | number | boolean>>;
+  /** Absolute epoch milliseconds, or null. */
+  readonly deadline: number | null;
+}
+
+export interface HookCallMessage {
+  readonly type: 'call';
+  readonly id: number;
+  readonly url: string;
+  readonly fn: HookFunction;
+  readonly tensors: HookTensors;
+  readonly context: HookContextData;
+}
+
+export interface SubResultMessage {
+  readonly type: 'subresult';
+  readonly id: number;
+  readonly subId: number;
+  readonly ok: boolean;
+  readonly tensors?: HookTensors;
+  readonly error?: HookErrorData;
+}
+
+export type ToThread = HookCallMessage | SubResultMessage;
+
+export interface HookErrorData {
+  readonly name: string;
+  readonly message: string;
+  /** A hook may throw an error whose `code` is 'INVALID_ARGUMENT' to blame the request. */
+  readonly code: string | null;
+}
+
+export type FromThread =
+  | { readonly type: 'result'; readonly id: number; readonly tensors: HookTensors }
+  | { readonly type: 'error'; readonly id: number; readonly error: HookErrorData }
+  | {
+      readonly type: 'subcall';
+      readonly id: number;
+      readonly subId: number;
+      readonly model: string;
+      readonly tensors: HookTensors;
+    };

@@ -1,0 +1,162 @@
+/**
+ * Tensors as a hook sees them: typed arrays with a shape and a dtype, BYTES as arrays of
+ * Uint8Array. Between the engine and a hook thread they travel as HookTensors whose numeric data
+ * owns its whole ArrayBuffer, so it can be transferred (moved, not copied) with postMessage.
+ */
+import { ServeError } from '@hloserve/common/errors';
+import { DTYPE_BYTES } from '@hloserve/native/dtype';
+import type { TensorDType } from '../tensor.js';
+import { elementCount, type HostTensor } from '../tensor.js';
+
+export type NumericArray =
+  | Uint8Array
+  | Int8Array
+  | Int16Array
+  | Uint16Array
+  | Int32Array
+  | Uint32Array
+  | Float32Array
+  | Float64Array
+  | BigInt64Array
+  | BigUint64Array;
+
+export interface HookTensor {
+  readonly dtype: TensorDType;
+  readonly shape: readonly number[];
+  /** A typed array of the dtype's element type; f16 / bf16 as raw Uint16Array; BYTES as Uint8Array[]. */
+  readonly data: NumericArray | readonly Uint8Array[];
+}
+
+export type HookTensors = Readonly<Record<string, HookTensor>>;
+
+type ArrayCtor = new (buffer: ArrayBufferLike, byteOffset?: number, length?: number) => NumericArray;
+
+const VIEW: Readonly<Record<Exclude<TensorDType, 'BYTES'>, ArrayCtor>> = {
+  bool: Uint8Array,
+  u8: Uint8Array,
+  i8: Int8Array,
+  i16: Int16Array,
+  u16: Uint16Array,
+  f16: Uint16Array,
+  bf16: Uint16Array,
+  i32: Int32Array,
+  u32: Uint32Array,
+  f32: Float32Array,
+  f64: Float64Array,
+  i64: BigInt64Array,
+  u64: BigUint64Array,
+};
+
+/** The typed-array constructor a hook must use for a dtype (null for BYTES). */
+export function arrayTypeFor(dtype: TensorDType): ArrayCtor | null {
+  return dtype === 'BYTES' ? null : VIEW[dtype];
+}
+
+/**
+ * A request tensor as a hook tensor. The wire bytes are usually a view into a larger request
+ * buffer that must not be transferred away, so numeric data is copied once into a buffer of its
+ * own; that buffer is then moved to the hook thread without another copy.
+ */
+export function toHookTensor(t: HostTensor): HookTensor {
+  if (t.dtype === 'BYTES') return { dtype: t.dtype, shape: t.shape, data: splitBytes(t.data) };
+  const own = new Uint8Array(t.data.byteLength);
+  own.set(t.data);
+  return {
+    dtype: t.dtype,
+    shape: t.shape,
+    data: new VIEW[t.dtype](own.buffer, 0, own.byteLength / DTYPE_BYTES[t.dtype]),
+  };
+}
+
+/** A hook tensor back in wire layout; numeric data is viewed, not copied. */
+export function toHostTensor(name: string, t: HookTensor): HostTensor {
+  if (t.dtype === 'BYTES') return { name, dtype: t.dtype, shape: t.shape, data: joinBytes(t.data as Uint8Array[]) };
+  const d = t.data as NumericArray;
+  return { name, dtype: t.dtype, shape: t.shape, data: new Uint8Array(d.buffer, d.byteOffset, d.byteLength) };
+}
+
+/** The ArrayBuffers postMessage may move: each numeric tensor's, once, when it owns all of it. */
+export function transferList(tensors: HookTensors): ArrayBuffer[] {
+  const out = new Set<ArrayBuffer>();
+  for (const t of Object.values(tensors)) {
+    const parts: readonly ArrayBufferView[] = Array.isArray(t.data) ? t.data : [t.data as NumericArray];
+    for (const p of parts) {
+      if (p.buffer instanceof ArrayBuffer && p.byteOffset === 0 && p.byteLength === p.buffer.byteLength)
+        out.add(p.buffer);
+    }
+  }
+  return [...out];
+}
+
+function splitBytes(data: Uint8Array): Uint8Array[] {
+  const dv = new DataView(data.buffer, data.byteOffset, data.byteLength);
+  const out: Uint8Array[] = [];
+  for (let o = 0; o < data.byteLength;) {
+    const len = dv.getUint32(o, true);
+    out.push(data.slice(o + 4, o + 4 + len));
+    o += 4 + len;
+  }
+  return out;
+}
+
+function joinBytes(parts: readonly Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((s, p) => s + 4 + p.byteLength, 0));
+  const dv = new DataView(out.buffer);
+  let o = 0;
+  for (const p of parts) {
+    dv.setUint32(o, p.byteLength, true);
+    out.set(p, o + 4);
+    o += 4 + p.byteLength;
+  }
+  return out;
+}
+
+/**
+ * Checks what a hook returned against the tensors it must produce: every name present, nothing
+ * extra, dtype and typed-array type right, element count matching the shape, and fixed extents
+ * as specified (-1 / null in `spec.shape` is free). A hook's mistake must never reach a batch;
+ * it is the bundle's fault, not the client's, so it answers HLO_ERR_HOOK_FAILED.
+ */
+const hookFault = (message: string): ServeError => new ServeError('HLO_ERR_HOOK_FAILED', message);
+
+export function checkHookTensors(
+  what: string,
+  got: unknown,
+  spec: readonly { name: string; dtype: TensorDType; shape: readonly (number | null)[] }[],
+): HookTensors {
+  if (typeof got !== 'object' || got === null || Array.isArray(got))
+    throw hookFault(`${what}: expected an object of named tensors, got ${describe(got)}`);
+  const rec = got as Record<string, unknown>;
+  const want = new Set(spec.map((s) => s.name));
+  for (const k of Object.keys(rec)) if (!want.has(k)) throw hookFault(`${what}: unexpected tensor "${k.slice(0, 64)}"`);
+  for (const s of spec) {
+    const t = rec[s.name] as Partial<HookTensor> | undefined;
+    const at = `${what}: tensor "${s.name}"`;
+    if (t === undefined || t === null || typeof t !== 'object') throw hookFault(`${at} is missing`);
+    if (t.dtype !== s.dtype) throw hookFault(`${at}: dtype ${describe(t.dtype)}, expected ${s.dtype}`);
+    if (!Array.isArray(t.shape) || !t.shape.every((d) => Number.isSafeInteger(d) && d >= 0))
+      throw hookFault(`${at}: shape must be an array of non-negative integers`);
+    if (t.shape.length !== s.shape.length) throw hookFault(`${at}: rank ${t.shape.length}, expected ${s.shape.length}`);
+    s.shape.forEach((d, i) => {
+      if (d !== null && d >= 0 && t.shape![i] !== d)
+        throw hookFault(`${at}: dimension ${i} is ${t.shape![i]}, expected ${d}`);
+    });
+    const n = elementCount(t.shape);
+    if (s.dtype === 'BYTES') {
+      if (!Array.isArray(t.data) || !t.data.every((b) => b instanceof Uint8Array))
+        throw hookFault(`${at}: BYTES data must be an array of Uint8Array`);
+      if (t.data.length !== n) throw hookFault(`${at}: ${t.data.length} elements for shape [${t.shape.join(',')}]`);
+    } else {
+      const Ctor = VIEW[s.dtype];
+      if (!(t.data instanceof Ctor)) throw hookFault(`${at}: data must be a ${Ctor.name}`);
+      if (t.data.length !== n) throw hookFault(`${at}: ${t.data.length} elements for shape [${t.shape.join(',')}]`);
+    }
+  }
+  return rec as HookTensors;
+}
+
+function describe(x: unknown): string {
+  if (x === null) return 'null';
+  if (Array.isArray(x)) return 'an array';
+  return typeof x === 'string' ? `"${x.slice(0, 32)}"` : typeof x;
+}

@@ -1,0 +1,197 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, suite, test } from 'node:test';
+import { ServeError } from '@hloserve/common/errors';
+import { HookPool, type HookCall } from '../../src/hooks/hook-pool.js';
+import { prepareHookSource } from '../../src/hooks/hook-source.js';
+import { checkHookTensors, type HookTensors } from '../../src/hooks/hook-tensor.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'hloserve-hooks-'));
+const cache = join(dir, 'cache');
+
+async function hook(file: string, source: string): Promise<string> {
+  const path = join(dir, file);
+  writeFileSync(path, source);
+  const src = await prepareHookSource({ path, language: file.endsWith('.ts') ? 'ts' : 'js' }, cache);
+  return src.url;
+}
+
+const x = (): HookTensors => ({ x: { dtype: 'f32', shape: [1, 3], data: new Float32Array([1, 2, 3]) } });
+const context = { model: 'm', requestId: 'r1', parameters: {}, deadline: null };
+const call = (url: string, over: Partial<HookCall> = {}): HookCall => ({
+  url,
+  fn: 'preprocess',
+  tensors: x(),
+  context,
+  timeoutMs: 5_000,
+  ...over,
+});
+
+async function rejectsWith(p: Promise<unknown>, code: string, message: RegExp): Promise<void> {
+  await assert.rejects(p, (e: unknown) => {
+    assert.ok(e instanceof ServeError, String(e));
+    assert.equal(e.code, code);
+    assert.match(e.message, message);
+    return true;
+  });
+}
+
+suite('HookPool', () => {
+  const pool = new HookPool({ threads: 2, maxQueued: 4, maxHeapMb: 64, name: 'test hooks' });
+  after(() => pool.close());
+
+  test('a pass-through preprocess returns the tensors it was given, moved between threads', async () => {
+    const url = await hook('pass.mjs', 'export function preprocess(t, ctx) { return t; }');
+    const out = await pool.run(call(url));
+    assert.deepEqual([...(out.x!.data as Float32Array)], [1, 2, 3]);
+    assert.deepEqual(out.x!.shape, [1, 3]);
+  });
+
+  test('model.js is loaded as an ES module and sees the context', async () => {
+    const url = await hook(
+      'ctx.js',
+      `export async function postprocess(t, ctx) {
+         return { y: { dtype: 'BYTES', shape: [1], data: [new TextEncoder().encode(ctx.model + ':' + ctx.requestId)] } };
+       }`,
+    );
+    const out = await pool.run(call(url, { fn: 'postprocess' }));
+    assert.equal(new TextDecoder().decode((out.y!.data as Uint8Array[])[0]), 'm:r1');
+  });
+
+  test('a TypeScript hook is transpiled once per content hash; one that does not compile is a bundle error', async () => {
+    const src =
+      'export function preprocess(t: any): any { const k: number = 2; return { k: { dtype: "i32", shape: [1], data: new Int32Array([k]) } }; }';
+    const a = await hook('a.ts', src);
+    const b = await hook('b.ts', src);
+    assert.equal(a, b);
+    const out = await pool.run(call(a));
+    assert.deepEqual([...(out.k!.data as Int32Array)], [2]);
+    await rejectsWith(hook('bad.ts', 'export function preprocess( {'), 'HLO_ERR_BUNDLE_INVALID', /does not compile/);
+  });
+
+  test('a hook that throws fails only its call; its own INVALID_ARGUMENT code blames the request', async () => {
+    const url = await hook(
+      'throws.mjs',
+      `export function preprocess(t) { if (t.x.shape[0] === 1) throw new TypeError('boom'); return t; }
+       export function postprocess() { throw Object.assign(new Error('not an image'), { code: 'INVALID_ARGUMENT' }); }`,
+    );
+    await rejectsWith(pool.run(call(url)), 'HLO_ERR_HOOK_FAILED', /preprocess hook of m threw TypeError: boom/);
+    await rejectsWith(pool.run(call(url, { fn: 'postprocess' })), 'HLO_ERR_INVALID_ARGUMENT', /not an image/);
+  });
+
+  test('a hook that never returns is stopped at its limit while other calls are served', async () => {
+    const hang = await hook('hang.mjs', 'export function preprocess() { for (;;) {} }');
+    const pass = await hook('pass2.mjs', 'export function preprocess(t) { return t; }');
+    const restarts = pool.restarts;
+    const hung = rejectsWith(
+      pool.run(call(hang, { timeoutMs: 300 })),
+      'HLO_ERR_HOOK_FAILED',
+      /ran past its 300 ms limit/,
+    );
+    const good = await Promise.all([pool.run(call(pass)), pool.run(call(pass)), pool.run(call(pass))]);
+    assert.equal(good.length, 3);
+    await hung;
+    assert.equal(pool.restarts, restarts + 1);
+    assert.ok((await pool.run(call(pass))).x);
+  });
+
+  test('the request deadline cuts a hook short with DEADLINE_EXCEEDED', async () => {
+    const hang = await hook('hang2.mjs', 'export async function preprocess() { await new Promise(() => {}); }');
+    const deadline = Date.now() + 150;
+    await rejectsWith(
+      pool.run(call(hang, { context: { ...context, deadline } })),
+      'HLO_ERR_DEADLINE_EXCEEDED',
+      /deadline/,
+    );
+  });
+
+  test('a hook that allocates without bound fails alone when its thread runs out of heap', async () => {
+    const hog = await hook(
+      'hog.mjs',
+      'export function preprocess() { const keep = []; for (;;) keep.push(new Array(1e5).fill({ a: Math.random() })); }',
+    );
+    const pass = await hook('pass3.mjs', 'export function preprocess(t) { return t; }');
+    const hogged = rejectsWith(
+      pool.run(call(hog, { timeoutMs: 30_000 })),
+      'HLO_ERR_HOOK_FAILED',
+      /ran out of its 64 MiB heap/,
+    );
+    assert.ok((await pool.run(call(pass))).x);
+    await hogged;
+    assert.ok((await pool.run(call(pass))).x);
+  });
+
+  test('a result that cannot cross threads, or a missing export, fails the call clearly', async () => {
+    const url = await hook('weird.mjs', 'export function preprocess() { return { f: () => 1 }; }');
+    await rejectsWith(pool.run(call(url)), 'HLO_ERR_HOOK_FAILED', /preprocess hook of m threw/);
+    await rejectsWith(
+      pool.run(call(url, { fn: 'postprocess' })),
+      'HLO_ERR_HOOK_FAILED',
+      /exports no function "postprocess"/,
+    );
+  });
+
+  test('run() calls sub-models through the engine; their errors reach the hook with their status', async () => {
+    const url = await hook(
+      'meta.mjs',
+      `export async function run(t, call, ctx) {
+         const a = await call('double', t);
+         try { await call('missing', t); } catch (e) { a.err = { dtype: 'BYTES', shape: [1], data: [new TextEncoder().encode(e.code)] }; }
+         return a;
+       }`,
+    );
+    const out = await pool.run(
+      call(url, {
+        fn: 'run',
+        subcall: async (model, t) => {
+          if (model !== 'double') throw new ServeError('HLO_ERR_MODEL_NOT_FOUND', `no model ${model}`);
+          const d = t.x!.data as Float32Array;
+          return { x: { dtype: 'f32', shape: t.x!.shape, data: d.map((v) => v * 2) } };
+        },
+      }),
+    );
+    assert.deepEqual([...(out.x!.data as Float32Array)], [2, 4, 6]);
+    assert.equal(new TextDecoder().decode((out.err!.data as Uint8Array[])[0]), 'HLO_ERR_MODEL_NOT_FOUND');
+  });
+
+  test('past its threads and queue the pool refuses with RESOURCE_EXHAUSTED instead of growing', async () => {
+    const small = new HookPool({ threads: 1, maxQueued: 1, maxHeapMb: 64, name: 'small' });
+    try {
+      const slow = await hook(
+        'slow.mjs',
+        'export async function preprocess(t) { await new Promise((r) => setTimeout(r, 200)); return t; }',
+      );
+      const a = small.run(call(slow));
+      const b = small.run(call(slow));
+      await rejectsWith(small.run(call(slow)), 'HLO_ERR_OVERLOADED', /queue is full/);
+      await Promise.all([a, b]);
+    } finally {
+      await small.close();
+    }
+  });
+});
+
+suite('checkHookTensors', () => {
+  const spec = [{ name: 'y', dtype: 'f32' as const, shape: [null, 3] }];
+  test('accepts the declared tensors and refuses wrong names, dtypes, shapes and element counts', () => {
+    assert.ok(checkHookTensors('out', { y: { dtype: 'f32', shape: [2, 3], data: new Float32Array(6) } }, spec));
+    const bad: [unknown, RegExp][] = [
+      [null, /expected an object/],
+      [{}, /"y" is missing/],
+      [{ y: { dtype: 'f32', shape: [2, 3], data: new Float32Array(6) }, z: 1 }, /unexpected tensor "z"/],
+      [{ y: { dtype: 'f64', shape: [2, 3], data: new Float64Array(6) } }, /dtype "f64", expected f32/],
+      [{ y: { dtype: 'f32', shape: [2, 4], data: new Float32Array(8) } }, /dimension 1 is 4, expected 3/],
+      [{ y: { dtype: 'f32', shape: [6], data: new Float32Array(6) } }, /rank 1, expected 2/],
+      [{ y: { dtype: 'f32', shape: [2, 3], data: new Float32Array(5) } }, /5 elements/],
+      [{ y: { dtype: 'f32', shape: [2, 3], data: new Int32Array(6) } }, /must be a Float32Array/],
+    ];
+    for (const [v, re] of bad)
+      assert.throws(
+        () => checkHookTensors('out', v, spec),
+        (e: unknown) => e instanceof ServeError && e.code === 'HLO_ERR_HOOK_FAILED' && re.test(e.message),
+        String(re),
+      );
+  });
+});
