@@ -32,9 +32,12 @@ export interface HookCall {
   readonly subcall?: (model: string, tensors: HookTensors) => Promise<HookTensors>;
 }
 
+/** A call, or the question of what a module exports (answered with function names). */
+type PoolCall = HookCall | (Omit<HookCall, 'fn' | 'tensors'> & { readonly fn: 'inspect' });
+
 interface Pending {
-  readonly call: HookCall;
-  readonly resolve: (t: HookTensors) => void;
+  readonly call: PoolCall;
+  readonly resolve: (result: never) => void;
   readonly reject: (e: Error) => void;
 }
 
@@ -60,9 +63,18 @@ export class HookPool {
   }
 
   run(call: HookCall): Promise<HookTensors> {
+    return this.#enqueue<HookTensors>(call);
+  }
+
+  /** The names of the functions a hooks module exports; loading it is the bundle's first check. */
+  exportsOf(url: string, context: HookContextData, timeoutMs: number): Promise<string[]> {
+    return this.#enqueue<string[]>({ url, fn: 'inspect', context, timeoutMs });
+  }
+
+  #enqueue<T>(call: PoolCall): Promise<T> {
     if (this.#closed) return Promise.reject(new ServeError('HLO_ERR_SHUTTING_DOWN', 'hook pool is closed'));
-    return new Promise<HookTensors>((resolve, reject) => {
-      const pending: Pending = { call, resolve, reject };
+    return new Promise<T>((resolve, reject) => {
+      const pending: Pending = { call, resolve: resolve as (r: never) => void, reject };
       const slot = this.#idleSlot();
       if (slot) this.#start(slot, pending);
       else if (this.#queue.length >= this.#opts.maxQueued)
@@ -129,16 +141,12 @@ export class HookPool {
     const timer = setTimeout(() => this.#fail(slot, slot.worker, code, why), clampTimerMs(limit));
     slot.busy = { id, pending, timer };
     slot.worker.ref();
-    const msg: ToThread = {
-      type: 'call',
-      id,
-      url: call.url,
-      fn: call.fn,
-      tensors: call.tensors,
-      context: call.context,
-    };
+    const msg: ToThread =
+      call.fn === 'inspect'
+        ? { type: 'inspect', id, url: call.url }
+        : { type: 'call', id, url: call.url, fn: call.fn, tensors: call.tensors, context: call.context };
     try {
-      slot.worker.postMessage(msg, transferList(call.tensors));
+      slot.worker.postMessage(msg, msg.type === 'call' ? transferList(msg.tensors) : []);
     } catch (e) {
       this.#settle(slot, () =>
         pending.reject(invalidArgument(`hook input could not be sent: ${String(e).slice(0, 200)}`)),
@@ -151,7 +159,7 @@ export class HookPool {
     if (slot.worker !== w || !busy || busy.id !== msg.id) return;
     const { pending } = busy;
     if (msg.type === 'subcall') {
-      const sub = pending.call.subcall;
+      const sub = 'subcall' in pending.call ? pending.call.subcall : undefined;
       const answer = (m: ToThread): void => {
         if (slot.busy?.id === msg.id)
           w.postMessage(m, m.type === 'subresult' && m.tensors ? transferList(m.tensors) : []);
@@ -172,11 +180,12 @@ export class HookPool {
       );
       return;
     }
-    if (msg.type === 'result') this.#settle(slot, () => pending.resolve(msg.tensors));
+    if (msg.type === 'result') this.#settle(slot, () => pending.resolve(msg.tensors as never));
+    else if (msg.type === 'exports') this.#settle(slot, () => pending.resolve(msg.functions as never));
     else this.#settle(slot, () => pending.reject(this.#hookError(pending.call, msg.error)));
   }
 
-  #hookError(call: HookCall, e: HookErrorData): ServeError {
+  #hookError(call: PoolCall, e: HookErrorData): ServeError {
     const where = `${call.fn} hook of ${call.context.model}`;
     if (e.code === 'INVALID_ARGUMENT') return invalidArgument(`${where}: ${e.message}`);
     // A sub-call's own catalogue status passes through a meta model unchanged.

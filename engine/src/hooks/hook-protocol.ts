@@ -33,7 +33,14 @@ export interface SubResultMessage {
   readonly error?: HookErrorData;
 }
 
-export type ToThread = HookCallMessage | SubResultMessage;
+/** Asks which functions a hooks module exports, so the pipeline knows its steps at load. */
+export interface InspectMessage {
+  readonly type: 'inspect';
+  readonly id: number;
+  readonly url: string;
+}
+
+export type ToThread = HookCallMessage | SubResultMessage | InspectMessage;
 
 export interface HookErrorData {
   readonly name: string;
@@ -44,6 +51,7 @@ export interface HookErrorData {
 
 export type FromThread =
   | { readonly type: 'result'; readonly id: number; readonly tensors: HookTensors }
+  | { readonly type: 'exports'; readonly id: number; readonly functions: readonly string[] }
   | { readonly type: 'error'; readonly id: number; readonly error: HookErrorData }
   | {
       readonly type: 'subcall';

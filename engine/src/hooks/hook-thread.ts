@@ -4,7 +4,7 @@
  * is terminated by the pool and replaced.
  */
 import { parentPort } from 'node:worker_threads';
-import type { FromThread, HookCallMessage, HookErrorData, ToThread } from './hook-protocol.js';
+import type { FromThread, HookCallMessage, HookErrorData, InspectMessage, ToThread } from './hook-protocol.js';
 import { transferList, type HookTensors } from './hook-tensor.js';
 
 type HookFn = (tensors: HookTensors, ...rest: unknown[]) => unknown;
@@ -37,13 +37,23 @@ function errorData(e: unknown): HookErrorData {
   return { name: 'Error', message: `hook threw ${String(e).slice(0, 200)}`, code: null };
 }
 
-async function run(msg: HookCallMessage): Promise<void> {
-  let mod = modules.get(msg.url);
+function load(url: string): Promise<Record<string, unknown>> {
+  let mod = modules.get(url);
   if (!mod) {
-    mod = import(msg.url) as Promise<Record<string, unknown>>;
-    modules.set(msg.url, mod);
+    mod = import(url) as Promise<Record<string, unknown>>;
+    modules.set(url, mod);
   }
-  const fn = (await mod)[msg.fn];
+  return mod;
+}
+
+async function inspect(msg: InspectMessage): Promise<void> {
+  const mod = await load(msg.url);
+  const functions = Object.keys(mod).filter((k) => typeof mod[k] === 'function');
+  port!.postMessage({ type: 'exports', id: msg.id, functions } satisfies FromThread);
+}
+
+async function run(msg: HookCallMessage): Promise<void> {
+  const fn = (await load(msg.url))[msg.fn];
   if (typeof fn !== 'function') throw new Error(`the hooks module exports no function "${msg.fn}"`);
   const ctx = {
     ...msg.context,
@@ -73,5 +83,6 @@ port.on('message', (msg: ToThread) => {
     else p.reject(Object.assign(new Error(msg.error!.message), { name: msg.error!.name, code: msg.error!.code }));
     return;
   }
-  run(msg).catch((e: unknown) => send({ type: 'error', id: msg.id, error: errorData(e) }));
+  const work = msg.type === 'inspect' ? inspect(msg) : run(msg);
+  work.catch((e: unknown) => send({ type: 'error', id: msg.id, error: errorData(e) }));
 });
