@@ -238,3 +238,34 @@ def test_committed_example_bundles(name):
     assert os.path.getsize(os.path.join(path, "weights.safetensors")) < 4.8e6
     rep = verify_bundle(path)
     assert rep.reference_batch_size is not None
+
+
+def test_hook_rules_in_numpy_match_their_definitions():
+    """The numpy twins of the example hooks, which wrote the committed client references."""
+    from hloserve_export.examples import classify_image, grader
+
+    logits = np.array([[3.0, 1.0, -2.0, 0.5], [-1.0, 2.0, 2.0, 2.0], [1.0, 1.0, 1.0, 1.0]], np.float32)
+    grades, probs = grader.grade(logits)
+    # Early break: the second row fails its first threshold, so its later passes do not count.
+    assert grades.tolist() == [2, 0, 4]
+    assert np.allclose(probs, 1 / (1 + np.exp(-logits)))
+    labels, scores = classify_image.top3(np.array([[0, 0, 5, 1, 0, 0, 0, 0, 0, 3]], np.float32))
+    assert labels == [b"bird", b"truck", b"cat"]
+    e = np.exp([5.0, 3.0, 1.0]) / (np.exp(5) + np.exp(3) + np.exp(1) + 7)
+    assert np.allclose(scores[0], e, rtol=1e-5)
+
+
+def test_encode_png_is_a_valid_png():
+    import struct
+    import zlib
+
+    from hloserve_export.examples.classify_image import encode_png
+
+    px = np.arange(4 * 4 * 3, dtype=np.uint8).reshape(4, 4, 3)
+    png = encode_png(px)
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    w, h, depth, colour = struct.unpack(">IIBB", png[16:26])
+    assert (w, h, depth, colour) == (4, 4, 8, 2)
+    idat_len = struct.unpack(">I", png[33:37])[0]
+    raw = zlib.decompress(png[41 : 41 + idat_len])
+    assert raw == b"".join(b"\0" + px[y].tobytes() for y in range(4))

@@ -1,10 +1,12 @@
 /**
- * reference.safetensors: a known input and the output it must produce, used by `hloserve check`
- * and the tests. Only the header is validated at load (names, dtypes, wire shapes against the
- * client-facing specs), so a stale reference file is caught when the bundle loads rather than
+ * reference.safetensors: a known input of the executable and the output it must produce, used by
+ * `hloserve check` and the tests. It describes the executable, not the hooks around it (a BYTES
+ * client tensor has no safetensors form); a bundle with hooks keeps its client-level reference in
+ * client-reference.json. Only the header is validated at load (names, dtypes, wire shapes against
+ * the executable specs), so a stale reference file is caught when the bundle loads rather than
  * reported as a numerical failure later.
  */
-import { clientInputSpecs, clientOutputSpecs, type Manifest } from './manifest.js';
+import type { Manifest } from './manifest.js';
 import { bundleError } from './bundle-error.js';
 import type { SafetensorsHeader } from './safetensors.js';
 import type { TensorSpec } from './tensor-spec.js';
@@ -13,9 +15,9 @@ export interface BundleReference {
   readonly path: string;
   /** `__metadata__.batch_size`: the batch the reference was computed at, when given. */
   readonly batchSize: number | null;
-  /** Client input names with an `input.<name>` tensor. */
+  /** Executable input names with an `input.<name>` tensor. */
   readonly inputs: readonly string[];
-  /** Client output names with an `output.<name>` tensor. */
+  /** Executable output names with an `output.<name>` tensor. */
   readonly outputs: readonly string[];
 }
 
@@ -34,8 +36,8 @@ export function checkReferenceHeader(header: SafetensorsHeader, manifest: Manife
     }
   }
   const sides = {
-    input: new Map(clientInputSpecs(manifest).map((s) => [s.name, s])),
-    output: new Map(clientOutputSpecs(manifest).map((s) => [s.name, s])),
+    input: new Map<string, TensorSpec>(manifest.executableInputs.map((s) => [s.name, s])),
+    output: new Map<string, TensorSpec>(manifest.executableOutputs.map((s) => [s.name, s])),
   };
   const found = { input: [] as string[], output: [] as string[] };
   for (const entry of header.entries) {
@@ -48,7 +50,7 @@ export function checkReferenceHeader(header: SafetensorsHeader, manifest: Manife
       throw bundleError(
         file,
         field,
-        `the manifest has no client ${side} named "${m[2]}" (have: ${[...sides[side].keys()].join(', ')})`,
+        `the manifest has no executable ${side} named "${m[2]}" (have: ${[...sides[side].keys()].join(', ')})`,
       );
     }
     checkAgainstSpec(spec, entry.dtype, entry.shape, batchSize, file, field);

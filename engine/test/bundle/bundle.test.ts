@@ -578,7 +578,7 @@ suite('loadBundle: weights and bundle files', () => {
       loadBundle(dir),
       join(dir, 'reference.safetensors'),
       'tensors["input.z"]',
-      /no client input named "z" \(have: x\)/,
+      /no executable input named "z" \(have: x\)/,
     );
   });
 

@@ -1,6 +1,6 @@
 """CLI.
 
-  python -m hloserve_export <mlp|resnet|fno|all> --out MODELS_DIR [--batch-sizes 1,4,8]
+  python -m hloserve_export <mlp|resnet|fno|grader|classify-image|detector|two-stage|all> --out MODELS_DIR [--batch-sizes 1,4,8]
                             [--seed 0] [--frontend torch|jax] [--no-verify]
       build the example model(s) into MODELS_DIR/<name>/ and verify the written bundle(s)
   python -m hloserve_export verify BUNDLE_DIR [BUNDLE_DIR ...] [--no-run]
@@ -73,6 +73,9 @@ def main(argv: list[str] | None = None) -> int:
         if name == "resnet" and a.frontend:
             kw["frontend"] = a.frontend
         res = examples.build(name, a.out, batch_sizes=a.batch_sizes, **kw)
+        if res is None:  # a meta bundle: a manifest and a hooks module, nothing to compile
+            print(f"{name}: wrote {os.path.join(a.out, name)} (kind: meta) in {time.time() - t0:.1f}s")
+            continue
         sizes = ", ".join(f"{k} {v}" for k, v in sorted(res.files.items()))
         print(
             f"{name}: wrote {res.out_dir} in {time.time() - t0:.1f}s: "
