@@ -9,6 +9,7 @@ import type {
   Allocator,
   Discipline,
   EndpointsConfig,
+  HooksConfig,
   LogLevel,
   ModelControlMode,
   ModelPolicy,
@@ -84,6 +85,14 @@ export const ENDPOINTS_DEFAULTS: EndpointsConfig = {
   allowSharedMemory: true,
 };
 
+export const HOOKS_DEFAULTS: HooksConfig = {
+  enabled: true,
+  threads: 2,
+  timeoutMs: 5000,
+  maxHeapMb: 256,
+  maxQueued: 256,
+};
+
 export const LOG_LEVEL_DEFAULT: LogLevel = 'info';
 
 export const RANGES = {
@@ -97,6 +106,10 @@ export const RANGES = {
   zeroToOpenOne: { min: 0, max: 1, maxOpen: true },
   /** [0, 1] */
   unit: { min: 0, max: 1 },
+  hookThreads: { min: 1, max: 64 },
+  hookHeapMb: { min: 16, max: 65536 },
+  /** What setTimeout holds (common/src/timers.ts). */
+  timerMs: { min: 1, max: 2147483647 },
   /** gRPC message limits are signed 32-bit in grpc-js. */
   messageBytes: { min: 1, max: 2 ** 31 - 1 },
 } as const satisfies Record<string, Interval>;

@@ -61,6 +61,11 @@ export const ENV_OVERRIDES: readonly EnvOverrideSpec[] = [
   spec('endpoints', 'max_recv_msg_bytes', 'bytes'),
   spec('endpoints', 'max_send_msg_bytes', 'bytes'),
   spec('endpoints', 'allow_shared_memory', 'bool'),
+  spec('hooks', 'enabled', 'bool'),
+  spec('hooks', 'threads', 'int'),
+  spec('hooks', 'timeout_ms', 'int'),
+  spec('hooks', 'max_heap_mb', 'int'),
+  spec('hooks', 'max_queued', 'int'),
   spec('logging', 'level', 'string'),
 ];
 
@@ -69,7 +74,13 @@ export const ENV_OVERRIDES: readonly EnvOverrideSpec[] = [
  * ignored without a word. Other HLOSERVE_* names (HLOSERVE_CUDA_PLUGIN, HLOSERVE_TEST) belong
  * to other parts of the system and are left alone.
  */
-const CHECKED_PREFIXES = ['HLOSERVE_RUNTIME_', 'HLOSERVE_SCHEDULER_', 'HLOSERVE_ENDPOINTS_', 'HLOSERVE_LOGGING_'];
+const CHECKED_PREFIXES = [
+  'HLOSERVE_RUNTIME_',
+  'HLOSERVE_SCHEDULER_',
+  'HLOSERVE_ENDPOINTS_',
+  'HLOSERVE_HOOKS_',
+  'HLOSERVE_LOGGING_',
+];
 
 const TRUE_WORDS = ['1', 'true', 'yes', 'on'];
 const FALSE_WORDS = ['0', 'false', 'no', 'off'];

@@ -75,6 +75,20 @@ export interface EndpointsConfig {
   readonly allowSharedMemory: boolean;
 }
 
+/** Bundle hooks (model.js / model.mjs / model.ts): code that runs inside the server with its rights. */
+export interface HooksConfig {
+  /** False refuses every bundle that has a hooks file (meta models included). */
+  readonly enabled: boolean;
+  /** Worker threads for preprocess / postprocess; meta models' run() has as many again. */
+  readonly threads: number;
+  /** Per hook call, milliseconds; the request's deadline also applies. */
+  readonly timeoutMs: number;
+  /** Heap limit of each hook thread, MiB. */
+  readonly maxHeapMb: number;
+  /** Calls waiting for a busy pool at most; beyond, RESOURCE_EXHAUSTED. */
+  readonly maxQueued: number;
+}
+
 export interface LoggingConfig {
   readonly level: LogLevel;
 }
@@ -90,6 +104,7 @@ export interface WorkerSettings {
   readonly runtime: RuntimeConfig;
   readonly scheduler: SchedulerConfig;
   readonly endpoints: EndpointsConfig;
+  readonly hooks: HooksConfig;
   readonly logging: LoggingConfig;
 }
 

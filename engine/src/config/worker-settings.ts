@@ -12,6 +12,7 @@ import {
   DISCIPLINES,
   ENDPOINTS_DEFAULTS,
   GLOBAL_DEFAULTS,
+  HOOKS_DEFAULTS,
   LOG_LEVEL_DEFAULT,
   LOG_LEVELS,
   MODEL_CONTROL_MODES,
@@ -24,6 +25,7 @@ import {
 } from './defaults.js';
 import type {
   EndpointsConfig,
+  HooksConfig,
   LoggingConfig,
   ModelPolicy,
   RuntimeConfig,
@@ -40,6 +42,7 @@ export const SETTINGS_KEYS = [
   'runtime',
   'scheduler',
   'endpoints',
+  'hooks',
   'logging',
 ] as const;
 
@@ -57,6 +60,7 @@ export function parseWorkerSettings(r: MappingReader, baseDir: string): WorkerSe
     runtime: parseRuntime(r.section('runtime'), baseDir),
     scheduler: parseScheduler(r.section('scheduler')),
     endpoints: parseEndpoints(r.section('endpoints')),
+    hooks: parseHooks(r.section('hooks')),
     logging: parseLogging(r.section('logging')),
   };
   r.finish();
@@ -145,6 +149,19 @@ function parseEndpoints(r: MappingReader): EndpointsConfig {
   };
   r.finish();
   return endpoints;
+}
+
+function parseHooks(r: MappingReader): HooksConfig {
+  const d = HOOKS_DEFAULTS;
+  const hooks: HooksConfig = {
+    enabled: r.bool('enabled', d.enabled),
+    threads: r.int('threads', d.threads, RANGES.hookThreads),
+    timeoutMs: r.int('timeout_ms', d.timeoutMs, RANGES.timerMs),
+    maxHeapMb: r.int('max_heap_mb', d.maxHeapMb, RANGES.hookHeapMb),
+    maxQueued: r.int('max_queued', d.maxQueued, RANGES.positiveInt),
+  };
+  r.finish();
+  return hooks;
 }
 
 function parseLogging(r: MappingReader): LoggingConfig {

@@ -100,6 +100,7 @@ suite('node config: defaults', () => {
         maxSendMsgBytes: 268435456,
         allowSharedMemory: true,
       },
+      hooks: { enabled: true, threads: 2, timeoutMs: 5000, maxHeapMb: 256, maxQueued: 256 },
       logging: { level: 'info' },
     });
     assert.equal(workerSettings(c), c.global);
