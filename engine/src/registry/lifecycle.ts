@@ -102,20 +102,7 @@ export class Lifecycle {
     try {
       ({ version, costs } = await this.#build(bundle, sig?.files ?? '', signal));
     } catch (err) {
-      const e = toServeError(err);
-      if (previous !== null && slot.current === previous) {
-        slot.reason = `reload failed, version ${previous.generation} still serving: ${e.message}`;
-        slot.state = 'READY';
-      } else {
-        slot.state = 'UNAVAILABLE';
-        slot.reason = e.message;
-      }
-      d.log.error(previous ? 'model reload failed; the previous version keeps serving' : 'model failed to load', {
-        model: name,
-        error: e.message,
-      });
-      this.#emit({ type: 'failed', model: name, error: e.message, stillServing: previous !== null });
-      throw e;
+      throw this.#fail(slot, toServeError(err));
     }
     // The swap: one synchronous step, so a request is admitted either before (old) or after (new).
     const info = version.scheduling;
@@ -155,6 +142,31 @@ export class Lifecycle {
       loadSeconds: seconds,
     });
     return version;
+  }
+
+  /**
+   * Records a load that failed before it could start (the bundle did not parse): the slot says
+   * why, and a version serving keeps serving. Returns the error to throw.
+   */
+  failed(name: string, error: ServeError): Promise<ServeError> {
+    return this.serialized(name, async () => this.#fail(this.#d.registry.ensure(name), error));
+  }
+
+  #fail(slot: ModelSlot, e: ServeError): ServeError {
+    const previous = slot.current;
+    if (previous !== null) {
+      slot.reason = `reload failed, version ${previous.generation} still serving: ${e.message}`;
+      slot.state = 'READY';
+    } else {
+      slot.state = 'UNAVAILABLE';
+      slot.reason = e.message;
+    }
+    this.#d.log.error(previous ? 'model reload failed; the previous version keeps serving' : 'model failed to load', {
+      model: slot.name,
+      error: e.message,
+    });
+    this.#emit({ type: 'failed', model: slot.name, error: e.message, stillServing: previous !== null });
+    return e;
   }
 
   /** Reads, compiles and warms a version; nothing of it is visible to requests until the swap. */

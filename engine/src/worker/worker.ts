@@ -24,6 +24,7 @@ import { Lifecycle, modelOfWeightKey } from '../registry/lifecycle.js';
 import { LifecycleEvents } from '../registry/lifecycle-events.js';
 import { Policy } from '../registry/policy.js';
 import { type ModelSlot, Registry } from '../registry/registry.js';
+import { RepositoryWatcher } from '../registry/repository-watcher.js';
 import { Scheduler, type RequestTiming } from '../scheduler/scheduler.js';
 import type { HostTensor } from '../tensor.js';
 import { WeightCache } from '../weights/weight-cache.js';
@@ -109,6 +110,8 @@ export class Worker implements InferenceService {
   readonly #modelRepo: string;
   readonly #log: Logger;
   readonly #ownsRuntime: boolean;
+  /** dynamic mode's repository watcher. */
+  #watcher: RepositoryWatcher | null = null;
   #stopping = false;
   #inflight = 0;
   /** The largest weights of any model loaded so far (sizes the device arena). */
@@ -219,7 +222,34 @@ export class Worker implements InferenceService {
     });
     const w = new Worker(o, runtime, budget);
     await w.loadRepository();
+    if (o.settings.modelControlMode === 'dynamic') w.#watchRepository();
     return w;
+  }
+
+  /** dynamic mode: the repository decides what is loaded (registry/repository-watcher.ts). */
+  #watchRepository(): void {
+    this.#watcher = new RepositoryWatcher({
+      repo: this.#modelRepo,
+      pollSeconds: this.#settings.modelPollSeconds,
+      include: this.#settings.modelsInclude,
+      log: this.#log,
+      actions: {
+        load: (name) => this.#loadFromRepository(name),
+        unload: (name) => this.lifecycle.unload(name),
+        rename: (from, to) => this.lifecycle.rename(from, to),
+        loaded: () =>
+          this.registry
+            .list()
+            .filter((s) => s.current !== null)
+            .map((s) => ({ name: s.name, signature: s.current!.signature, directoryId: s.directoryId })),
+      },
+    });
+    this.#watcher.start();
+  }
+
+  /** The repository watcher of dynamic mode, or null in the other modes. */
+  get watcher(): RepositoryWatcher | null {
+    return this.#watcher;
   }
 
   /**
@@ -306,6 +336,11 @@ export class Worker implements InferenceService {
 
   async loadModel(name: string, signal?: AbortSignal): Promise<void> {
     this.#refuseInStatic('load');
+    await this.#loadFromRepository(name, signal);
+  }
+
+  /** Reads `name`'s bundle from the repository and loads it as the model's next version. */
+  async #loadFromRepository(name: string, signal?: AbortSignal): Promise<void> {
     if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(name)) throw invalidArgument(`'${name}' is not a valid model name`);
     let bundle: Bundle;
     try {
@@ -318,7 +353,9 @@ export class Worker implements InferenceService {
       ) {
         throw new ServeError('HLO_ERR_MODEL_NOT_FOUND', `no bundle named '${name}' in the model repository`);
       }
-      throw e;
+      // A bundle that does not even parse is a failed load like any other: visible, and the
+      // version serving (if any) stays.
+      throw await this.lifecycle.failed(name, e);
     }
     await this.lifecycle.load(bundle, signal);
   }
@@ -484,6 +521,7 @@ export class Worker implements InferenceService {
   async stop(drain = true): Promise<void> {
     if (this.#stopping) return;
     this.#stopping = true;
+    await this.#watcher?.close();
     await this.scheduler.shutdown({ drain });
     for (const slot of this.registry.list()) {
       const v = slot.current;
