@@ -99,6 +99,7 @@ suite('hot reload in dynamic mode, under load', () => {
       for (let i = 1; i < seen.length; i++) assert.ok(seen[i]! >= seen[i - 1]!, `${seen[i - 1]} then ${seen[i]}`);
       assert.ok(seen.every((t) => t >= 1 && t <= 21));
     }
+    assert.ok(new Set(bs.flat()).size >= 10, 'the callers saw the versions change under them');
     assert.equal(
       worker.repositoryIndex(false).find((m) => m.name === 'b')!.reason,
       '',
