@@ -349,8 +349,7 @@ if (only.includes('b')) {
     const without = new PjrtWeightBackend(rt);
     const hosts = [];
     for (const be of [withArena, without]) {
-      be.setSource(model, { path: bundle.weights.path, argumentOrder: bundle.weights.argumentOrder });
-      hosts.push(await be.readHost(model));
+      hosts.push(await be.readHost(model, { path: bundle.weights.path, argumentOrder: bundle.weights.argumentOrder }));
     }
     const t = { arenaCopy: [], pjrtCopy: [], pjrtHot: [], tensorsArena: [], tensorsPjrt: [] };
     const timed = async (key, f) => {

@@ -63,8 +63,7 @@ for (const [label, src, bytes] of sources) {
       ? rt.createArena({ limitBytes: 2 * bytes + (1 << 20) })
       : undefined;
     const be = new PjrtWeightBackend(rt, { staging, arena });
-    be.setSource('m', src);
-    const host = await be.readHost('m');
+    const host = await be.readHost('m', src);
     const ms = [];
     for (let i = 0; i < (bytes < 1e6 ? 200 : 15); i++) {
       const t = performance.now();

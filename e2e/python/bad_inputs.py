@@ -162,7 +162,7 @@ grpc_case("timeout parameter of 1 us", "DEADLINE_EXCEEDED", expired_timeout_para
 grpc_case("metadata of unknown model", "NOT_FOUND", lambda: stub.ModelMetadata(pb.ModelMetadataRequest(name="no-such-model")))
 grpc_case("config of unknown model", "NOT_FOUND", lambda: stub.ModelConfig(pb.ModelConfigRequest(name="no-such-model")))
 grpc_case("statistics of unknown model", "NOT_FOUND", lambda: stub.ModelStatistics(pb.ModelStatisticsRequest(name="no-such-model")))
-grpc_case("load of unknown model", "NOT_FOUND", lambda: stub.RepositoryModelLoad(pb.RepositoryModelLoadRequest(model_name="no-such-model")))
+grpc_case("load in static mode (the default) is refused", "FAILED_PRECONDITION", lambda: stub.RepositoryModelLoad(pb.RepositoryModelLoadRequest(model_name="no-such-model")))
 grpc_case("model ready of unknown model answers OK", "OK", lambda: stub.ModelReady(pb.ModelReadyRequest(name="no-such-model")))
 grpc_case("cuda shm register on a CPU server", "UNIMPLEMENTED", lambda: stub.CudaSharedMemoryRegister(pb.CudaSharedMemoryRegisterRequest(name="c", raw_handle=b"\0" * 64, device_id=0, byte_size=4)))
 

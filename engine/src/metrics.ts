@@ -58,6 +58,10 @@ export class Metrics {
   readonly budgetBytes: Gauge;
   readonly arenaBytes: Gauge<'state'>;
   readonly modelResident: Gauge<'model'>;
+  /** Lifecycle events by model and type (loaded, reloaded, failed, unloaded, renamed, ...). */
+  readonly lifecycleEvents: Counter<'model' | 'event'>;
+  /** Bundle modules compiled, by model: a rename adds none. */
+  readonly compiles: Counter<'model'>;
   readonly queueDepth: Gauge<'model'>;
   readonly shed: Counter<'model' | 'reason'>;
 
@@ -166,6 +170,18 @@ export class Metrics {
     this.modelResident = new Gauge({
       name: 'hloserve_model_resident',
       help: '1 when the model weights are on the device',
+      labelNames: ['model'],
+      registers: r,
+    });
+    this.lifecycleEvents = new Counter({
+      name: 'hloserve_model_lifecycle_events_total',
+      help: 'Model lifecycle events (loading, loaded, reloaded, failed, unloaded, renamed, evicted, residency-changed)',
+      labelNames: ['model', 'event'],
+      registers: r,
+    });
+    this.compiles = new Counter({
+      name: 'hloserve_model_compiles_total',
+      help: 'Model modules compiled (one per compiled batch size per load or reload)',
       labelNames: ['model'],
       registers: r,
     });

@@ -2,29 +2,39 @@ import type { Server } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import type { WorkerSettings } from './config/types.js';
 import { startConsoleServer } from './console-server.js';
+import { addControlService } from './control/control-grpc.js';
+import { ControlService } from './control/control-service.js';
 import { type GrpcServerHandle, startGrpcServer } from './kserve/grpc-server.js';
 import { buildHttpServer } from './kserve/http-server.js';
 import { startMetricsServer } from './kserve/metrics-server.js';
 import type { Logger } from './log.js';
-import { Worker } from './worker/worker.js';
+import { Worker, type WorkerOptions } from './worker/worker.js';
 
 export interface RunningServer {
   readonly worker: Worker;
+  /** The control facade (also served as ControlService on the gRPC port). */
+  readonly control: ControlService;
   readonly ports: { readonly grpc: number; readonly http: number; readonly metrics: number; readonly console: number };
   /** Stops listening, drains queued and in-flight requests, frees the device. */
   stop(drain?: boolean): Promise<void>;
 }
 
 /** Starts a worker and every listener of DESIGN.md's small deployment (gRPC, HTTP, metrics, console). */
-export async function serve(modelRepo: string, settings: WorkerSettings, log: Logger): Promise<RunningServer> {
-  const worker = await Worker.start({ modelRepo, settings, log });
+export async function serve(
+  modelRepo: string,
+  settings: WorkerSettings,
+  log: Logger,
+  options: Pick<WorkerOptions, 'unloadGraceMs'> = {},
+): Promise<RunningServer> {
+  const worker = await Worker.start({ modelRepo, settings, log, ...options });
+  const control = new ControlService(worker);
   const ep = settings.endpoints;
   let grpc: GrpcServerHandle | undefined;
   let http: FastifyInstance | undefined;
   let metrics: { server: Server; port: number } | undefined;
   let consoleSrv: { server: Server; port: number } | undefined;
   try {
-    grpc = await startGrpcServer(worker, ep.host, ep.grpcPort);
+    grpc = await startGrpcServer(worker, ep.host, ep.grpcPort, (server) => addControlService(server, control));
     http = buildHttpServer(worker);
     await http.listen({ host: ep.host, port: ep.httpPort });
     const httpPort = (http.server.address() as { port: number }).port;
@@ -35,6 +45,7 @@ export async function serve(modelRepo: string, settings: WorkerSettings, log: Lo
     let stopping: Promise<void> | null = null;
     return {
       worker,
+      control,
       ports,
       stop: (drain = true) =>
         (stopping ??= (async () => {

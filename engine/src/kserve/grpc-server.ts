@@ -251,6 +251,8 @@ export async function startGrpcServer(
   service: InferenceService,
   host: string,
   port: number,
+  /** More services on the same port (the ControlService), added before it binds. */
+  register?: (server: Server) => void,
 ): Promise<GrpcServerHandle> {
   const server = new Server({
     'grpc.max_receive_message_length': service.limits.maxRecvBytes,
@@ -274,6 +276,7 @@ export async function startGrpcServer(
     watch: (call: { emit(e: string, err: unknown): void }) =>
       call.emit('error', { code: Status.UNIMPLEMENTED, details: 'Watch is not supported' }),
   });
+  register?.(server);
   const bound = await new Promise<number>((resolve, reject) =>
     server.bindAsync(`${host}:${port}`, ServerCredentials.createInsecure(), (err, p) =>
       err ? reject(err) : resolve(p),

@@ -9,8 +9,10 @@ export interface ExecutionLease {
   release(): void;
 }
 
-export interface ExecutionRequest<L extends ExecutionLease = ExecutionLease> {
+export interface ExecutionRequest<L extends ExecutionLease = ExecutionLease, V = unknown> {
   readonly model: string;
+  /** The version every request of the batch was queued with (see Scheduler.submit). */
+  readonly version: V;
   /** Compiled batch size to run (selects model.bN.mlir); 0 = the model's any-batch module. */
   readonly batchSize: number;
   /** Real rows in the batch; the rest up to batchSize is zero padding. */
@@ -27,7 +29,7 @@ export interface ExecutionRequest<L extends ExecutionLease = ExecutionLease> {
   readonly signal: AbortSignal;
 }
 
-export interface Executor<L extends ExecutionLease = ExecutionLease> {
+export interface Executor<L extends ExecutionLease = ExecutionLease, V = unknown> {
   /**
    * False when device work cannot be stopped once launched (PJRT): the scheduler then creates no
    * AbortController per dispatch (about 5 us each on Node 20) and passes a signal that never
@@ -46,12 +48,12 @@ export interface Executor<L extends ExecutionLease = ExecutionLease> {
    * Makes the model runnable, typically WeightCache.acquire. Called for the next dispatch while
    * the current one may still be executing, so a cold upload overlaps compute.
    */
-  prepare(model: string): Promise<L>;
+  prepare(model: string, version: V): Promise<L>;
   /**
    * True when prepare() would answer without device work (the model's weights are resident).
    * Optional: without it the scheduler treats every model as ready and never holds one back.
    */
-  isReady?(model: string): boolean;
+  isReady?(model: string, version: V): boolean;
   /** Runs one batch. Outputs in manifest order, each with the batch axis at batchSize extent. */
-  execute(request: ExecutionRequest<L>): Promise<readonly HostTensor[]>;
+  execute(request: ExecutionRequest<L, V>): Promise<readonly HostTensor[]>;
 }

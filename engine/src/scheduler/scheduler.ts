@@ -23,7 +23,7 @@ import { ServeError, toServeError } from '@hloserve/common/errors';
 import type { HostTensor } from '../tensor.js';
 import { systemClock, type Clock, type TimerHandle } from './clock.js';
 import { BatchBufferPool } from './batch-buffers.js';
-import { CoalesceKeyMemo, coalesceInputs, coalesceKey, requestRows, sliceOutputs } from './coalesce.js';
+import { CoalesceKeyMemo, coalesceInputs, requestRows, sliceOutputs } from './coalesce.js';
 import { CostTable, DEFAULT_COST_SECONDS } from './cost-estimate.js';
 import { cannotMeetDeadline } from './deadline-admission.js';
 import { DeadlineHeap } from './deadline-heap.js';
@@ -56,8 +56,8 @@ const BATCH_BUFFER_POOL_BYTES = 32 * 1024 * 1024;
 /** What a non-cancellable executor is given as its dispatch's signal. */
 const NEVER_ABORTED: AbortSignal = new AbortController().signal;
 
-export interface SchedulerOptions<L extends ExecutionLease = ExecutionLease> {
-  readonly executor: Executor<L>;
+export interface SchedulerOptions<L extends ExecutionLease = ExecutionLease, V = unknown> {
+  readonly executor: Executor<L, V>;
   /** Default 'fair'. */
   readonly discipline?: Discipline;
   /** Device executions in flight at once; default 1 (one stream, as the reference). */
@@ -108,7 +108,13 @@ export interface RequestTiming {
   batchRows?: number;
 }
 
-export interface SubmitOptions {
+export interface SubmitOptions<V = unknown> {
+  /**
+   * The model version the caller admitted the request to (decoded against). The request runs on
+   * the version current at submit; a caller that names another one is refused, never run on a
+   * program it was not checked against.
+   */
+  readonly version?: V;
   /** Absolute deadline in the scheduler clock's milliseconds (scheduler.now() + budget); null = none. */
   readonly deadline?: number | null;
   /** Cancels the request: removed if queued, answered CANCELLED at once if executing. */
@@ -125,6 +131,9 @@ type RequestState = 'queued' | 'running' | 'settled';
 
 interface PendingRequest {
   readonly model: ModelState;
+  /** The version (and its planning facts) current when the request was queued; it runs on it. */
+  readonly version: unknown;
+  readonly info: ResolvedModelInfo;
   readonly inputs: readonly HostTensor[];
   readonly rows: number;
   key: string;
@@ -145,6 +154,8 @@ interface ModelState {
   /** As given (patches merge here, so a knob reset to null falls back to the default again). */
   spec: ModelSchedulingInfo;
   info: ResolvedModelInfo;
+  /** The version new requests run on (replaceModel swaps it with info, atomically). */
+  version: unknown;
   readonly queue: RequestQueue<PendingRequest>;
   readonly deadlines: DeadlineHeap<PendingRequest>;
   costs: CostTable;
@@ -156,6 +167,8 @@ interface ModelState {
 
 interface Staged<L> {
   readonly model: ModelState;
+  /** The version the lease was prepared for: the front request's. */
+  readonly version: unknown;
   lease: L | null;
 }
 
@@ -173,9 +186,9 @@ interface Candidate extends SelectionCandidate {
   readonly state: ModelState;
 }
 
-export class Scheduler<L extends ExecutionLease = ExecutionLease> {
+export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
   readonly clock: Clock;
-  readonly #executor: Executor<L>;
+  readonly #executor: Executor<L, V>;
   #discipline: Discipline;
   readonly #maxInflight: number;
   readonly #cap: number;
@@ -204,7 +217,7 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease> {
   #shutdown: ShutdownOptions | null = null;
   #idleWaiters: (() => void)[] = [];
 
-  constructor(options: SchedulerOptions<L>) {
+  constructor(options: SchedulerOptions<L, V>) {
     this.#executor = options.executor;
     this.#discipline = options.discipline ?? 'fair';
     this.#maxInflight = options.maxInflight ?? 1;
@@ -254,7 +267,7 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease> {
 
   // ---- models -------------------------------------------------------------------------------
 
-  addModel(info: ModelSchedulingInfo): void {
+  addModel(info: ModelSchedulingInfo, version?: V): void {
     if (this.#models.has(info.name)) {
       throw new ServeError('HLO_ERR_FAILED_PRECONDITION', `model '${info.name}' is already scheduled`);
     }
@@ -262,6 +275,7 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease> {
     this.#models.set(info.name, {
       spec: info,
       info: resolved,
+      version,
       queue: new RequestQueue(),
       deadlines: new DeadlineHeap(),
       costs: new CostTable(this.#alpha, this.#defaultCost),
@@ -293,24 +307,46 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease> {
   }
 
   /**
-   * Swaps a model's executables (a reload) without losing its queue: queued requests the new
-   * compiled sizes cannot serve are answered INVALID_ARGUMENT, the rest wait on. Learned costs are
-   * reset because they belonged to the old executables.
+   * Swaps a model's version (a reload) in one step, keeping its queue: requests queued before run
+   * on the version they were queued with (its executables, its weights, its batch sizes), never
+   * batched with requests of another version; requests submitted after run on `version`. Learned
+   * costs are reset because they belonged to the old executables.
    */
-  replaceModel(info: ModelSchedulingInfo): void {
+  replaceModel(info: ModelSchedulingInfo, version?: V): void {
     const st = this.#require(info.name);
     const next = resolveModelInfo(info, this.#defaults);
     this.#totalWeight += next.weight - st.info.weight;
     st.spec = info;
     st.info = next;
+    st.version = version;
     st.costs = new CostTable(this.#alpha, this.#defaultCost);
-    for (const node of [...st.queue]) {
-      const r = node.value;
-      const problem = rowsProblem(next, r.rows);
-      if (problem !== null) this.#dropQueued(r, 'invalid', problem);
-      else r.key = next.coalescable ? coalesceKey(r.inputs, next.inputBatchAxes) : '';
-    }
     this.#schedulePump();
+  }
+
+  /**
+   * A model renamed in place: its queue, counters and costs move to the new name, and new requests
+   * run on `version`; requests queued before keep the version they were queued with.
+   */
+  renameModel(from: string, to: string, info: ModelSchedulingInfo, version?: V): void {
+    const st = this.#require(from);
+    if (this.#models.has(to)) {
+      throw new ServeError('HLO_ERR_FAILED_PRECONDITION', `model '${to}' is already scheduled`);
+    }
+    this.#models.delete(from);
+    this.#ledger.remove(from, this.#seconds());
+    const next = resolveModelInfo({ ...info, name: to }, this.#defaults);
+    this.#totalWeight += next.weight - st.info.weight;
+    st.spec = { ...info, name: to };
+    st.info = next;
+    st.version = version;
+    this.#models.set(to, st);
+    this.#schedulePump();
+  }
+
+  /** Requests queued or executing for a model (what an unload waits on while it drains). */
+  pendingRequests(name: string): number {
+    const st = this.#models.get(name);
+    return st === undefined ? 0 : st.queue.length + st.inflightRequests;
   }
 
   /**
@@ -344,7 +380,7 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease> {
    * Queues one request (executable inputs in manifest order) and resolves with its outputs.
    * Never throws synchronously: every refusal is a rejected promise carrying a ServeError.
    */
-  submit(model: string, inputs: readonly HostTensor[], options: SubmitOptions = {}): Promise<HostTensor[]> {
+  submit(model: string, inputs: readonly HostTensor[], options: SubmitOptions<V> = {}): Promise<HostTensor[]> {
     const st = this.#models.get(model);
     if (this.#shutdown !== null)
       return this.#refuse(st, new ServeError('HLO_ERR_SHUTTING_DOWN', 'server is shutting down'), null);
@@ -352,7 +388,15 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease> {
       return this.#refuse(st, new ServeError('HLO_ERR_MODEL_NOT_FOUND', `unknown model '${model}'`), null);
     if (options.signal?.aborted)
       return this.#refuse(st, new ServeError('HLO_ERR_CANCELLED', 'request cancelled'), 'cancelled');
+    if (options.version !== undefined && options.version !== st.version) {
+      return this.#refuse(
+        st,
+        new ServeError('HLO_ERR_MODEL_NOT_READY', `model '${model}' changed version between admission and queueing`),
+        null,
+      );
+    }
     const info = st.info;
+    const version = st.version;
     let rows: number;
     let key = '';
     try {
@@ -382,6 +426,8 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease> {
     return new Promise<HostTensor[]>((resolve, reject) => {
       const r: PendingRequest = {
         model: st,
+        version,
+        info,
         inputs,
         rows,
         key,
@@ -496,7 +542,7 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease> {
       if (staged !== null) {
         if (staged.lease === null || this.#executing >= this.#maxInflight) break;
         this.#staged = null;
-        this.#launch(staged.model, staged.lease);
+        this.#launch(staged.model, staged.lease, staged.version);
         continue;
       }
       const winner = this.#select(now);
@@ -521,14 +567,16 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease> {
   }
 
   #view(st: ModelState, now: number): QueueView {
-    const info = st.info;
-    const scan = planScanRows(info.sizes, info.cap);
     const front = st.queue.front!;
+    // The front request's version decides the batch: it is the oldest one queued (versions only
+    // ever replace each other in submit order), and a batch never mixes versions.
+    const info = front.value.info;
+    const scan = planScanRows(info.sizes, info.cap);
     const prefixRows: number[] = [];
     let rows = 0;
     let closed = false;
     for (const node of st.queue) {
-      if (node.value.key !== front.value.key) {
+      if (node.value.key !== front.value.key || node.value.version !== front.value.version) {
         closed = true;
         break;
       }
@@ -548,7 +596,7 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease> {
   }
 
   #plan(st: ModelState, prefixRows: readonly number[]): BatchPlan {
-    const info = st.info;
+    const info = st.queue.front!.value.info;
     const costs = st.costs;
     return planBatch(prefixRows, info.sizes, info.cap, {
       coalescable: info.coalescable,
@@ -590,20 +638,24 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease> {
     if (winner === undefined || isReady === undefined || this.#coldHoldMs <= 0 || this.#discipline === 'edf') {
       return false;
     }
-    return now - winner.frontArrival < this.#coldHoldMs && !isReady.call(this.#executor, winner.name);
+    return (
+      now - winner.frontArrival < this.#coldHoldMs &&
+      !isReady.call(this.#executor, winner.name, winner.state.queue.front!.value.version as V)
+    );
   }
 
   #bestReady(candidates: readonly Candidate[]): Candidate | undefined {
-    const ready = candidates.filter((c) => this.#executor.isReady!(c.name));
+    const ready = candidates.filter((c) => this.#executor.isReady!(c.name, c.state.queue.front!.value.version as V));
     return selectCandidate(this.#discipline, ready);
   }
 
   #stage(st: ModelState): void {
-    const staged: Staged<L> = { model: st, lease: null };
+    const version = st.queue.front!.value.version as V;
+    const staged: Staged<L> = { model: st, version, lease: null };
     this.#staged = staged;
     let prepared: Promise<L>;
     try {
-      prepared = Promise.resolve(this.#executor.prepare(st.info.name));
+      prepared = Promise.resolve(this.#executor.prepare(st.info.name, version));
     } catch (e) {
       prepared = Promise.reject(e);
     }
@@ -646,8 +698,10 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease> {
     this.#afterDequeue(st);
   }
 
-  #launch(st: ModelState, lease: L): void {
-    if (st.removed || st.queue.length === 0) {
+  #launch(st: ModelState, lease: L, version: unknown): void {
+    // A lease prepared for another version (its requests left the queue meanwhile) is no use:
+    // the next pump stages the front request's version.
+    if (st.removed || st.queue.length === 0 || st.queue.front!.value.version !== version) {
       this.#release(lease);
       return;
     }
@@ -681,7 +735,7 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease> {
         }
       }
       if (!dropped) break;
-      if (st.queue.length === 0) {
+      if (st.queue.length === 0 || st.queue.front!.value.version !== version) {
         this.#release(lease);
         return;
       }
@@ -698,6 +752,8 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease> {
 
   #execute(st: ModelState, lease: L, plan: BatchPlan, taken: PendingRequest[], start: number): void {
     const name = st.info.name;
+    const info = taken[0]!.info;
+    const version = taken[0]!.version as V;
     const c = st.counters;
     const waits = taken.map((r) => (start - r.arrival) / 1000);
     for (let i = 0; i < taken.length; i++) {
@@ -715,7 +771,7 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease> {
     try {
       inputs = coalesceInputs(
         taken.map((r) => r.inputs),
-        st.info.inputBatchAxes,
+        info.inputBatchAxes,
         plan.batchSize,
         this.#batchBuffers === null ? undefined : (bytes) => this.#takeBatchBuffer(bytes, pooled),
       );
@@ -802,7 +858,7 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease> {
         try {
           perRequest = sliceOutputs(
             outputs,
-            st.info.outputBatchAxes,
+            info.outputBatchAxes,
             taken.map((r) => r.rows),
           );
         } catch (e) {
@@ -864,6 +920,7 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease> {
       running = Promise.resolve(
         this.#executor.execute({
           model: name,
+          version,
           batchSize: plan.batchSize,
           rows: plan.rows,
           requests: taken.length,

@@ -22,8 +22,11 @@ import type { ExecutionLease } from '../scheduler/executor.js';
 import type { Residency } from './residency.js';
 import type { WeightBackend } from './weight-backend.js';
 
-export interface WeightModelSpec {
+export interface WeightModelSpec<S = unknown> {
+  /** The cache's key: one per set of weights (a model version's weight key). */
   readonly name: string;
+  /** Where the backend reads these weights from (handed to WeightBackend.readHost). */
+  readonly source?: S;
   /** Device bytes of the model's weights (the safetensors data size). */
   readonly bytes: number;
   /** Default: the cache's defaultResidency ('system'). */
@@ -51,8 +54,8 @@ export type WeightCacheEvent =
   | { readonly type: 'host-read'; readonly model: string; readonly bytes: number; readonly seconds: number }
   | { readonly type: 'oversized'; readonly model: string; readonly bytes: number; readonly budgetBytes: number };
 
-export interface WeightCacheOptions<H, D> {
-  readonly backend: WeightBackend<H, D>;
+export interface WeightCacheOptions<H, D, S = unknown> {
+  readonly backend: WeightBackend<H, D, S>;
   /** Bytes for evictable device weights (weightBudget().onDemand); Infinity = never evict. */
   readonly budgetBytes: number;
   readonly defaultResidency?: Residency;
@@ -94,6 +97,7 @@ export interface WeightCacheStats {
 
 interface Entry<H, D> {
   readonly name: string;
+  readonly source: unknown;
   readonly bytes: number;
   residency: Residency;
   device: D | null;
@@ -121,8 +125,8 @@ interface Admission<H, D> {
 const notFound = (name: string): ServeError =>
   new ServeError('HLO_ERR_MODEL_NOT_FOUND', `unknown model '${name}' in the weight cache`);
 
-export class WeightCache<H, D> {
-  readonly #backend: WeightBackend<H, D>;
+export class WeightCache<H, D, S = unknown> {
+  readonly #backend: WeightBackend<H, D, S>;
   readonly #clock: Clock;
   readonly #logger: SchedulerLogger;
   readonly #onEvent: ((event: WeightCacheEvent) => void) | undefined;
@@ -142,7 +146,7 @@ export class WeightCache<H, D> {
   #hits = 0;
   #oversized = 0;
 
-  constructor(options: WeightCacheOptions<H, D>) {
+  constructor(options: WeightCacheOptions<H, D, S>) {
     this.#backend = options.backend;
     this.#budget = options.budgetBytes;
     this.#defaultResidency = options.defaultResidency ?? 'system';
@@ -157,7 +161,7 @@ export class WeightCache<H, D> {
   }
 
   /** Registers a model and establishes its floor (system: host read; device: upload). */
-  async addModel(spec: WeightModelSpec): Promise<void> {
+  async addModel(spec: WeightModelSpec<S>): Promise<void> {
     if (this.#entries.has(spec.name)) {
       throw new ServeError('HLO_ERR_FAILED_PRECONDITION', `model '${spec.name}' is already in the weight cache`);
     }
@@ -169,6 +173,7 @@ export class WeightCache<H, D> {
     }
     const e: Entry<H, D> = {
       name: spec.name,
+      source: spec.source,
       bytes: spec.bytes,
       residency: spec.residency ?? this.#defaultResidency,
       device: null,
@@ -497,7 +502,7 @@ export class WeightCache<H, D> {
     if (e.host !== null) return e.host;
     if (e.hostLoading === null) {
       const start = this.#clock.now();
-      e.hostLoading = this.#backend.readHost(e.name).then(
+      e.hostLoading = this.#backend.readHost(e.name, e.source as S).then(
         (host) => {
           e.hostLoading = null;
           e.host = host;

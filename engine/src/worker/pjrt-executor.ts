@@ -1,6 +1,5 @@
 import type { DeviceBuffer } from '@hloserve/native';
-import { ServeError } from '@hloserve/common/errors';
-import type { CompiledModel } from '../model/compiled-model.js';
+import type { ModelVersion, WeightSource } from '../model/model-version.js';
 import type { ExecutionRequest, Executor } from '../scheduler/executor.js';
 import type { HostTensor } from '../tensor.js';
 import type { WeightCache, WeightLease } from '../weights/weight-cache.js';
@@ -8,37 +7,42 @@ import type { HostWeights } from './pjrt-weight-backend.js';
 
 export type PjrtLease = WeightLease<readonly DeviceBuffer[]>;
 
-/** Runs the scheduler's batches on the PJRT runtime, with weights from the cache. */
-export class PjrtExecutor implements Executor<PjrtLease> {
+/**
+ * Runs the scheduler's batches on the PJRT runtime. Every batch names the version its requests
+ * were admitted to; its weights come from the cache under that version's key and its executable
+ * from that version, so a batch always runs one consistent (executable, weights) pair.
+ */
+export class PjrtExecutor implements Executor<PjrtLease, ModelVersion> {
   /** PJRT cannot stop a launched execution (see execute). */
   readonly cancellable = false;
   /** The addon holds the host inputs until the execution returns, and outputs are new buffers. */
   readonly releasesInputs = true;
-  readonly #cache: WeightCache<HostWeights, readonly DeviceBuffer[]>;
-  readonly #models: (name: string) => CompiledModel | undefined;
+  readonly #cache: WeightCache<HostWeights, readonly DeviceBuffer[], WeightSource>;
 
-  constructor(
-    cache: WeightCache<HostWeights, readonly DeviceBuffer[]>,
-    models: (name: string) => CompiledModel | undefined,
-  ) {
+  constructor(cache: WeightCache<HostWeights, readonly DeviceBuffer[], WeightSource>) {
     this.#cache = cache;
-    this.#models = models;
   }
 
-  prepare(model: string): Promise<PjrtLease> {
-    return this.#cache.acquire(model);
+  prepare(_model: string, version: ModelVersion): Promise<PjrtLease> {
+    return this.#cache.acquire(version.weights.key);
   }
 
-  isReady(model: string): boolean {
-    return this.#cache.isResident(model);
+  isReady(_model: string, version: ModelVersion): boolean {
+    return this.#cache.isResident(version.weights.key);
   }
 
-  async execute(req: ExecutionRequest<PjrtLease>): Promise<readonly HostTensor[]> {
-    const m = this.#models(req.model);
-    if (!m) throw new ServeError('HLO_ERR_MODEL_NOT_FOUND', `model '${req.model}' was unloaded`);
-    // The dispatch timeout's signal is not passed on: PJRT cannot stop a launched execution, and
-    // settling early would end the lease while the device still reads the weights, letting the
-    // cache count their bytes free too soon. The scheduler has answered the callers already.
-    return m.run(req.batchSize, req.inputs, req.lease.weights);
+  async execute(req: ExecutionRequest<PjrtLease, ModelVersion>): Promise<readonly HostTensor[]> {
+    // The version is held while the device runs it: a replaced version's executables are freed
+    // only after its last execution returns, even one whose callers a timeout already answered.
+    const v = req.version;
+    v.hold();
+    try {
+      // The dispatch timeout's signal is not passed on: PJRT cannot stop a launched execution, and
+      // settling early would end the lease while the device still reads the weights, letting the
+      // cache count their bytes free too soon. The scheduler has answered the callers already.
+      return await v.compiled.run(req.batchSize, req.inputs, req.lease.weights);
+    } finally {
+      v.release();
+    }
   }
 }

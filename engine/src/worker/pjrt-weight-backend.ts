@@ -3,12 +3,9 @@ import { readSafetensors } from '../bundle/safetensors.js';
 import { ServeError } from '@hloserve/common/errors';
 import { uploadTensors, type WeightTensor } from '../model/compiled-model.js';
 import type { WeightBackend } from '../weights/weight-backend.js';
+import type { WeightSource } from '../model/model-version.js';
 
-export interface WeightSource {
-  /** The bundle's weights.safetensors, or null for a model without weights. */
-  readonly path: string | null;
-  readonly argumentOrder: readonly string[];
-}
+export type { WeightSource } from '../model/model-version.js';
 
 /**
  * Where host copies of weights live: the runtime's pinned host memory space (a cold load is then
@@ -45,11 +42,10 @@ export interface PjrtWeightBackendOptions {
 }
 
 /** The weight cache's device side on PJRT; device copies are buffers in device memory. */
-export class PjrtWeightBackend implements WeightBackend<HostWeights, readonly DeviceBuffer[]> {
+export class PjrtWeightBackend implements WeightBackend<HostWeights, readonly DeviceBuffer[], WeightSource> {
   readonly staging: WeightStaging;
   readonly arena: DeviceArena | null;
   readonly #runtime: Runtime;
-  readonly #sources: Map<string, WeightSource> = new Map();
   /** Device copies that live in the arena (they can be reused after eviction). */
   readonly #inArena = new WeakSet<readonly DeviceBuffer[]>();
   /** Arena views of evicted models waiting for reuse, oldest first, with their tensor signature. */
@@ -63,17 +59,7 @@ export class PjrtWeightBackend implements WeightBackend<HostWeights, readonly De
       (this.arena === null && runtime.memoryKinds(0).includes('pinned_host') ? 'pinned_host' : 'pageable');
   }
 
-  setSource(model: string, source: WeightSource): void {
-    this.#sources.set(model, source);
-  }
-
-  removeSource(model: string): void {
-    this.#sources.delete(model);
-  }
-
-  async readHost(model: string): Promise<HostWeights> {
-    const src = this.#sources.get(model);
-    if (!src) throw new ServeError('HLO_ERR_MODEL_NOT_FOUND', `no weights registered for model '${model}'`);
+  async readHost(_model: string, src: WeightSource): Promise<HostWeights> {
     if (src.path === null) return { kind: 'pageable', tensors: [] };
     const path = src.path;
     const file = await readSafetensors(path);

@@ -1,12 +1,10 @@
 import { join } from 'node:path';
-import { readFile } from 'node:fs/promises';
 import { type DeviceBuffer, Runtime } from '@hloserve/native';
 import { type Bundle, loadBundle } from '../bundle/bundle.js';
 import { discoverBundles } from '../bundle/discover.js';
 import type { WorkerSettings } from '../config/types.js';
 import { type DecodedRequest, decodeRequest } from '../codec/decode.js';
 import { encodeOutputs } from '../codec/encode.js';
-import type { ModelIO } from '../codec/model-io.js';
 import type { WireInferRequest, WireInferResponse, WireOutput } from '@hloserve/common/wire';
 import { invalidArgument, ServeError, toServeError } from '@hloserve/common/errors';
 import type {
@@ -15,21 +13,23 @@ import type {
   ModelConfigJson,
   ModelIndexEntry,
   ModelMetadata,
-  ModelState,
   ModelStatisticsJson,
   ServerMetadata,
 } from '../kserve/service.js';
 import { SharedMemoryRegistry } from '../kserve/shared-memory.js';
 import type { Logger } from '../log.js';
 import { Metrics, type RequestSample } from '../metrics.js';
-import { CompiledModel } from '../model/compiled-model.js';
-import { resolveModelInfo, type ModelSchedulingInfo } from '../scheduler/model-info.js';
+import type { ModelVersion, WeightSource } from '../model/model-version.js';
+import { Lifecycle, modelOfWeightKey } from '../registry/lifecycle.js';
+import { LifecycleEvents } from '../registry/lifecycle-events.js';
+import { Policy } from '../registry/policy.js';
+import { type ModelSlot, Registry } from '../registry/registry.js';
+import { RepositoryWatcher } from '../registry/repository-watcher.js';
 import { Scheduler, type RequestTiming } from '../scheduler/scheduler.js';
 import type { HostTensor } from '../tensor.js';
 import { WeightCache } from '../weights/weight-cache.js';
 import { weightBudget } from '../weights/weight-budget.js';
-import { modelConfig, modelIO, modelMetadata } from './model-views.js';
-import { ModelStatistics } from './model-statistics.js';
+import { modelConfig, modelMetadata } from './model-views.js';
 import { PjrtExecutor, type PjrtLease } from './pjrt-executor.js';
 import { arenaLimit, type HostWeights, PjrtWeightBackend } from './pjrt-weight-backend.js';
 
@@ -44,20 +44,6 @@ const EXTENSIONS = [
   'parameters',
 ];
 
-interface Entry {
-  readonly name: string;
-  state: ModelState;
-  reason: string;
-  bundle: Bundle | null;
-  compiled: CompiledModel | null;
-  io: ModelIO | null;
-  sizes: number[];
-  maxQueueDelayUs: number;
-  readonly stats: ModelStatistics;
-}
-
-type ReadyEntry = Entry & { bundle: Bundle; compiled: CompiledModel; io: ModelIO };
-
 /** One request from decode to answer. It is also the scheduler's timing record for that request. */
 class InferCall implements RequestTiming {
   submittedAt: number | undefined = undefined;
@@ -70,7 +56,9 @@ class InferCall implements RequestTiming {
   readonly writesSharedMemory: boolean;
 
   constructor(
-    readonly entry: ReadyEntry,
+    readonly slot: ModelSlot,
+    /** The version this request was admitted to; held until it is answered. */
+    readonly version: ModelVersion,
     readonly decoded: DecodedRequest,
     readonly id: string,
     /** Scheduler clock (ms) when the request arrived. */
@@ -88,7 +76,12 @@ export interface WorkerOptions {
   readonly log: Logger;
   /** Overrides the runtime (tests share one). */
   readonly runtime?: Runtime;
+  /** How long an unload lets queued requests finish before answering them NOT_FOUND; default 5000. */
+  readonly unloadGraceMs?: number;
 }
+
+/** What an unload waits for queued requests by default (docs/lifecycle.md). */
+export const DEFAULT_UNLOAD_GRACE_MS = 5000;
 
 /** Weights load into a device arena where the device is host memory and the cache has a budget. */
 function usesDeviceArena(config: { readonly deviceArena: boolean }, runtime: Runtime, budgetBytes: number): boolean {
@@ -97,21 +90,28 @@ function usesDeviceArena(config: { readonly deviceArena: boolean }, runtime: Run
 
 /**
  * One worker: one PJRT client on one device, the models of a repository, the scheduler and the
- * weight cache. It implements the transport-neutral InferenceService behind gRPC and HTTP.
+ * weight cache. It wires the parts together (the registry owns the models, the lifecycle changes
+ * them, the scheduler queues and dispatches, the cache owns device weights) and implements the
+ * transport-neutral InferenceService behind gRPC and HTTP.
  */
 export class Worker implements InferenceService {
   readonly runtime: Runtime;
   readonly metrics = new Metrics();
   readonly sharedMemory: SharedMemoryRegistry | null;
   readonly limits: { readonly maxRecvBytes: number; readonly maxSendBytes: number };
-  readonly scheduler: Scheduler<PjrtLease>;
-  readonly cache: WeightCache<HostWeights, readonly DeviceBuffer[]>;
+  readonly scheduler: Scheduler<PjrtLease, ModelVersion>;
+  readonly cache: WeightCache<HostWeights, readonly DeviceBuffer[], WeightSource>;
+  readonly registry = new Registry();
+  readonly events = new LifecycleEvents();
+  readonly policy: Policy;
+  readonly lifecycle: Lifecycle;
   readonly #backend: PjrtWeightBackend;
-  readonly #entries = new Map<string, Entry>();
   readonly #settings: WorkerSettings;
   readonly #modelRepo: string;
   readonly #log: Logger;
   readonly #ownsRuntime: boolean;
+  /** dynamic mode's repository watcher. */
+  #watcher: RepositoryWatcher | null = null;
   #stopping = false;
   #inflight = 0;
   /** The largest weights of any model loaded so far (sizes the device arena). */
@@ -145,19 +145,25 @@ export class Worker implements InferenceService {
       : undefined;
     this.#backend = new PjrtWeightBackend(runtime, { arena });
     const logger = { warn: (msg: string, fields?: Record<string, unknown>) => o.log.warn(msg, fields) };
-    this.cache = new WeightCache({
+    this.cache = new WeightCache<HostWeights, readonly DeviceBuffer[], WeightSource>({
       backend: this.#backend,
       budgetBytes,
       logger,
       onEvent: (e) => {
-        if (e.type === 'load') this.metrics.weightLoad(e.model, e.bytes, e.seconds);
-        else if (e.type === 'evict') this.metrics.weightEviction(e.model);
+        if (e.type === 'load') this.metrics.weightLoad(modelOfWeightKey(e.model), e.bytes, e.seconds);
+        else if (e.type === 'evict') {
+          const model = modelOfWeightKey(e.model);
+          this.metrics.weightEviction(model);
+          // A replaced version's weights leaving is not news; a serving model losing its copy is.
+          if (e.reason !== 'removed') this.events.emit({ type: 'evicted', model, bytes: e.bytes, reason: e.reason });
+        }
       },
     });
+    this.policy = new Policy(s.scheduler.models, s.modelControlMode === 'explicit' ? 'device' : 'system');
     this.metrics.trackInflight(() => this.#inflight);
     this.metrics.budgetBytes.set(Number.isFinite(budgetBytes) ? budgetBytes : -1);
-    this.scheduler = new Scheduler<PjrtLease>({
-      executor: new PjrtExecutor(this.cache, (n) => this.#entries.get(n)?.compiled ?? undefined),
+    this.scheduler = new Scheduler<PjrtLease, ModelVersion>({
+      executor: new PjrtExecutor(this.cache),
       discipline: s.scheduler.discipline,
       emaHalflifeSeconds: s.scheduler.emaHalflifeSeconds,
       recencyPenaltyCap: s.scheduler.recencyPenaltyCap,
@@ -170,11 +176,24 @@ export class Worker implements InferenceService {
       onEvent: (e) => {
         if (e.type === 'dispatch-done' && e.outcome === 'ok') {
           this.metrics.execution(e.model, e.batchSize);
-          this.#entries.get(e.model)?.stats.execution(e.batchSize, e.computeSeconds);
+          this.registry.get(e.model)?.stats.execution(e.batchSize, e.computeSeconds);
         } else if (e.type === 'request-dropped') {
           this.metrics.shed.inc({ model: e.model, reason: e.reason });
         }
       },
+    });
+    this.lifecycle = new Lifecycle({
+      runtime,
+      registry: this.registry,
+      policy: this.policy,
+      scheduler: this.scheduler,
+      cache: this.cache,
+      events: this.events,
+      metrics: this.metrics,
+      log: o.log,
+      defaults: { maxQueueDepth: s.scheduler.maxQueueDepth, maxQueueDelayUs: s.scheduler.maxQueueDelayUs },
+      fitWeights: (bytes) => this.#fitArena(bytes),
+      unloadGraceMs: o.unloadGraceMs ?? DEFAULT_UNLOAD_GRACE_MS,
     });
   }
 
@@ -203,136 +222,55 @@ export class Worker implements InferenceService {
     });
     const w = new Worker(o, runtime, budget);
     await w.loadRepository();
+    if (o.settings.modelControlMode === 'dynamic') w.#watchRepository();
     return w;
   }
 
-  /** Loads every bundle of the repository (models_include applies); one bad bundle stops none. */
+  /** dynamic mode: the repository decides what is loaded (registry/repository-watcher.ts). */
+  #watchRepository(): void {
+    this.#watcher = new RepositoryWatcher({
+      repo: this.#modelRepo,
+      pollSeconds: this.#settings.modelPollSeconds,
+      include: this.#settings.modelsInclude,
+      log: this.#log,
+      actions: {
+        load: (name) => this.#loadFromRepository(name),
+        unload: (name) => this.lifecycle.unload(name),
+        rename: (from, to) => this.lifecycle.rename(from, to),
+        loaded: () =>
+          this.registry
+            .list()
+            .filter((s) => s.current !== null)
+            .map((s) => ({ name: s.name, signature: s.current!.signature, directoryId: s.directoryId })),
+      },
+    });
+    this.#watcher.start();
+  }
+
+  /** The repository watcher of dynamic mode, or null in the other modes. */
+  get watcher(): RepositoryWatcher | null {
+    return this.#watcher;
+  }
+
+  /**
+   * Loads the startup set: every bundle of the repository (models_include applies) in static and
+   * dynamic mode; in explicit mode only the models models_include names (none when it is empty).
+   * One bad bundle stops none.
+   */
   async loadRepository(): Promise<void> {
-    const found = await discoverBundles(this.#modelRepo, { include: this.#settings.modelsInclude });
+    const include = this.#settings.modelsInclude;
+    if (this.#settings.modelControlMode === 'explicit' && include.length === 0) return;
+    const found = await discoverBundles(this.#modelRepo, { include });
     for (const d of found) {
       if (!d.ok) {
-        this.#entries.set(d.name, this.#newEntry(d.name, 'UNAVAILABLE', d.error.message));
+        const slot = this.registry.ensure(d.name);
+        slot.state = 'UNAVAILABLE';
+        slot.reason = d.error.message;
         this.#log.error('bundle failed to load', { model: d.name, error: d.error.message });
+        this.events.emit({ type: 'failed', model: d.name, error: d.error.message, stillServing: false });
         continue;
       }
-      await this.#load(d.bundle).catch(() => undefined);
-    }
-  }
-
-  #newEntry(name: string, state: ModelState, reason: string): Entry {
-    return {
-      name,
-      state,
-      reason,
-      bundle: null,
-      compiled: null,
-      io: null,
-      sizes: [],
-      maxQueueDelayUs: 0,
-      stats: new ModelStatistics(),
-    };
-  }
-
-  // Loads and unloads of one model run one after another; other models are never blocked.
-  readonly #lifecycle = new Map<string, Promise<unknown>>();
-
-  #serialized<T>(name: string, fn: () => Promise<T>): Promise<T> {
-    const prev = this.#lifecycle.get(name) ?? Promise.resolve();
-    const next = prev.then(fn, fn);
-    const tail = next.catch(() => undefined);
-    this.#lifecycle.set(name, tail);
-    void tail.then(() => {
-      if (this.#lifecycle.get(name) === tail) this.#lifecycle.delete(name);
-    });
-    return next;
-  }
-
-  #load(bundle: Bundle, signal?: AbortSignal): Promise<void> {
-    return this.#serialized(bundle.name, () => this.#loadNow(bundle, signal));
-  }
-
-  async #loadNow(bundle: Bundle, signal?: AbortSignal): Promise<void> {
-    const name = bundle.name;
-    const entry = this.#entries.get(name) ?? this.#newEntry(name, 'LOADING', '');
-    entry.state = 'LOADING';
-    entry.reason = '';
-    this.#entries.set(name, entry);
-    const started = performance.now();
-    try {
-      if (bundle.notServable) throw new ServeError('HLO_ERR_BUNDLE_INVALID', bundle.notServable);
-      if (bundle.hooks)
-        throw new ServeError('HLO_ERR_UNSUPPORTED', `${bundle.hooks.path}: JS/TS hooks are not supported yet`);
-      const modules = new Map<number, Uint8Array>();
-      for (const m of bundle.modules) modules.set(m.batchSize, await readFile(m.path));
-      const weights = (bundle.weights?.tensors ?? []).map((t) => ({ name: t.name, dtype: t.dtype, shape: t.shape }));
-      const compiled = await CompiledModel.compile(
-        this.runtime,
-        { name, manifest: bundle.manifest, modules, weights },
-        signal,
-      );
-      const policy = this.#settings.scheduler.models[name];
-      const info: ModelSchedulingInfo = {
-        name,
-        compiledBatchSizes: compiled.batchSizes,
-        maxBatchSize: policy?.maxBatchSize ?? null,
-        weight: policy?.weight ?? 1,
-        inputBatchAxes: bundle.manifest.executableInputs.map((s) => s.wireBatchAxis),
-        outputBatchAxes: bundle.manifest.executableOutputs.map((s) => s.wireBatchAxis),
-        maxQueueDelayUs: policy?.maxQueueDelayUs ?? this.#settings.scheduler.maxQueueDelayUs,
-      };
-      const resolved = resolveModelInfo(info, {
-        maxQueueDepth: this.#settings.scheduler.maxQueueDepth,
-        maxQueueDelayUs: this.#settings.scheduler.maxQueueDelayUs,
-      });
-      const maxRows = resolved.cap !== null ? Math.min(resolved.cap, resolved.maxRows) : resolved.maxRows;
-      // A reload swaps the weights too (the bundle may have changed). Executions still holding the
-      // old lease keep it until they finish; the old executables stay alive while pinned.
-      if (this.cache.has(name)) this.cache.removeModel(name);
-      this.#backend.setSource(name, {
-        path: bundle.weights?.path ?? null,
-        argumentOrder: bundle.weights?.argumentOrder ?? [],
-      });
-      this.#fitArena(bundle.weights?.byteLength ?? 0);
-      await this.cache.addModel({
-        name,
-        bytes: bundle.weights?.byteLength ?? 0,
-        residency: policy?.residency ?? 'system',
-      });
-      // Warmup proves every module runs with these weights and seeds the cost table.
-      const lease = await this.cache.acquire(name);
-      let costs: Map<number, number>;
-      try {
-        costs = await compiled.warmup(lease.weights);
-      } finally {
-        lease.release();
-      }
-      entry.compiled?.dispose();
-      entry.bundle = bundle;
-      entry.compiled = compiled;
-      entry.io = modelIO(bundle, maxRows);
-      entry.sizes = compiled.batchSizes;
-      entry.maxQueueDelayUs = info.maxQueueDelayUs ?? 0;
-      if (this.scheduler.hasModel(name)) this.scheduler.replaceModel(info);
-      else this.scheduler.addModel(info);
-      for (const [b, s] of costs) this.scheduler.seedCost(name, b, s);
-      entry.state = 'READY';
-      this.#log.info('model ready', {
-        model: name,
-        batchSizes: entry.sizes,
-        weightBytes: bundle.weights?.byteLength ?? 0,
-        residency: policy?.residency ?? 'system',
-        loadSeconds: +((performance.now() - started) / 1e3).toFixed(3),
-      });
-    } catch (err) {
-      const e = toServeError(err);
-      entry.state = 'UNAVAILABLE';
-      entry.reason = e.message;
-      this.#log.error('model failed to load', { model: name, error: e.message });
-      if (!entry.compiled) {
-        this.cache.removeModel(name);
-        this.#backend.removeSource(name);
-      }
-      throw e;
+      await this.lifecycle.load(d.bundle).catch(() => undefined);
     }
   }
 
@@ -343,71 +281,66 @@ export class Worker implements InferenceService {
   }
 
   serverReady(): boolean {
-    return !this.#stopping && [...this.#entries.values()].some((e) => e.state === 'READY');
+    return !this.#stopping && this.registry.list().some((e) => e.state === 'READY');
   }
 
   serverMetadata(): ServerMetadata {
     return { name: SERVER_NAME, version: SERVER_VERSION, extensions: EXTENSIONS };
   }
 
-  #entry(name: string, version: string): Entry {
-    if (!name) throw invalidArgument('model name must not be empty');
-    if (version && version !== '1')
-      throw new ServeError('HLO_ERR_MODEL_NOT_FOUND', `model '${name}' has no version '${version}' (only '1')`);
-    const e = this.#entries.get(name);
-    if (!e) throw new ServeError('HLO_ERR_MODEL_NOT_FOUND', `Request for unknown model: '${name}' is not found`);
-    return e;
-  }
-
-  #ready(name: string, version: string): ReadyEntry {
-    const e = this.#entry(name, version);
-    if (e.state !== 'READY' || !e.bundle || !e.compiled || !e.io) {
-      throw new ServeError(
-        'HLO_ERR_MODEL_NOT_READY',
-        `model '${name}' is not ready (${e.state}${e.reason ? `: ${e.reason}` : ''})`,
-      );
-    }
-    return e as ReadyEntry;
+  /** The version serving `name` now (metadata, config), or why there is none. */
+  #serving(name: string, version: string): ModelVersion {
+    const slot = this.registry.require(name, version);
+    if (slot.current === null)
+      throw new ServeError('HLO_ERR_MODEL_NOT_READY', `model '${name}' is not loaded: ${slot.reason}`);
+    return slot.current;
   }
 
   modelReady(name: string, version: string): boolean {
     try {
-      return this.#ready(name, version) !== undefined;
+      return this.registry.require(name, version).admit() !== undefined;
     } catch {
       return false;
     }
   }
 
   modelMetadata(name: string, version: string): ModelMetadata {
-    const e = this.#entry(name, version);
-    if (!e.bundle) throw new ServeError('HLO_ERR_MODEL_NOT_READY', `model '${name}' is not loaded: ${e.reason}`);
-    return modelMetadata(e.bundle, this.runtime.platformName);
+    return modelMetadata(this.#serving(name, version).bundle, this.runtime.platformName);
   }
 
   modelConfig(name: string, version: string): ModelConfigJson {
-    const e = this.#entry(name, version);
-    if (!e.bundle || !e.io)
-      throw new ServeError('HLO_ERR_MODEL_NOT_READY', `model '${name}' is not loaded: ${e.reason}`);
-    return modelConfig(e.bundle, e.io.maxRows, e.sizes, e.maxQueueDelayUs, this.runtime.platformName);
-  }
-
-  modelStatistics(name: string, version: string): ModelStatisticsJson[] {
-    const list = name
-      ? [this.#entry(name, version)]
-      : [...this.#entries.values()].sort((a, b) => a.name.localeCompare(b.name));
-    return list.map((e) =>
-      e.stats.json(e.name, '1', e.bundle?.weights?.byteLength ?? 0, this.cache.isResident(e.name)),
+    const v = this.#serving(name, version);
+    return modelConfig(
+      v.bundle,
+      v.io.maxRows,
+      v.batchSizes,
+      v.scheduling.maxQueueDelayUs ?? 0,
+      this.runtime.platformName,
     );
   }
 
+  modelStatistics(name: string, version: string): ModelStatisticsJson[] {
+    const list = name ? [this.registry.require(name, version)] : this.registry.list();
+    return list.map((e) => {
+      const w = e.current?.weights;
+      return e.stats.json(e.name, '1', w?.bytes ?? 0, w !== undefined && this.cache.isResident(w.key));
+    });
+  }
+
   repositoryIndex(readyOnly: boolean): ModelIndexEntry[] {
-    return [...this.#entries.values()]
+    return this.registry
+      .list()
       .filter((e) => !readyOnly || e.state === 'READY')
-      .sort((a, b) => a.name.localeCompare(b.name))
       .map((e) => ({ name: e.name, version: '1', state: e.state, reason: e.reason }));
   }
 
   async loadModel(name: string, signal?: AbortSignal): Promise<void> {
+    this.#refuseInStatic('load');
+    await this.#loadFromRepository(name, signal);
+  }
+
+  /** Reads `name`'s bundle from the repository and loads it as the model's next version. */
+  async #loadFromRepository(name: string, signal?: AbortSignal): Promise<void> {
     if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(name)) throw invalidArgument(`'${name}' is not a valid model name`);
     let bundle: Bundle;
     try {
@@ -420,25 +353,39 @@ export class Worker implements InferenceService {
       ) {
         throw new ServeError('HLO_ERR_MODEL_NOT_FOUND', `no bundle named '${name}' in the model repository`);
       }
-      throw e;
+      // A bundle that does not even parse is a failed load like any other: visible, and the
+      // version serving (if any) stays.
+      throw await this.lifecycle.failed(name, e);
     }
-    await this.#load(bundle, signal);
+    await this.lifecycle.load(bundle, signal);
   }
 
   unloadModel(name: string): Promise<void> {
-    return this.#serialized(name, async () => this.#unloadNow(name));
+    try {
+      this.#refuseInStatic('unload');
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.lifecycle.unload(name);
   }
 
-  #unloadNow(name: string): void {
-    const e = this.#entries.get(name);
-    if (!e) return;
-    e.state = 'UNLOADING';
-    this.scheduler.removeModel(name);
-    this.cache.removeModel(name);
-    this.#backend.removeSource(name);
-    e.compiled?.dispose();
-    this.#entries.delete(name);
-    this.#log.info('model unloaded', { model: name });
+  /** static mode serves the startup set: the repository RPCs change nothing there. */
+  #refuseInStatic(what: 'load' | 'unload'): void {
+    if (this.#settings.modelControlMode !== 'static') return;
+    throw new ServeError(
+      'HLO_ERR_FAILED_PRECONDITION',
+      `model ${what} is not allowed: global.model_control_mode is static (use dynamic or explicit)`,
+    );
+  }
+
+  /** The worker's model control mode (node.yaml's global.model_control_mode). */
+  get modelControlMode(): WorkerSettings['modelControlMode'] {
+    return this.#settings.modelControlMode;
+  }
+
+  /** Where bundles are read from. */
+  get modelRepo(): string {
+    return this.#modelRepo;
   }
 
   /**
@@ -451,7 +398,8 @@ export class Worker implements InferenceService {
     // Every reading is the scheduler's clock (epoch ms), and the scheduler's own readings at submit
     // and settle stand in for the rest: two clock reads per request instead of six.
     const t0 = this.scheduler.now();
-    let entry: ReadyEntry | undefined;
+    let slot: ModelSlot | undefined;
+    let version: ModelVersion | undefined;
     let rows = 0;
     this.#inflight++;
     let call: InferCall;
@@ -464,22 +412,30 @@ export class Worker implements InferenceService {
           `more than ${cap} requests in flight (endpoints.max_concurrent_requests)`,
         );
       }
-      entry = this.#ready(req.modelName, req.modelVersion);
-      const decoded = decodeRequest(entry.io, req, this.sharedMemory);
+      slot = this.registry.require(req.modelName, req.modelVersion);
+      // Admission: the request captures the version serving now and holds it until answered.
+      version = slot.admit();
+      version.hold();
+      const decoded = decodeRequest(version.io, req, this.sharedMemory);
       rows = decoded.rows;
       if (ctx.deadline !== null && ctx.deadline <= t0) {
         throw new ServeError('HLO_ERR_DEADLINE_EXCEEDED', 'the deadline passed before the request was queued');
       }
-      call = new InferCall(entry, decoded, req.id, t0);
+      call = new InferCall(slot, version, decoded, req.id, t0);
     } catch (err) {
-      return Promise.reject(this.#failed(err, entry, rows, t0));
+      return Promise.reject(this.#failed(err, slot, version, rows, t0));
     }
     return this.scheduler
-      .submit(call.entry.name, call.decoded.inputs, { deadline: ctx.deadline, signal: ctx.signal, timing: call })
+      .submit(call.version.name, call.decoded.inputs, {
+        deadline: ctx.deadline,
+        signal: ctx.signal,
+        timing: call,
+        version: call.version,
+      })
       .then(
         (outputs) => this.#answer(call, outputs),
         (err: unknown) => {
-          throw this.#failed(err, call.entry, call.decoded.rows, call.t0);
+          throw this.#failed(err, call.slot, call.version, call.decoded.rows, call.t0);
         },
       );
   }
@@ -489,9 +445,10 @@ export class Worker implements InferenceService {
     try {
       wire = encodeOutputs(call.decoded.outputs, outputs, this.sharedMemory);
     } catch (err) {
-      throw this.#failed(err, call.entry, call.decoded.rows, call.t0);
+      throw this.#failed(err, call.slot, call.version, call.decoded.rows, call.t0);
     }
     this.#inflight--;
+    call.version.release();
     const t1 = call.submittedAt ?? call.t0;
     const t2 = call.settledAt ?? t1;
     // Inline outputs are wrapped, not copied: their output time is nil and the clock is not read
@@ -499,7 +456,7 @@ export class Worker implements InferenceService {
     const t3 = call.writesSharedMemory ? this.scheduler.now() : t2;
     const queue = call.queueSeconds ?? 0;
     const infer = call.computeSeconds ?? (t2 - t1) / 1e3;
-    const e = call.entry;
+    const e = call.slot;
     const rows = call.decoded.rows;
     const st = this.#okStats;
     st.at = t3;
@@ -510,7 +467,7 @@ export class Worker implements InferenceService {
     st.output = (t3 - t2) / 1e3;
     e.stats.success(rows, st);
     const m = this.#okSample;
-    m.model = e.name;
+    m.model = call.version.name;
     m.batchRows = rows;
     m.totalUs = st.total * 1e6;
     m.queueUs = queue * 1e6;
@@ -518,12 +475,19 @@ export class Worker implements InferenceService {
     m.computeInferUs = infer * 1e6;
     m.computeOutputUs = st.output * 1e6;
     this.metrics.request(m);
-    return { modelName: e.name, modelVersion: '1', id: call.id, outputs: wire };
+    return { modelName: call.version.name, modelVersion: '1', id: call.id, outputs: wire };
   }
 
   /** Counts a failed request (once it reached a model) and gives the error to answer it with. */
-  #failed(err: unknown, entry: Entry | undefined, rows: number, t0: number): ServeError {
+  #failed(
+    err: unknown,
+    entry: ModelSlot | undefined,
+    version: ModelVersion | undefined,
+    rows: number,
+    t0: number,
+  ): ServeError {
     this.#inflight--;
+    version?.release();
     const e = toServeError(err);
     if (entry) {
       const total = (this.scheduler.now() - t0) / 1e3;
@@ -539,7 +503,7 @@ export class Worker implements InferenceService {
               ? 'BACKEND'
               : 'OTHER';
       this.metrics.request({
-        model: entry.name,
+        model: version?.name ?? entry.name,
         ok: false,
         reason,
         batchRows: rows,
@@ -557,8 +521,13 @@ export class Worker implements InferenceService {
   async stop(drain = true): Promise<void> {
     if (this.#stopping) return;
     this.#stopping = true;
+    await this.#watcher?.close();
     await this.scheduler.shutdown({ drain });
-    for (const e of this.#entries.values()) e.compiled?.dispose();
+    for (const slot of this.registry.list()) {
+      const v = slot.current;
+      slot.current = null;
+      await v?.retire();
+    }
     this.sharedMemory?.close();
     this.#backend.dispose();
     this.#backend.arena?.dispose();
@@ -583,7 +552,10 @@ export class Worker implements InferenceService {
       this.metrics.arenaBytes.set({ state: 'mapped' }, arena.mappedBytes);
       this.metrics.arenaBytes.set({ state: 'used' }, arena.usedBytes);
     }
-    for (const m of s.models) this.metrics.modelResident.set({ model: m.model }, m.deviceResident ? 1 : 0);
+    for (const slot of this.registry.list()) {
+      const w = slot.current?.weights;
+      if (w !== undefined) this.metrics.modelResident.set({ model: slot.name }, this.cache.isResident(w.key) ? 1 : 0);
+    }
     for (const n of this.scheduler.modelNames())
       this.metrics.queueDepth.set({ model: n }, this.scheduler.queueDepth(n));
   }

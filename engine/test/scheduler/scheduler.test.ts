@@ -686,23 +686,32 @@ suite('Scheduler: pipeline and lifecycle', () => {
     assert.equal(again.code(), 'ok');
   });
 
-  test('replaceModel keeps the queue and refuses what the new sizes cannot serve', async () => {
+  test('replaceModel: queued requests run on the version they were queued with, never batched with the next', async () => {
     const { exec, sched } = setup();
-    sched.addModel(model('m', { compiledBatchSizes: [1, 8] }));
+    sched.addModel(model('m', { compiledBatchSizes: [1, 8] }), 'v1');
     track(sched.submit('m', rowsOf(1)));
     await flush();
-    const small = track(sched.submit('m', rowsOf(2)));
-    const large = track(sched.submit('m', rowsOf(8)));
+    // Queued behind the running batch, on v1 (sizes 1 and 8): 8 rows are fine there.
+    const oldSmall = track(sched.submit('m', rowsOf(2), { version: 'v1' }));
+    const oldLarge = track(sched.submit('m', rowsOf(8)));
     await flush();
-    sched.replaceModel(model('m', { compiledBatchSizes: [1, 4] }));
+    sched.replaceModel(model('m', { compiledBatchSizes: [1, 4] }), 'v2');
+    const fresh = track(sched.submit('m', rowsOf(2)));
+    const stale = track(sched.submit('m', rowsOf(1), { version: 'v1' }));
     await flush();
-    assert.equal(large.code(), 'HLO_ERR_INVALID_ARGUMENT');
-    exec.calls[0]!.finish();
-    await flush();
-    assert.equal(exec.calls[1]!.request.batchSize, 4);
-    exec.calls[1]!.finish();
-    await flush();
-    assert.equal(small.code(), 'ok');
+    assert.equal(stale.code(), 'HLO_ERR_MODEL_NOT_READY', 'a request decoded against v1 is not queued on v2');
+    let finished = 0;
+    for (let round = 0; round < 6; round++) {
+      while (finished < exec.calls.length) exec.calls[finished++]!.finish();
+      await flush();
+    }
+    const runs = exec.calls.slice(1).map((c) => [c.request.version, c.request.batchSize, c.request.rows]);
+    assert.deepEqual(runs, [
+      ['v1', 8, 2],
+      ['v1', 8, 8],
+      ['v2', 4, 2],
+    ]);
+    assert.deepEqual([oldSmall.code(), oldLarge.code(), fresh.code()], ['ok', 'ok', 'ok']);
   });
 
   test('shutdown with drain serves everything queued (windows close), then refuses new work', async () => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { suite, test } from 'node:test';
 import type { CompiledModel } from '../../src/model/compiled-model.js';
+import type { ModelVersion } from '../../src/model/model-version.js';
 import type { HostTensor } from '../../src/tensor.js';
 import { PjrtExecutor, type PjrtLease } from '../../src/worker/pjrt-executor.js';
 
@@ -15,19 +16,27 @@ suite('PjrtExecutor', () => {
         return new Promise<HostTensor[]>((r) => (finish = r));
       },
     } as unknown as CompiledModel;
-    const exec = new PjrtExecutor({} as never, () => model);
+    let holds = 0;
+    const version = {
+      compiled: model,
+      hold: () => void holds++,
+      release: () => void holds--,
+    } as unknown as ModelVersion;
+    const exec = new PjrtExecutor({} as never);
     const timedOut = new AbortController();
     const lease = { weights: [], release: () => {} } as unknown as PjrtLease;
     let settled = false;
     const running = exec
-      .execute({ model: 'm', batchSize: 1, rows: 1, requests: 1, inputs: [], lease, signal: timedOut.signal })
+      .execute({ model: 'm', version, batchSize: 1, rows: 1, requests: 1, inputs: [], lease, signal: timedOut.signal })
       .then((out) => ((settled = true), out));
     timedOut.abort(new Error('dispatch timeout'));
     await new Promise((r) => setImmediate(r));
     assert.equal(settled, false, 'an abort does not settle what PJRT cannot stop');
     assert.equal(calls[0]!.length, 3, 'the signal is not passed to the executable');
+    assert.equal(holds, 1, 'the version is held while the device runs it');
     const out: HostTensor[] = [{ name: 'y', dtype: 'f32', shape: [1], data: new Uint8Array(4) }];
     finish(out);
     assert.deepEqual(await running, out);
+    assert.equal(holds, 0);
   });
 });

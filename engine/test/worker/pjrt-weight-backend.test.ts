@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, suite, test } from 'node:test';
 import { type DeviceBuffer, Runtime } from '@hloserve/native';
 import { writeSafetensors } from '../../src/bundle/safetensors-writer.js';
-import { arenaLimit, PjrtWeightBackend } from '../../src/worker/pjrt-weight-backend.js';
+import { arenaLimit, PjrtWeightBackend, type WeightSource } from '../../src/worker/pjrt-weight-backend.js';
 
 /** Weights of `model`: tensors named a, b with the given shapes, filled with model-specific values. */
 async function writeWeights(dir: string, model: string, shapes: number[][], seed: number): Promise<string> {
@@ -47,21 +47,21 @@ suite('PjrtWeightBackend with a device arena', () => {
   const backendWith = async (limitBytes: number, models: Record<string, [number[][], number]>) => {
     const arena = rt.createArena({ limitBytes });
     const be = new PjrtWeightBackend(rt, { arena });
+    const sources: Record<string, WeightSource> = {};
     for (const [name, [shapes, seed]] of Object.entries(models)) {
-      be.setSource(name, {
+      sources[name] = {
         path: await writeWeights(dir, name, shapes, seed),
         argumentOrder: shapes.map((_, i) => `t${i}`),
-      });
+      };
     }
-    return { arena, be };
+    const read = (m: string) => be.readHost(m, sources[m]!);
+    return { arena, be, read };
   };
 
   test('host copies stay pageable; loads land in the arena; an evicted model’s views serve the next of its shape', async () => {
-    const { arena, be } = await backendWith(1 << 20, { a: [SAME, 1], b: [SAME, 1000], c: [OTHER, 5] });
+    const { arena, be, read } = await backendWith(1 << 20, { a: [SAME, 1], b: [SAME, 1000], c: [OTHER, 5] });
     assert.equal(be.staging, 'pageable');
-    const hosts = Object.fromEntries(
-      await Promise.all(['a', 'b', 'c'].map(async (m) => [m, await be.readHost(m)] as const)),
-    );
+    const hosts = Object.fromEntries(await Promise.all(['a', 'b', 'c'].map(async (m) => [m, await read(m)] as const)));
     const a = await be.upload('a', hosts.a!);
     assert.deepEqual(await contents(a), expected(SAME, 1));
     assert.ok(a.every((x) => x.memoryKind === 'device'));
@@ -90,10 +90,10 @@ suite('PjrtWeightBackend with a device arena', () => {
 
   test('views kept for another shape give way when the arena is full', async () => {
     // Room for one model of either shape, not for both.
-    const { arena, be } = await backendWith(9000, { a: [SAME, 1], c: [OTHER, 7] });
-    const a = await be.upload('a', await be.readHost('a'));
+    const { arena, be, read } = await backendWith(9000, { a: [SAME, 1], c: [OTHER, 7] });
+    const a = await be.upload('a', await read('a'));
     be.free('a', a);
-    const c = await be.upload('c', await be.readHost('c'));
+    const c = await be.upload('c', await read('c'));
     assert.equal(a[0]!.disposed, true, 'a’s views were dropped to make room');
     assert.deepEqual(await contents(c), expected(OTHER, 7));
     assert.equal(arena.stats().ranges, 1);
@@ -103,9 +103,9 @@ suite('PjrtWeightBackend with a device arena', () => {
   });
 
   test('a model the arena cannot hold loads through the plugin and is freed on eviction', async () => {
-    const { arena, be } = await backendWith(1024, { a: [SAME, 3] });
+    const { arena, be, read } = await backendWith(1024, { a: [SAME, 3] });
     const before = rt.ledger();
-    const a = await be.upload('a', await be.readHost('a'));
+    const a = await be.upload('a', await read('a'));
     assert.deepEqual(await contents(a), expected(SAME, 3));
     assert.equal(arena.stats().usedBytes, 0);
     assert.equal(rt.ledger().liveBuffers, before.liveBuffers + 2);

@@ -40,7 +40,7 @@ suite('worker lifecycle on the real CPU plugin', () => {
     const settings = workerSettings(config);
     worker = await Worker.start({
       modelRepo: examples,
-      settings: { ...settings, modelsInclude: ['mlp'] },
+      settings: { ...settings, modelsInclude: ['mlp'], modelControlMode: 'explicit' },
       log: createLogger('silent'),
     });
   });

@@ -1,0 +1,98 @@
+/** ControlService (proto/hloserve/control.proto) on the worker's gRPC port, over the control facade. */
+import type { sendUnaryData, Server, ServerUnaryCall } from '@grpc/grpc-js';
+import { invalidArgument, toGrpcStatus } from '@hloserve/common/errors';
+import {
+  type ControlServiceServer,
+  ControlServiceService,
+  type ModelStatus,
+  Residency as WireResidency,
+  ResidencyMode as WireResidencyMode,
+} from '@hloserve/proto/control';
+import type { Residency } from '../config/types.js';
+import type { ControlService, ModelControlView } from './control-service.js';
+
+const TO_WIRE: Record<Residency, WireResidency> = {
+  unpinned: WireResidency.RESIDENCY_UNPINNED,
+  system: WireResidency.RESIDENCY_SYSTEM,
+  device: WireResidency.RESIDENCY_DEVICE,
+};
+
+function fromWire(r: WireResidency): Residency {
+  switch (r) {
+    case WireResidency.RESIDENCY_UNPINNED:
+      return 'unpinned';
+    case WireResidency.RESIDENCY_SYSTEM:
+      return 'system';
+    case WireResidency.RESIDENCY_DEVICE:
+      return 'device';
+    default:
+      throw invalidArgument('target residency must be UNPINNED, SYSTEM or DEVICE');
+  }
+}
+
+function handler<Req, Res>(fn: (req: Req) => Res | Promise<Res>) {
+  return (call: ServerUnaryCall<Req, Res>, cb: sendUnaryData<Res>) => {
+    Promise.resolve()
+      .then(() => fn(call.request))
+      .then(
+        (res) => cb(null, res),
+        (err: unknown) => cb(toGrpcStatus(err)),
+      );
+  };
+}
+
+function modelStatus(m: ModelControlView): ModelStatus {
+  const s = m.scheduling;
+  return {
+    name: m.name,
+    residency: TO_WIRE[m.policy.residency],
+    deviceResident: m.weights?.deviceResident ?? false,
+    hostResident: m.weights?.hostResident ?? false,
+    weightBytes: m.weightBytes,
+    weight: m.policy.weight,
+    queueDepth: s?.queueDepth ?? 0,
+    totalComputeSeconds: s?.computeSecondsTotal ?? 0,
+    requestsServed: s?.requestsServed ?? 0,
+    dispatchCount: s?.dispatchCount ?? 0,
+    rowsServed: s?.rowsServed ?? 0,
+    maxBatchSize: m.maxBatchSize,
+    batchInputName: m.batchInput?.name ?? '',
+    batchAxis: m.batchInput === null ? 0 : m.batchInput.axis + 1,
+  };
+}
+
+function implementation(control: ControlService): ControlServiceServer {
+  return {
+    modelControlStatus: handler(() => {
+      const s = control.status();
+      return {
+        residencyMode:
+          s.residencyMode === 'externally_managed'
+            ? WireResidencyMode.RESIDENCY_MODE_EXTERNALLY_MANAGED
+            : WireResidencyMode.RESIDENCY_MODE_SELF_MANAGED,
+        discipline: s.discipline,
+        models: s.models.map(modelStatus),
+        weightCacheMaxBytes: Number.isFinite(s.weightCacheMaxBytes) ? s.weightCacheMaxBytes : 0,
+        weightCacheResidentBytes: s.weightCacheResidentBytes,
+        weightCachePinnedBytes: s.weightCachePinnedBytes,
+      };
+    }),
+    setModelResidency: handler(async (req: { name: string; target: WireResidency }) => {
+      const target = fromWire(req.target);
+      return { residency: TO_WIRE[await control.setResidency(req.name, target)] };
+    }),
+    setModelPolicy: handler(async (req: { name: string; weight?: number | undefined }) => {
+      const p = await control.setPolicy(req.name, req.weight === undefined ? {} : { weight: req.weight });
+      return { name: req.name, weight: p.weight };
+    }),
+    compactMemory: handler(async (req: { reloadModels: string[] }) => {
+      const r = await control.compactMemory(req.reloadModels);
+      return { reloadedModels: [...r.reloadedModels], residentBytesAfter: r.residentBytesAfter };
+    }),
+  };
+}
+
+/** Registers ControlService on a gRPC server (before it binds). */
+export function addControlService(server: Server, control: ControlService): void {
+  server.addService(ControlServiceService, implementation(control));
+}

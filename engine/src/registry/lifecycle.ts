@@ -1,0 +1,318 @@
+import { readFile } from 'node:fs/promises';
+import type { DeviceBuffer, Runtime } from '@hloserve/native';
+import { ServeError, toServeError } from '@hloserve/common/errors';
+import { setClampedTimeout } from '@hloserve/common/timers';
+import type { Bundle } from '../bundle/bundle.js';
+import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics.js';
+import { CompiledModel } from '../model/compiled-model.js';
+import { ModelBuild, ModelVersion } from '../model/model-version.js';
+import { resolveModelInfo, type ModelSchedulingInfo } from '../scheduler/model-info.js';
+import type { Scheduler } from '../scheduler/scheduler.js';
+import type { WeightCache } from '../weights/weight-cache.js';
+import { modelIO } from '../worker/model-views.js';
+import type { PjrtLease } from '../worker/pjrt-executor.js';
+import type { HostWeights } from '../worker/pjrt-weight-backend.js';
+import type { WeightSource } from '../model/model-version.js';
+import { bundleSignature } from './bundle-signature.js';
+import type { LifecycleEvents } from './lifecycle-events.js';
+import type { Policy } from './policy.js';
+import type { ModelSlot, Registry } from './registry.js';
+
+export interface LifecycleDeps {
+  readonly runtime: Runtime;
+  readonly registry: Registry;
+  readonly policy: Policy;
+  readonly scheduler: Scheduler<PjrtLease, ModelVersion>;
+  readonly cache: WeightCache<HostWeights, readonly DeviceBuffer[], WeightSource>;
+  readonly events: LifecycleEvents;
+  readonly metrics: Metrics;
+  readonly log: Logger;
+  readonly defaults: { readonly maxQueueDepth: number; readonly maxQueueDelayUs: number };
+  /** Called before a version's weights join the cache (the device arena grows to fit them). */
+  readonly fitWeights?: (bytes: number) => void;
+  /** How long an unload lets queued requests finish before answering them NOT_FOUND. */
+  readonly unloadGraceMs: number;
+}
+
+/** The weight cache's key for a build's weights: one per build, so two versions never share a copy by accident. */
+function weightKey(name: string, generation: number): string {
+  return `${name}@${generation}`;
+}
+
+/** The model a weight key belongs to (metrics label it by model). */
+export function modelOfWeightKey(key: string): string {
+  const at = key.lastIndexOf('@');
+  return at < 0 ? key : key.slice(0, at);
+}
+
+/**
+ * How models change while serving. A load or reload builds the new version beside the current
+ * one (read, compile on the addon's threads, weights into the cache, warmup), then swaps it in
+ * one step; requests admitted before finish on the version they captured, which is freed once
+ * they have. Operations on one name run one after another; other names are never blocked.
+ */
+export class Lifecycle {
+  readonly #d: LifecycleDeps;
+  readonly #serial = new Map<string, Promise<unknown>>();
+  #generation = 0;
+
+  constructor(deps: LifecycleDeps) {
+    this.#d = deps;
+  }
+
+  /** Runs `fn` after every earlier operation on `name` has settled. */
+  serialized<T>(name: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.#serial.get(name) ?? Promise.resolve();
+    const next = prev.then(fn, fn);
+    const tail = next.catch(() => undefined);
+    this.#serial.set(name, tail);
+    void tail.then(() => {
+      if (this.#serial.get(name) === tail) this.#serial.delete(name);
+    });
+    return next;
+  }
+
+  nextGeneration(): number {
+    return ++this.#generation;
+  }
+
+  /**
+   * Loads `bundle` as its model's new version. With a version serving, that one keeps serving
+   * throughout and stays if this fails (the slot's reason says why); without one the slot is
+   * UNAVAILABLE on failure. Rejects with the failure either way.
+   */
+  load(bundle: Bundle, signal?: AbortSignal): Promise<ModelVersion> {
+    return this.serialized(bundle.name, () => this.#loadNow(bundle, signal));
+  }
+
+  async #loadNow(bundle: Bundle, signal?: AbortSignal): Promise<ModelVersion> {
+    const d = this.#d;
+    const name = bundle.name;
+    const slot = d.registry.ensure(name);
+    const previous = slot.current;
+    if (previous === null) slot.state = 'LOADING';
+    const started = performance.now();
+    this.#emit({ type: 'loading', model: name, reason: previous === null ? 'load' : 'reload' });
+    const sig = await bundleSignature(bundle.dir).catch(() => null);
+    slot.attemptedSignature = sig?.files ?? '';
+    if (sig !== null) slot.directoryId = sig.directoryId;
+    let version: ModelVersion;
+    let costs: ReadonlyMap<number, number>;
+    try {
+      ({ version, costs } = await this.#build(bundle, sig?.files ?? '', signal));
+    } catch (err) {
+      throw this.#fail(slot, toServeError(err));
+    }
+    // The swap: one synchronous step, so a request is admitted either before (old) or after (new).
+    const info = version.scheduling;
+    if (d.scheduler.hasModel(name)) d.scheduler.replaceModel(info, version);
+    else d.scheduler.addModel(info, version);
+    for (const [b, s] of costs) d.scheduler.seedCost(name, b, s);
+    slot.current = version;
+    slot.state = 'READY';
+    slot.reason = '';
+    const seconds = +((performance.now() - started) / 1e3).toFixed(3);
+    if (previous !== null) {
+      void previous.retire();
+      this.#emit({
+        type: 'reloaded',
+        model: name,
+        generation: version.generation,
+        previousGeneration: previous.generation,
+        batchSizes: version.batchSizes,
+        seconds,
+      });
+    } else {
+      this.#emit({
+        type: 'loaded',
+        model: name,
+        generation: version.generation,
+        batchSizes: version.batchSizes,
+        weightBytes: version.weights.bytes,
+        seconds,
+      });
+    }
+    d.log.info(previous ? 'model reloaded' : 'model ready', {
+      model: name,
+      generation: version.generation,
+      batchSizes: version.batchSizes,
+      weightBytes: version.weights.bytes,
+      residency: version.policy.residency,
+      loadSeconds: seconds,
+    });
+    return version;
+  }
+
+  /**
+   * Records a load that failed before it could start (the bundle did not parse): the slot says
+   * why, and a version serving keeps serving. Returns the error to throw.
+   */
+  failed(name: string, error: ServeError): Promise<ServeError> {
+    return this.serialized(name, async () => this.#fail(this.#d.registry.ensure(name), error));
+  }
+
+  #fail(slot: ModelSlot, e: ServeError): ServeError {
+    const previous = slot.current;
+    if (previous !== null) {
+      slot.reason = `reload failed, version ${previous.generation} still serving: ${e.message}`;
+      slot.state = 'READY';
+    } else {
+      slot.state = 'UNAVAILABLE';
+      slot.reason = e.message;
+    }
+    this.#d.log.error(previous ? 'model reload failed; the previous version keeps serving' : 'model failed to load', {
+      model: slot.name,
+      error: e.message,
+    });
+    this.#emit({ type: 'failed', model: slot.name, error: e.message, stillServing: previous !== null });
+    return e;
+  }
+
+  /** Reads, compiles and warms a version; nothing of it is visible to requests until the swap. */
+  async #build(
+    bundle: Bundle,
+    signature: string,
+    signal?: AbortSignal,
+  ): Promise<{ version: ModelVersion; costs: ReadonlyMap<number, number> }> {
+    const d = this.#d;
+    const name = bundle.name;
+    if (bundle.notServable) throw new ServeError('HLO_ERR_BUNDLE_INVALID', bundle.notServable);
+    if (bundle.hooks)
+      throw new ServeError('HLO_ERR_UNSUPPORTED', `${bundle.hooks.path}: JS/TS hooks are not supported yet`);
+    const modules = new Map<number, Uint8Array>();
+    for (const m of bundle.modules) modules.set(m.batchSize, await readFile(m.path));
+    const weights = (bundle.weights?.tensors ?? []).map((t) => ({ name: t.name, dtype: t.dtype, shape: t.shape }));
+    const compiled = await CompiledModel.compile(
+      d.runtime,
+      { name, manifest: bundle.manifest, modules, weights },
+      signal,
+    );
+    d.metrics.compiles.inc({ model: name }, modules.size);
+    const generation = this.nextGeneration();
+    const key = weightKey(name, generation);
+    const bytes = bundle.weights?.byteLength ?? 0;
+    const source: WeightSource = {
+      path: bundle.weights?.path ?? null,
+      argumentOrder: bundle.weights?.argumentOrder ?? [],
+    };
+    let inCache = false;
+    try {
+      const policy = d.policy.resolve(name);
+      const scheduling: ModelSchedulingInfo = {
+        name,
+        compiledBatchSizes: compiled.batchSizes,
+        maxBatchSize: policy.maxBatchSize,
+        weight: policy.weight,
+        inputBatchAxes: bundle.manifest.executableInputs.map((s) => s.wireBatchAxis),
+        outputBatchAxes: bundle.manifest.executableOutputs.map((s) => s.wireBatchAxis),
+        maxQueueDelayUs: policy.maxQueueDelayUs ?? d.defaults.maxQueueDelayUs,
+      };
+      const resolved = resolveModelInfo(scheduling, d.defaults);
+      const maxRows = resolved.cap !== null ? Math.min(resolved.cap, resolved.maxRows) : resolved.maxRows;
+      d.fitWeights?.(bytes);
+      inCache = true;
+      await d.cache.addModel({ name: key, bytes, residency: policy.residency, source });
+      // Warmup proves every module runs with these weights and seeds the cost table.
+      const lease = await d.cache.acquire(key);
+      let costs: Map<number, number>;
+      try {
+        costs = await compiled.warmup(lease.weights);
+      } finally {
+        lease.release();
+      }
+      const build = new ModelBuild(compiled, { key, source, bytes }, () => {
+        d.cache.removeModel(key);
+        compiled.dispose();
+      });
+      const version = new ModelVersion({
+        name,
+        generation,
+        bundle,
+        build,
+        io: modelIO(bundle, maxRows),
+        scheduling,
+        policy,
+        signature,
+      });
+      return { version, costs };
+    } catch (err) {
+      if (inCache) d.cache.removeModel(key);
+      compiled.dispose();
+      throw err;
+    }
+  }
+
+  /**
+   * Unloads a model: new requests are refused at once (NOT_FOUND), queued ones get up to the
+   * grace to finish, then whatever is still queued is answered NOT_FOUND ("was unloaded"). The
+   * version is freed once the executions still running return.
+   */
+  unload(name: string): Promise<void> {
+    return this.serialized(name, () => this.#unloadNow(name));
+  }
+
+  async #unloadNow(name: string): Promise<void> {
+    const d = this.#d;
+    const slot = d.registry.get(name);
+    if (slot === undefined) return;
+    slot.state = 'UNLOADING';
+    d.registry.delete(slot);
+    const dropped = await this.#drain(name);
+    const v = slot.current;
+    slot.current = null;
+    await v?.retire();
+    d.log.info('model unloaded', { model: name, droppedQueued: dropped });
+    this.#emit({ type: 'unloaded', model: name, dropped });
+  }
+
+  /** Waits up to the grace for a name's queue to empty, then unschedules it; returns how many were dropped. */
+  async #drain(name: string): Promise<number> {
+    const d = this.#d;
+    const until = performance.now() + d.unloadGraceMs;
+    while (d.scheduler.pendingRequests(name) > 0 && performance.now() < until) {
+      await new Promise((r) => setClampedTimeout(() => r(undefined), Math.min(20, until - performance.now())));
+    }
+    const dropped = d.scheduler.queueDepth(name);
+    d.scheduler.removeModel(name);
+    return dropped;
+  }
+
+  /**
+   * A bundle directory renamed in place: the slot, its queue and statistics move to the new name
+   * and keep their executables and weights (nothing is read or compiled again).
+   */
+  rename(from: string, to: string): Promise<void> {
+    return this.serialized(from, () =>
+      this.serialized(to, async () => {
+        const d = this.#d;
+        const slot = d.registry.get(from);
+        if (slot === undefined || slot.current === null)
+          throw new ServeError('HLO_ERR_MODEL_NOT_FOUND', `model '${from}' is not loaded`);
+        if (d.registry.get(to) !== undefined)
+          throw new ServeError('HLO_ERR_FAILED_PRECONDITION', `model '${to}' already exists`);
+        const old = slot.current;
+        d.policy.rename(from, to);
+        const renamed = old.derive({ name: to }, this.nextGeneration());
+        d.registry.rename(slot, to);
+        d.scheduler.renameModel(from, to, renamed.scheduling, renamed);
+        slot.current = renamed;
+        void old.retire();
+        d.log.info('model renamed', { model: to, from, generation: renamed.generation });
+        this.#emit({ type: 'renamed', model: to, from, generation: renamed.generation, recompiled: false });
+      }),
+    );
+  }
+
+  #emit(body: Parameters<LifecycleEvents['emit']>[0]): void {
+    const e = this.#d.events.emit(body);
+    this.#d.metrics.lifecycleEvents.inc({ model: e.model, event: e.type });
+    this.#d.log.debug('lifecycle event', { ...e });
+  }
+
+  /** A slot's current version or NOT_FOUND/NOT_READY, for the control facade. */
+  static serving(slot: ModelSlot | undefined, name: string): ModelVersion {
+    if (slot === undefined) throw new ServeError('HLO_ERR_MODEL_NOT_FOUND', `model '${name}' is not loaded`);
+    return slot.admit();
+  }
+}
