@@ -168,7 +168,7 @@ function loadMeta(
     weights: null,
     hooks,
     reference: null,
-    notServable: 'meta models (kind: meta) are parsed and validated but not yet servable by hloserve',
+    notServable: null,
     warnings,
   };
 }

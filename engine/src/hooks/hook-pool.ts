@@ -130,7 +130,8 @@ export class HookPool {
   #start(slot: Slot, pending: Pending): void {
     const id = this.#nextId++;
     const { call } = pending;
-    const now = Date.now();
+    // The scheduler's clock (epoch ms from performance.now()), which deadlines are written in.
+    const now = performance.timeOrigin + performance.now();
     const byDeadline = call.context.deadline === null ? Infinity : call.context.deadline - now;
     const limit = Math.min(call.timeoutMs, byDeadline);
     const code: ErrorCode = byDeadline < call.timeoutMs ? 'HLO_ERR_DEADLINE_EXCEEDED' : 'HLO_ERR_HOOK_FAILED';

@@ -1,7 +1,14 @@
 import { invalidArgument, ServeError } from '@hloserve/common/errors';
 import { fromWireDatatype } from '../dtypes.js';
 import { bytesToTyped } from '../codec/typed-values.js';
-import type { Params, ParamValue, WireData, WireInferRequest, WireInferResponse, WireInput } from '@hloserve/common/wire';
+import type {
+  Params,
+  ParamValue,
+  WireData,
+  WireInferRequest,
+  WireInferResponse,
+  WireInput,
+} from '@hloserve/common/wire';
 
 const HEADER_LENGTH = 'inference-header-content-length';
 

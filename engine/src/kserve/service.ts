@@ -74,6 +74,11 @@ export interface InferContext {
    * an in-process caller that never cancels passes none.
    */
   readonly signal?: CancelSignal;
+  /**
+   * A meta model's call to one of its sub-models: it is part of a request already admitted, so
+   * the in-flight cap does not apply to it again (a pipeline must not be refused halfway).
+   */
+  readonly nested?: boolean;
 }
 
 export interface ServerMetadata {

@@ -2,6 +2,7 @@ import type { Bundle } from '../bundle/bundle.js';
 import type { ModelIO } from '../codec/model-io.js';
 import type { ModelPolicy } from '../config/types.js';
 import type { ModelSchedulingInfo } from '../scheduler/model-info.js';
+import type { ModelHooks } from '../hooks/model-hooks.js';
 import type { CompiledModel } from './compiled-model.js';
 
 /** Where a version's weights come from: the bundle's safetensors file, in argument order. */
@@ -28,9 +29,12 @@ export class ModelBuild {
   #freed = false;
 
   constructor(
-    readonly compiled: CompiledModel,
+    /** Null for a meta model: it has no executable of its own, only its run hook. */
+    readonly compiled: CompiledModel | null,
     readonly weights: VersionWeights,
     readonly free: () => void,
+    /** The bundle's hooks, loaded once per build (a rename keeps them). */
+    readonly hooks: ModelHooks | null = null,
   ) {}
 
   retain(): void {
@@ -92,8 +96,19 @@ export class ModelVersion {
     p.build.retain();
   }
 
+  /** The executables; a meta version has none and is never scheduled, so never asks. */
   get compiled(): CompiledModel {
-    return this.build.compiled;
+    const c = this.build.compiled;
+    if (c === null) throw new Error(`${this.name} is a meta model: it has no executable`);
+    return c;
+  }
+
+  get hooks(): ModelHooks | null {
+    return this.build.hooks;
+  }
+
+  get isMeta(): boolean {
+    return this.build.compiled === null;
   }
 
   get weights(): VersionWeights {
@@ -102,7 +117,7 @@ export class ModelVersion {
 
   /** Compiled batch sizes, ascending. */
   get batchSizes(): number[] {
-    return this.build.compiled.batchSizes;
+    return this.build.compiled?.batchSizes ?? [];
   }
 
   /** Requests and executions using this version now. */

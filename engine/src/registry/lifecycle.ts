@@ -11,6 +11,8 @@ import { resolveModelInfo, type ModelSchedulingInfo } from '../scheduler/model-i
 import type { Scheduler } from '../scheduler/scheduler.js';
 import type { WeightCache } from '../weights/weight-cache.js';
 import { modelIO } from '../worker/model-views.js';
+import type { HookPool } from '../hooks/hook-pool.js';
+import { ModelHooks, type HookLimits } from '../hooks/model-hooks.js';
 import type { PjrtLease } from '../worker/pjrt-executor.js';
 import type { HostWeights } from '../worker/pjrt-weight-backend.js';
 import type { WeightSource } from '../model/model-version.js';
@@ -33,7 +35,21 @@ export interface LifecycleDeps {
   readonly fitWeights?: (bytes: number) => void;
   /** How long an unload lets queued requests finish before answering them NOT_FOUND. */
   readonly unloadGraceMs: number;
+  /** Where bundle hooks run; null when node.yaml refuses hooks (hooks.enabled: false). */
+  readonly hooks: HookRuntime | null;
 }
+
+/** The pools hook calls run in and their limits. Meta models' run() has its own pool, so a
+ * pipeline waiting on its sub-models never holds the threads their own hooks need. */
+export interface HookRuntime {
+  readonly pool: HookPool;
+  readonly metaPool: HookPool;
+  readonly limits: HookLimits;
+  /** Where transpiled TypeScript hooks are kept. */
+  readonly cacheDir: string;
+}
+
+const NO_WEIGHTS: WeightSource = { path: null, argumentOrder: [] };
 
 /** The weight cache's key for a build's weights: one per build, so two versions never share a copy by accident. */
 function weightKey(name: string, generation: number): string {
@@ -105,8 +121,10 @@ export class Lifecycle {
       throw this.#fail(slot, toServeError(err));
     }
     // The swap: one synchronous step, so a request is admitted either before (old) or after (new).
+    // A meta model is never queued itself: its sub-models are.
     const info = version.scheduling;
-    if (d.scheduler.hasModel(name)) d.scheduler.replaceModel(info, version);
+    if (version.isMeta) d.scheduler.removeModel(name);
+    else if (d.scheduler.hasModel(name)) d.scheduler.replaceModel(info, version);
     else d.scheduler.addModel(info, version);
     for (const [b, s] of costs) d.scheduler.seedCost(name, b, s);
     slot.current = version;
@@ -178,8 +196,8 @@ export class Lifecycle {
     const d = this.#d;
     const name = bundle.name;
     if (bundle.notServable) throw new ServeError('HLO_ERR_BUNDLE_INVALID', bundle.notServable);
-    if (bundle.hooks)
-      throw new ServeError('HLO_ERR_UNSUPPORTED', `${bundle.hooks.path}: JS/TS hooks are not supported yet`);
+    const hooks = await this.#loadHooks(bundle);
+    if (bundle.kind === 'meta') return this.#buildMeta(bundle, hooks!, signature);
     const modules = new Map<number, Uint8Array>();
     for (const m of bundle.modules) modules.set(m.batchSize, await readFile(m.path));
     const weights = (bundle.weights?.tensors ?? []).map((t) => ({ name: t.name, dtype: t.dtype, shape: t.shape }));
@@ -221,10 +239,15 @@ export class Lifecycle {
       } finally {
         lease.release();
       }
-      const build = new ModelBuild(compiled, { key, source, bytes }, () => {
-        d.cache.removeModel(key);
-        compiled.dispose();
-      });
+      const build = new ModelBuild(
+        compiled,
+        { key, source, bytes },
+        () => {
+          d.cache.removeModel(key);
+          compiled.dispose();
+        },
+        hooks,
+      );
       const version = new ModelVersion({
         name,
         generation,
@@ -241,6 +264,68 @@ export class Lifecycle {
       compiled.dispose();
       throw err;
     }
+  }
+
+  /** The bundle's hooks module, imported once in the pool; null without hooks. */
+  async #loadHooks(bundle: Bundle): Promise<ModelHooks | null> {
+    if (!bundle.hooks) return null;
+    const rt = this.#d.hooks;
+    if (rt === null)
+      throw new ServeError(
+        'HLO_ERR_BUNDLE_INVALID',
+        `${bundle.hooks.path}: this server refuses bundle hooks (hooks.enabled: false in node.yaml)`,
+      );
+    const pool = bundle.kind === 'meta' ? rt.metaPool : rt.pool;
+    return ModelHooks.load(bundle, pool, rt.cacheDir, rt.limits);
+  }
+
+  /**
+   * A meta model's version: its run hook and the models it may call, nothing to compile or load.
+   * A meta may not call another meta (nor itself: the bundle loader refuses that).
+   */
+  #buildMeta(
+    bundle: Bundle,
+    hooks: ModelHooks,
+    signature: string,
+  ): { version: ModelVersion; costs: ReadonlyMap<number, number> } {
+    const d = this.#d;
+    const name = bundle.name;
+    for (const callee of bundle.manifest.metaCalls) {
+      if (d.registry.get(callee)?.current?.isMeta)
+        throw new ServeError(
+          'HLO_ERR_BUNDLE_INVALID',
+          `${bundle.manifest.file}: meta.calls names "${callee}", which is a meta model; a meta model may call only models`,
+        );
+    }
+    const policy = d.policy.resolve(name);
+    const generation = this.nextGeneration();
+    const build = new ModelBuild(
+      null,
+      { key: weightKey(name, generation), source: NO_WEIGHTS, bytes: 0 },
+      () => {},
+      hooks,
+    );
+    const scheduling: ModelSchedulingInfo = {
+      name,
+      compiledBatchSizes: [],
+      maxBatchSize: policy.maxBatchSize,
+      weight: policy.weight,
+      inputBatchAxes: [],
+      outputBatchAxes: [],
+      maxQueueDelayUs: 0,
+    };
+    // A meta request's rows are bounded by what its sub-models take, which they check themselves.
+    const version = new ModelVersion({
+      name,
+      generation,
+      bundle,
+      build,
+      io: modelIO(bundle, Number.MAX_SAFE_INTEGER),
+      scheduling,
+      policy,
+      signature,
+    });
+    return { version, costs: new Map() };
   }
 
   /**
@@ -295,7 +380,7 @@ export class Lifecycle {
         d.policy.rename(from, to);
         const renamed = old.derive({ name: to }, this.nextGeneration());
         d.registry.rename(slot, to);
-        d.scheduler.renameModel(from, to, renamed.scheduling, renamed);
+        if (!renamed.isMeta) d.scheduler.renameModel(from, to, renamed.scheduling, renamed);
         slot.current = renamed;
         void old.retire();
         d.log.info('model renamed', { model: to, from, generation: renamed.generation });

@@ -20,7 +20,11 @@ import { SharedMemoryRegistry } from '../kserve/shared-memory.js';
 import type { Logger } from '../log.js';
 import { Metrics, type RequestSample } from '../metrics.js';
 import type { ModelVersion, WeightSource } from '../model/model-version.js';
-import { Lifecycle, modelOfWeightKey } from '../registry/lifecycle.js';
+import { HookPool } from '../hooks/hook-pool.js';
+import type { HookContextData } from '../hooks/hook-protocol.js';
+import { toHookTensor, toHostTensor as hostTensorOf, type HookTensors } from '../hooks/hook-tensor.js';
+import { fromWireDatatype, toWireDatatype } from '../dtypes.js';
+import { Lifecycle, modelOfWeightKey, type HookRuntime } from '../registry/lifecycle.js';
 import { LifecycleEvents } from '../registry/lifecycle-events.js';
 import { Policy } from '../registry/policy.js';
 import { type ModelSlot, Registry } from '../registry/registry.js';
@@ -110,6 +114,8 @@ export class Worker implements InferenceService {
   readonly #modelRepo: string;
   readonly #log: Logger;
   readonly #ownsRuntime: boolean;
+  /** Where bundle hooks run; null when node.yaml refuses them. */
+  readonly #hooks: HookRuntime | null;
   /** dynamic mode's repository watcher. */
   #watcher: RepositoryWatcher | null = null;
   #stopping = false;
@@ -182,6 +188,12 @@ export class Worker implements InferenceService {
         }
       },
     });
+    const h = s.hooks;
+    const pool = (name: string) =>
+      new HookPool({ threads: h.threads, maxQueued: h.maxQueued, maxHeapMb: h.maxHeapMb, name });
+    this.#hooks = h.enabled
+      ? { pool: pool('hooks'), metaPool: pool('meta hooks'), limits: { timeoutMs: h.timeoutMs }, cacheDir: s.cacheDir }
+      : null;
     this.lifecycle = new Lifecycle({
       runtime,
       registry: this.registry,
@@ -194,6 +206,7 @@ export class Worker implements InferenceService {
       defaults: { maxQueueDepth: s.scheduler.maxQueueDepth, maxQueueDelayUs: s.scheduler.maxQueueDelayUs },
       fitWeights: (bytes) => this.#fitArena(bytes),
       unloadGraceMs: o.unloadGraceMs ?? DEFAULT_UNLOAD_GRACE_MS,
+      hooks: this.#hooks,
     });
   }
 
@@ -406,7 +419,7 @@ export class Worker implements InferenceService {
     try {
       if (this.#stopping) throw new ServeError('HLO_ERR_SHUTTING_DOWN', 'the server is shutting down');
       const cap = this.#settings.endpoints.maxConcurrentRequests;
-      if (cap > 0 && this.#inflight > cap) {
+      if (cap > 0 && this.#inflight > cap && ctx.nested !== true) {
         throw new ServeError(
           'HLO_ERR_OVERLOADED',
           `more than ${cap} requests in flight (endpoints.max_concurrent_requests)`,
@@ -425,6 +438,7 @@ export class Worker implements InferenceService {
     } catch (err) {
       return Promise.reject(this.#failed(err, slot, version, rows, t0));
     }
+    if (call.version.hooks !== null) return this.#inferWithHooks(call, req, ctx);
     return this.scheduler
       .submit(call.version.name, call.decoded.inputs, {
         deadline: ctx.deadline,
@@ -438,6 +452,81 @@ export class Worker implements InferenceService {
           throw this.#failed(err, call.slot, call.version, call.decoded.rows, call.t0);
         },
       );
+  }
+
+  /**
+   * The path of a model with hooks: preprocess, the executable, postprocess; or a meta model's
+   * run, whose sub-model calls come back through infer(). Kept apart so that models without hooks
+   * pay nothing for them.
+   */
+  async #inferWithHooks(call: InferCall, req: WireInferRequest, ctx: InferContext): Promise<WireInferResponse> {
+    const v = call.version;
+    const hooks = v.hooks!;
+    const context: HookContextData = {
+      model: v.name,
+      requestId: req.id,
+      parameters: req.parameters,
+      deadline: ctx.deadline,
+    };
+    let outputs: readonly HostTensor[];
+    try {
+      if (v.isMeta) {
+        outputs = await hooks.run(call.decoded.inputs, context, (model, tensors) =>
+          this.#subcall(v, req.id, model, tensors, ctx),
+        );
+      } else {
+        const inputs = hooks.hasPreprocess ? await hooks.preprocess(call.decoded.inputs, context) : call.decoded.inputs;
+        checkRows(v, inputs);
+        const raw = await this.scheduler.submit(v.name, inputs, {
+          deadline: ctx.deadline,
+          signal: ctx.signal,
+          timing: call,
+          version: v,
+        });
+        outputs = hooks.hasPostprocess ? await hooks.postprocess(raw, context) : raw;
+      }
+    } catch (err) {
+      throw this.#failed(err, call.slot, v, call.decoded.rows, call.t0);
+    }
+    return this.#answer(call, outputs);
+  }
+
+  /** A meta model's call to a sub-model: through infer() like any request, hooks and checks included. */
+  async #subcall(
+    meta: ModelVersion,
+    parentId: string,
+    model: string,
+    tensors: HookTensors,
+    ctx: InferContext,
+  ): Promise<HookTensors> {
+    if (!meta.bundle.manifest.metaCalls.includes(model))
+      throw new ServeError(
+        'HLO_ERR_HOOK_FAILED',
+        `meta model '${meta.name}' called '${model.slice(0, 64)}', which its meta.calls does not declare`,
+      );
+    if (this.registry.get(model)?.current?.isMeta)
+      throw new ServeError('HLO_ERR_HOOK_FAILED', `meta model '${meta.name}' called '${model}', another meta model`);
+    const inputs = Object.entries(tensors).map(([name, t]) => {
+      const host = hostTensorOf(name, t);
+      return {
+        name,
+        datatype: toWireDatatype(host.dtype),
+        shape: host.shape,
+        parameters: {},
+        data: { kind: 'raw' as const, bytes: host.data },
+      };
+    });
+    const res = await this.infer(
+      { modelName: model, modelVersion: '', id: `${parentId}/${model}`, parameters: {}, inputs, outputs: [] },
+      { deadline: ctx.deadline, signal: ctx.signal, nested: true },
+    );
+    const out: Record<string, ReturnType<typeof toHookTensor>> = {};
+    for (const o of res.outputs) {
+      const dtype = fromWireDatatype(o.datatype);
+      if (dtype === undefined || o.data === null) continue;
+      out[o.name] = toHookTensor({ name: o.name, dtype, shape: o.shape, data: o.data });
+    }
+    return out;
   }
 
   #answer(call: InferCall, outputs: readonly HostTensor[]): WireInferResponse {
@@ -528,6 +617,7 @@ export class Worker implements InferenceService {
       slot.current = null;
       await v?.retire();
     }
+    await Promise.all([this.#hooks?.pool.close(), this.#hooks?.metaPool.close()]);
     this.sharedMemory?.close();
     this.#backend.dispose();
     this.#backend.arena?.dispose();
@@ -559,4 +649,17 @@ export class Worker implements InferenceService {
     for (const n of this.scheduler.modelNames())
       this.metrics.queueDepth.set({ model: n }, this.scheduler.queueDepth(n));
   }
+}
+
+/** A hook's preprocess result may not carry more rows than the largest compiled batch takes. */
+function checkRows(v: ModelVersion, inputs: readonly HostTensor[]): void {
+  const spec = v.bundle.manifest.executableInputs[0];
+  const axis = spec?.wireBatchAxis;
+  if (axis === null || axis === undefined) return;
+  const rows = inputs[0]?.shape[axis] ?? 0;
+  if (rows < 1 || rows > v.io.maxRows)
+    throw new ServeError(
+      'HLO_ERR_HOOK_FAILED',
+      `preprocess of '${v.name}' produced ${rows} rows; the model takes 1 to ${v.io.maxRows}`,
+    );
 }
