@@ -43,10 +43,12 @@ interface Pending {
 
 interface Slot {
   worker: Worker;
-  busy: { id: number; pending: Pending; timer: ReturnType<typeof setTimeout> } | null;
+  busy: { readonly id: number; readonly pending: Pending; timer: ReturnType<typeof setTimeout> } | null;
 }
 
 const THREAD_URL = new URL('./hook-thread.js', import.meta.url);
+/** How long a thread may take to start and import a hooks module before the hook runs. */
+export const LOAD_TIMEOUT_MS = 30_000;
 
 export class HookPool {
   readonly #opts: HookPoolOptions;
@@ -130,16 +132,10 @@ export class HookPool {
   #start(slot: Slot, pending: Pending): void {
     const id = this.#nextId++;
     const { call } = pending;
-    // The scheduler's clock (epoch ms from performance.now()), which deadlines are written in.
-    const now = performance.timeOrigin + performance.now();
-    const byDeadline = call.context.deadline === null ? Infinity : call.context.deadline - now;
-    const limit = Math.min(call.timeoutMs, byDeadline);
-    const code: ErrorCode = byDeadline < call.timeoutMs ? 'HLO_ERR_DEADLINE_EXCEEDED' : 'HLO_ERR_HOOK_FAILED';
-    const why =
-      code === 'HLO_ERR_DEADLINE_EXCEEDED'
-        ? 'the request deadline passed'
-        : `it ran past its ${call.timeoutMs} ms limit`;
-    const timer = setTimeout(() => this.#fail(slot, slot.worker, code, why), clampTimerMs(limit));
+    // Until the thread says the hook started, the clock that runs is the load limit: a fresh
+    // thread (after a replacement) must start and import the module first, which on a busy
+    // machine can take longer than a hook call may.
+    const timer = this.#arm(slot, call, Math.max(call.timeoutMs, LOAD_TIMEOUT_MS), 'it did not start in time');
     slot.busy = { id, pending, timer };
     slot.worker.ref();
     const msg: ToThread =
@@ -155,10 +151,27 @@ export class HookPool {
     }
   }
 
+  /** A timer that fails the slot's call after `limitMs` or at the request's deadline, whichever is first. */
+  #arm(slot: Slot, call: PoolCall, limitMs: number, why: string): ReturnType<typeof setTimeout> {
+    // The scheduler's clock (epoch ms from performance.now()), which deadlines are written in.
+    const now = performance.timeOrigin + performance.now();
+    const byDeadline = call.context.deadline === null ? Infinity : call.context.deadline - now;
+    const code: ErrorCode = byDeadline < limitMs ? 'HLO_ERR_DEADLINE_EXCEEDED' : 'HLO_ERR_HOOK_FAILED';
+    const reason = code === 'HLO_ERR_DEADLINE_EXCEEDED' ? 'the request deadline passed' : why;
+    const w = slot.worker;
+    return setTimeout(() => this.#fail(slot, w, code, reason), clampTimerMs(Math.min(limitMs, byDeadline)));
+  }
+
   #onMessage(slot: Slot, w: Worker, msg: FromThread): void {
     const busy = slot.busy;
     if (slot.worker !== w || !busy || busy.id !== msg.id) return;
     const { pending } = busy;
+    if (msg.type === 'started') {
+      clearTimeout(busy.timer);
+      const limit = pending.call.timeoutMs;
+      busy.timer = this.#arm(slot, pending.call, limit, `it ran past its ${limit} ms limit`);
+      return;
+    }
     if (msg.type === 'subcall') {
       const sub = 'subcall' in pending.call ? pending.call.subcall : undefined;
       const answer = (m: ToThread): void => {

@@ -52,6 +52,8 @@ export interface HookErrorData {
 export type FromThread =
   | { readonly type: 'result'; readonly id: number; readonly tensors: HookTensors }
   | { readonly type: 'exports'; readonly id: number; readonly functions: readonly string[] }
+  /** The module is loaded and the hook is about to run: its own time limit starts now. */
+  | { readonly type: 'started'; readonly id: number }
   | { readonly type: 'error'; readonly id: number; readonly error: HookErrorData }
   | {
       readonly type: 'subcall';

@@ -55,6 +55,7 @@ async function inspect(msg: InspectMessage): Promise<void> {
 async function run(msg: HookCallMessage): Promise<void> {
   const fn = (await load(msg.url))[msg.fn];
   if (typeof fn !== 'function') throw new Error(`the hooks module exports no function "${msg.fn}"`);
+  port!.postMessage({ type: 'started', id: msg.id } satisfies FromThread);
   const ctx = {
     ...msg.context,
     log: (...args: unknown[]) => console.log(`[hook ${msg.context.model}]`, ...args),

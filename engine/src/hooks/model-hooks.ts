@@ -56,6 +56,7 @@ export class ModelHooks {
     const context: HookContextData = { model: bundle.name, requestId: 'load', parameters: {}, deadline: null };
     let functions: string[];
     try {
+      // The pool gives a load its own, longer limit (LOAD_TIMEOUT_MS).
       functions = await pool.exportsOf(source.url, context, limits.timeoutMs);
     } catch (e) {
       const why = e instanceof Error ? e.message : String(e);

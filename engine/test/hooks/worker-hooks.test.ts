@@ -1,0 +1,167 @@
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { after, before, suite, test } from 'node:test';
+import { ServeError } from '@hloserve/common/errors';
+import type { WireInferRequest } from '@hloserve/common/wire';
+import { defaultConfig, workerSettings } from '../../src/config/node-config.js';
+import { createLogger } from '../../src/log.js';
+import { Worker } from '../../src/worker/worker.js';
+import { MLP_MANIFEST, removeDir, tempDir, writeFiles, writeMlpBundle } from '../bundle/fixtures.js';
+
+// The fixture MLP: x f32 [n,4] -> y f32 [n,3]. Its preprocess misbehaves as the request asks.
+const FAULTY = `
+export function preprocess({ x }, ctx) {
+  switch (ctx.parameters.mode) {
+    case 'throw': throw new RangeError('asked to throw');
+    case 'hang': for (;;) {}
+    case 'shape': return { x: { dtype: 'f32', shape: [x.shape[0], 5], data: new Float32Array(x.shape[0] * 5) } };
+    case 'oom': { const keep = []; for (;;) keep.push(new Array(1e5).fill({ v: Math.random() })); }
+    case 'bad-input': throw Object.assign(new Error('x must be positive'), { code: 'INVALID_ARGUMENT' });
+    default: return { x };
+  }
+}
+export function postprocess({ y }) { return { y }; }
+`;
+const META_MANIFEST = (calls: string[]) => `format_version: "2.0"
+kind: meta
+meta: {calls: [${calls.join(', ')}]}
+client_inputs:
+  - {name: x, dtype: f32, shape: fn, dims: {f: 4}}
+client_outputs:
+  - {name: y, dtype: f32, shape: kn, dims: {k: 3}}
+`;
+const META_HOOKS = `
+export async function run({ x }, call, ctx) {
+  if (ctx.parameters.target) return await call(ctx.parameters.target, { x });
+  const out = await call('faulty', { x });
+  if (ctx.parameters.linger) await new Promise((r) => setTimeout(r, Number(ctx.parameters.linger)));
+  return out;
+}
+`;
+
+function request(model: string, rows: number, parameters: Record<string, string | number> = {}): WireInferRequest {
+  const x = new Float32Array(rows * 4).map((_, i) => i / 10);
+  return {
+    modelName: model,
+    modelVersion: '',
+    id: `${model}-${JSON.stringify(parameters)}`,
+    parameters,
+    inputs: [
+      {
+        name: 'x',
+        datatype: 'FP32',
+        shape: [rows, 4],
+        parameters: {},
+        data: { kind: 'raw', bytes: new Uint8Array(x.buffer) },
+      },
+    ],
+    outputs: [],
+  };
+}
+
+const ctx = (deadline: number | null = null) => ({ deadline, signal: new AbortController().signal });
+const fails = (code: string, message: RegExp) => (e: unknown) => {
+  assert.ok(e instanceof ServeError, String(e));
+  assert.equal(e.code, code, e.message);
+  assert.match(e.message, message);
+  return true;
+};
+
+async function startWorker(repo: string, hooks: Partial<{ enabled: boolean }> = {}): Promise<Worker> {
+  const settings = workerSettings(defaultConfig(repo));
+  return Worker.start({
+    modelRepo: repo,
+    settings: {
+      ...settings,
+      cacheDir: join(repo, '.state'),
+      // A batching window, so the good and the bad requests below are queued together.
+      scheduler: { ...settings.scheduler, maxQueueDelayUs: 20_000 },
+      hooks: { ...settings.hooks, threads: 2, timeoutMs: 400, maxHeapMb: 64, ...hooks },
+    },
+    log: createLogger('silent'),
+  });
+}
+
+suite('a worker serving bundles with hooks', () => {
+  let repo: string;
+  let worker: Worker;
+  before(async () => {
+    repo = await tempDir('hloserve-hooks-');
+    await writeMlpBundle(repo, 'faulty', { 'model.mjs': FAULTY });
+    await writeFiles(join(repo, 'pipeline'), {
+      'manifest.yaml': META_MANIFEST(['faulty', 'absent']),
+      'model.mjs': META_HOOKS,
+    });
+    worker = await startWorker(repo);
+  });
+  after(async () => {
+    await worker.stop(false);
+    await removeDir(repo);
+  });
+
+  for (const [mode, code, message] of [
+    ['throw', 'HLO_ERR_HOOK_FAILED', /preprocess hook of faulty threw RangeError: asked to throw/],
+    ['hang', 'HLO_ERR_HOOK_FAILED', /ran past its 400 ms limit/],
+    ['shape', 'HLO_ERR_HOOK_FAILED', /tensor "x": dimension 1 is 5, expected 4/],
+    // On a busy machine filling 64 MiB can take longer than the 400 ms limit: either stops it alone.
+    ['oom', 'HLO_ERR_HOOK_FAILED', /ran out of its 64 MiB heap|ran past its 400 ms limit/],
+    ['bad-input', 'HLO_ERR_INVALID_ARGUMENT', /x must be positive/],
+  ] as const) {
+    test(`a preprocess that fails (${mode}) fails only its request; good ones in the same window succeed`, async () => {
+      const bad = assert.rejects(worker.infer(request('faulty', 1, { mode }), ctx()), fails(code, message));
+      const good = await Promise.all([1, 2, 3].map((n) => worker.infer(request('faulty', n), ctx())));
+      for (const [i, r] of good.entries()) assert.deepEqual(r.outputs[0]!.shape, [i + 1, 3]);
+      await bad;
+      assert.deepEqual((await worker.infer(request('faulty', 2), ctx())).outputs[0]!.shape, [2, 3]);
+    });
+  }
+
+  test('a meta model serves through its sub-model (declaring a call it never makes is fine)', async () => {
+    const direct = await worker.infer(request('faulty', 2), ctx());
+    const viaMeta = await worker.infer(request('pipeline', 2), ctx());
+    assert.deepEqual(viaMeta.outputs[0]!.shape, [2, 3]);
+    assert.deepEqual(viaMeta.outputs[0]!.data, direct.outputs[0]!.data);
+  });
+
+  test('a meta whose deadline passes mid-pipeline answers DEADLINE_EXCEEDED and leaves nothing queued', async () => {
+    const deadline = worker.scheduler.now() + 250;
+    await assert.rejects(
+      worker.infer(request('pipeline', 1, { linger: 2000 }), ctx(deadline)),
+      fails('HLO_ERR_DEADLINE_EXCEEDED', /deadline/),
+    );
+    assert.equal(worker.scheduler.queueDepth('faulty'), 0);
+  });
+
+  test('a meta calling a model its manifest does not declare, or a declared one that is absent, fails clearly', async () => {
+    await assert.rejects(
+      worker.infer(request('pipeline', 1, { target: 'mlp' }), ctx()),
+      fails('HLO_ERR_HOOK_FAILED', /called 'mlp', which its meta.calls does not declare/),
+    );
+    await assert.rejects(
+      worker.infer(request('pipeline', 1, { target: 'absent' }), ctx()),
+      fails('HLO_ERR_MODEL_NOT_FOUND', /absent/),
+    );
+  });
+});
+
+suite('hooks.enabled: false', () => {
+  test('refuses bundles with hooks, with the reason, and serves the rest', async () => {
+    const repo = await tempDir('hloserve-nohooks-');
+    try {
+      await writeMlpBundle(repo, 'plain');
+      await writeMlpBundle(repo, 'hooked', { 'manifest.yaml': MLP_MANIFEST, 'model.mjs': FAULTY });
+      const worker = await startWorker(repo, { enabled: false });
+      try {
+        const index = worker.repositoryIndex(false);
+        const hooked = index.find((m) => m.name === 'hooked');
+        assert.equal(hooked?.state, 'UNAVAILABLE');
+        assert.match(hooked?.reason ?? '', /refuses bundle hooks \(hooks.enabled: false/);
+        assert.deepEqual((await worker.infer(request('plain', 1), ctx())).outputs[0]!.shape, [1, 3]);
+      } finally {
+        await worker.stop(false);
+      }
+    } finally {
+      await removeDir(repo);
+    }
+  });
+});
