@@ -1,7 +1,14 @@
-import { invalidArgument, ServeError } from '@hloserve/common/errors';
+import { invalidArgument, quote, ServeError } from '@hloserve/common/errors';
 import { fromWireDatatype } from '../dtypes.js';
 import { bytesToTyped } from '../codec/typed-values.js';
-import type { Params, ParamValue, WireData, WireInferRequest, WireInferResponse, WireInput } from '@hloserve/common/wire';
+import type {
+  Params,
+  ParamValue,
+  WireData,
+  WireInferRequest,
+  WireInferResponse,
+  WireInput,
+} from '@hloserve/common/wire';
 
 const HEADER_LENGTH = 'inference-header-content-length';
 
@@ -38,9 +45,7 @@ export function parseHttpInfer(
   if (headerLength !== undefined) {
     const n = Number(headerLength);
     if (!Number.isSafeInteger(n) || n < 0 || n > body.byteLength) {
-      throw invalidArgument(
-        `${HEADER_LENGTH} ${JSON.stringify(headerLength)} does not fit the ${body.byteLength}-byte body`,
-      );
+      throw invalidArgument(`${HEADER_LENGTH} ${quote(headerLength)} does not fit the ${body.byteLength}-byte body`);
     }
     jsonEnd = n;
   }
