@@ -21,6 +21,7 @@ import { Cancellation } from '@hloserve/common/cancellation';
 import { invalidArgument, ServeError, toGrpcStatus } from '@hloserve/common/errors';
 import { fromGrpcRequest, toGrpcResponse } from './grpc-infer-adapter.js';
 import { requestDeadline } from './deadline.js';
+import { installGrpcTimeoutClamp } from './grpc-timeout.js';
 import { systemClock } from '../scheduler/clock.js';
 import type { InferenceService, ModelStatisticsJson } from './service.js';
 
@@ -252,6 +253,7 @@ export async function startGrpcServer(
   host: string,
   port: number,
 ): Promise<GrpcServerHandle> {
+  installGrpcTimeoutClamp();
   const server = new Server({
     'grpc.max_receive_message_length': service.limits.maxRecvBytes,
     'grpc.max_send_message_length': service.limits.maxSendBytes,

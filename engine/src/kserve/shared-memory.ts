@@ -1,4 +1,4 @@
-import { closeSync, fstatSync, openSync, readSync, writeSync } from 'node:fs';
+import { closeSync, constants as fsc, fstatSync, openSync, readSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { quote, ServeError } from '@hloserve/common/errors';
 
@@ -12,6 +12,9 @@ export interface RegionStatus {
 interface Region extends RegionStatus {
   readonly fd: number;
 }
+
+/** Longest region name and key accepted (the HTTP routes carry the name in the URL path). */
+export const MAX_SHM_NAME_CHARS = 1024;
 
 const shmError = (message: string) => new ServeError('HLO_ERR_SHM_INVALID', message);
 
@@ -31,6 +34,8 @@ export class SharedMemoryRegistry {
 
   register(name: string, key: string, offset: number, byteSize: number): void {
     if (!name) throw shmError('shared memory region name must not be empty');
+    if (name.length > MAX_SHM_NAME_CHARS || key.length > MAX_SHM_NAME_CHARS)
+      throw shmError(`shared memory region name and key are limited to ${MAX_SHM_NAME_CHARS} characters`);
     if (!/^\/?[A-Za-z0-9._-]+$/.test(key) || key.replace(/^\//, '') === '.' || key.replace(/^\//, '') === '..') {
       throw shmError(`shared memory key ${quote(key)} is not a valid POSIX shm name ('/name')`);
     }
@@ -38,15 +43,13 @@ export class SharedMemoryRegistry {
       throw shmError(`offset ${quote(offset)} must be a non-negative integer`);
     if (!Number.isSafeInteger(byteSize) || byteSize <= 0)
       throw shmError(`byte_size ${quote(byteSize)} must be a positive integer`);
-    let fd: number;
-    try {
-      fd = openSync(join(this.#root, key.replace(/^\//, '')), 'r+');
-    } catch (err) {
-      throw shmError(
-        `unable to open shared memory region ${quote(name)} (key ${quote(key)}): ${(err as NodeJS.ErrnoException).code}`,
-      );
+    const fd = this.#open(name, key);
+    const st = fstatSync(fd);
+    if (!st.isFile()) {
+      closeSync(fd);
+      throw shmError(`shared memory key ${quote(key)} is not a regular file under ${this.#root}`);
     }
-    const size = fstatSync(fd).size;
+    const size = st.size;
     if (offset > size || byteSize > size - offset) {
       closeSync(fd);
       throw shmError(
@@ -56,6 +59,25 @@ export class SharedMemoryRegistry {
     // Re-registering a name replaces it (Triton refuses; tritonclient users re-register after restarts).
     this.unregister(name);
     this.#regions.set(name, { name, key, offset, byteSize, fd });
+  }
+
+  /**
+   * Opens the shm object as Triton's shm_open does: never through a symbolic link (O_NOFOLLOW), so
+   * a link planted in /dev/shm cannot point inference outputs at another file; never blocking on a
+   * FIFO (O_NONBLOCK); and only an object directly under the root (the key has no '/' inside).
+   */
+  #open(name: string, key: string): number {
+    const path = join(this.#root, key.replace(/^\//, ''));
+    let fd: number;
+    try {
+      fd = openSync(path, fsc.O_RDWR | fsc.O_NOFOLLOW | fsc.O_NONBLOCK);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      throw shmError(
+        `unable to open shared memory region ${quote(name)} (key ${quote(key)}): ${code === 'ELOOP' ? 'the key is a symbolic link' : code}`,
+      );
+    }
+    return fd;
   }
 
   /** Unregisters one region, or every region when `name` is empty. Unknown names are not an error. */
