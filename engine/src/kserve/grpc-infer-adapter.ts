@@ -32,7 +32,7 @@ function toParamMap(p: Params): Map<string, InferParameter> {
         ? boolParam(v)
         : typeof v === 'string'
           ? stringParam(v)
-          : Number.isInteger(v)
+          : Number.isSafeInteger(v)
             ? int64Param(v)
             : doubleParam(v),
     );
