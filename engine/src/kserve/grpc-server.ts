@@ -264,8 +264,9 @@ export function buildInferenceImplementation(service: InferenceService): Untyped
           .map((x) => [x.name, { name: x.name, key: x.key, offset: x.offset, byteSize: x.byteSize }]),
       ),
     })),
-    systemSharedMemoryRegister: unary((r: { name: string; key: string; offset: number; byteSize: number }) => {
-      shm().register(r.name, r.key, r.offset, r.byteSize);
+    systemSharedMemoryRegister: unary((r: { name: string; key: string; offset: string; byteSize: string }) => {
+      // uint64 decimal strings (lossless); beyond 2^53 they become unsafe numbers the registry refuses.
+      shm().register(r.name, r.key, Number(r.offset), Number(r.byteSize));
       return {};
     }),
     systemSharedMemoryUnregister: unary((r: { name: string }) => {

@@ -355,8 +355,9 @@ export interface SystemSharedMemoryRegisterRequest {
   name: string;
   /** POSIX shm key, "/foo" -> /dev/shm/foo */
   key: string;
-  offset: number;
-  byteSize: number;
+  /** lossless: any uint64 decodes, the registry judges it */
+  offset: string;
+  byteSize: string;
 }
 
 export interface SystemSharedMemoryRegisterResponse {
@@ -5843,7 +5844,7 @@ export const SystemSharedMemoryStatusResponse_RegionsEntry: MessageFns<SystemSha
   };
 
 function createBaseSystemSharedMemoryRegisterRequest(): SystemSharedMemoryRegisterRequest {
-  return { name: "", key: "", offset: 0, byteSize: 0 };
+  return { name: "", key: "", offset: "0", byteSize: "0" };
 }
 
 export const SystemSharedMemoryRegisterRequest: MessageFns<SystemSharedMemoryRegisterRequest> = {
@@ -5854,10 +5855,10 @@ export const SystemSharedMemoryRegisterRequest: MessageFns<SystemSharedMemoryReg
     if (message.key !== "") {
       writer.uint32(18).string(message.key);
     }
-    if (message.offset !== 0) {
+    if (message.offset !== "0") {
       writer.uint32(24).uint64(message.offset);
     }
-    if (message.byteSize !== 0) {
+    if (message.byteSize !== "0") {
       writer.uint32(32).uint64(message.byteSize);
     }
     return writer;
@@ -5897,7 +5898,7 @@ export const SystemSharedMemoryRegisterRequest: MessageFns<SystemSharedMemoryReg
               break;
             }
 
-            message.offset = longToNumber(reader.uint64());
+            message.offset = reader.uint64().toString();
             continue;
           }
           case 4: {
@@ -5905,7 +5906,7 @@ export const SystemSharedMemoryRegisterRequest: MessageFns<SystemSharedMemoryReg
               break;
             }
 
-            message.byteSize = longToNumber(reader.uint64());
+            message.byteSize = reader.uint64().toString();
             continue;
           }
         }
@@ -5924,8 +5925,8 @@ export const SystemSharedMemoryRegisterRequest: MessageFns<SystemSharedMemoryReg
     return {
       name: isSet(object.name) ? globalThis.String(object.name) : "",
       key: isSet(object.key) ? globalThis.String(object.key) : "",
-      offset: isSet(object.offset) ? globalThis.Number(object.offset) : 0,
-      byteSize: isSet(object.byte_size) ? globalThis.Number(object.byte_size) : 0,
+      offset: isSet(object.offset) ? globalThis.String(object.offset) : "0",
+      byteSize: isSet(object.byte_size) ? globalThis.String(object.byte_size) : "0",
     };
   },
 
@@ -5938,10 +5939,10 @@ export const SystemSharedMemoryRegisterRequest: MessageFns<SystemSharedMemoryReg
       obj.key = message.key;
     }
     if (message.offset !== undefined) {
-      obj.offset = Math.round(message.offset);
+      obj.offset = globalThis.String(message.offset);
     }
     if (message.byteSize !== undefined) {
-      obj.byte_size = Math.round(message.byteSize);
+      obj.byte_size = globalThis.String(message.byteSize);
     }
     return obj;
   },
@@ -5953,8 +5954,8 @@ export const SystemSharedMemoryRegisterRequest: MessageFns<SystemSharedMemoryReg
     const message = createBaseSystemSharedMemoryRegisterRequest();
     message.name = object.name ?? "";
     message.key = object.key ?? "";
-    message.offset = object.offset ?? 0;
-    message.byteSize = object.byteSize ?? 0;
+    message.offset = object.offset ?? "0";
+    message.byteSize = object.byteSize ?? "0";
     return message;
   },
 };
