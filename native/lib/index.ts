@@ -2,6 +2,7 @@ export {
   Runtime,
   type RuntimeOptions,
   type CompileOptions,
+  type CompileIdentity,
   type CudaOptions,
   type DeviceInfo,
   type MemoryStats,

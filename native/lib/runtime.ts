@@ -41,6 +41,17 @@ export interface CompileOptions {
   signal?: AbortSignal;
 }
 
+export interface CompileIdentity {
+  readonly pluginPath: string;
+  readonly apiVersion: readonly [number, number];
+  readonly attributes: Readonly<Record<string, string | number | number[] | boolean>>;
+  /** The client's platform name and version. */
+  readonly platform: string;
+  /** The serialized CompileOptionsProto, hex. */
+  readonly compileOptions: string;
+  readonly deviceKind: string;
+}
+
 export type DeviceInfo = NativeDeviceInfo;
 export type MemoryStats = NativeMemoryStats;
 export type PluginInfo = NativePluginInfo;
@@ -134,6 +145,37 @@ export class Runtime {
       options.signature ?? (isMlirBytecode(bytes) ? null : parseMainSignature(Buffer.from(bytes).toString('utf8')));
     const native = await this.#client.compile(bytes);
     return new Executable(native, signature, this.#memoryIndex, this.devices.length);
+  }
+
+  /**
+   * Loads an executable that Executable.serialize() produced on this plugin build, off the JS
+   * thread. The plugin reads the bytes as its own compiled code and trusts them: hand it only bytes
+   * whose integrity was checked (ExecutableCache keeps a checksum). Garbage is refused with a
+   * PjrtError where the plugin notices, never by this check. `signature` is the program's, as for
+   * compile() (serialized bytes do not carry one that we can read).
+   */
+  async deserializeAndLoad(serialized: Uint8Array, options: CompileOptions = {}): Promise<Executable> {
+    options.signal?.throwIfAborted();
+    if (!(serialized instanceof Uint8Array)) throw new ArgumentError('serialized must be a Uint8Array');
+    if (serialized.byteLength === 0) throw new ArgumentError('serialized is empty');
+    const native = await this.#client.deserializeAndLoad(serialized);
+    return new Executable(native, options.signature ?? null, this.#memoryIndex, this.devices.length);
+  }
+
+  /**
+   * What, besides the program, decides the compiled code: the plugin build, the PJRT API, the
+   * compile options and the device kind. Executables compiled under one identity are only loaded
+   * under the same one (ExecutableCache's key).
+   */
+  get compileIdentity(): CompileIdentity {
+    return {
+      pluginPath: this.plugin.path,
+      apiVersion: this.plugin.apiVersion,
+      attributes: this.plugin.attributes,
+      platform: `${this.platformName} ${this.platformVersion}`,
+      compileOptions: binding().compileOptions.toString('hex'),
+      deviceKind: this.devices[0]?.kind ?? '',
+    };
   }
 
   /** Copies host data into a new buffer in `memory` ('device' by default) of `device`. */
