@@ -18,6 +18,7 @@ export {
   parseMainSignature,
   parseTensorType,
   isMlirBytecode,
+  programSignature,
   type ProgramSignature,
   type TensorType,
 } from './mlir-signature.js';

@@ -13,7 +13,7 @@ import { ArgumentError, PluginLoadError } from './errors.js';
 import { Executable } from './executable.js';
 import { byteLanes, joinLanes } from './lanes.js';
 import { type HostArray, nativeHostArray } from './host-array.js';
-import { isMlirBytecode, parseMainSignature, type ProgramSignature } from './mlir-signature.js';
+import { programSignature, type ProgramSignature } from './mlir-signature.js';
 import { resolvePlugin } from './plugin.js';
 
 export interface CudaOptions {
@@ -141,8 +141,7 @@ export class Runtime {
     else if (code instanceof Uint8Array) bytes = code;
     else throw new ArgumentError('code must be a string or a Uint8Array');
     if (bytes.byteLength === 0) throw new ArgumentError('code is empty');
-    const signature =
-      options.signature ?? (isMlirBytecode(bytes) ? null : parseMainSignature(Buffer.from(bytes).toString('utf8')));
+    const signature = options.signature ?? programSignature(bytes);
     const native = await this.#client.compile(bytes);
     return new Executable(native, signature, this.#memoryIndex, this.devices.length);
   }
