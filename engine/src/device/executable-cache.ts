@@ -307,3 +307,21 @@ export class ExecutableCache {
     return v;
   }
 }
+
+/**
+ * The worker's cache: `<cacheDir>/executables` bounded by compile_cache.max_bytes, or null when
+ * that is 0 or the directory cannot be used (then every load compiles, as without a cache).
+ */
+export async function openExecutableCache(
+  settings: { readonly cacheDir: string; readonly compileCache: { readonly maxBytes: number } },
+  logger: ExecutableCacheLogger,
+): Promise<ExecutableCache | null> {
+  if (settings.compileCache.maxBytes === 0) return null;
+  const dir = join(settings.cacheDir, 'executables');
+  try {
+    return await ExecutableCache.open({ dir, maxBytes: settings.compileCache.maxBytes, logger });
+  } catch (err) {
+    logger.warn('compiled-executable cache unavailable; every load compiles', { dir, error: (err as Error).message });
+    return null;
+  }
+}
