@@ -4,6 +4,7 @@
 // of the "model ready" loadSeconds: read, compile or load from the cache, weights, warmup) and the
 // cache counters the server reports, so each start is shown to be what it claims.
 // Usage: npm run build && node bench/startup.mjs [--rounds 4]
+import { get } from 'node:http';
 import { mkdtemp, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,7 +25,14 @@ const scratch = await mkdtemp(join(tmpdir(), 'hloserve-startup-'));
 await symlink(join(pluginCacheDir(), 'plugins'), join(scratch, 'plugins'));
 
 async function metrics(port) {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const text = await new Promise((resolve, reject) => {
+    get(`http://127.0.0.1:${port}/metrics`, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c) => (body += c));
+      res.on('end', () => resolve(body));
+    }).on('error', reject);
+  });
   const read = (name) =>
     Number(
       text
