@@ -43,6 +43,7 @@ export const ENV_OVERRIDES: readonly EnvOverrideSpec[] = [
   spec('runtime', 'weight_cache_wiggle_fraction', 'number'),
   spec('runtime', 'weight_cache_bytes', 'bytes'),
   spec('runtime', 'device_arena', 'bool'),
+  spec('compile_cache', 'max_bytes', 'bytes'),
   spec('scheduler', 'discipline', 'string'),
   spec('scheduler', 'ema_halflife_seconds', 'number'),
   spec('scheduler', 'recency_penalty_cap', 'number'),
@@ -69,7 +70,13 @@ export const ENV_OVERRIDES: readonly EnvOverrideSpec[] = [
  * ignored without a word. Other HLOSERVE_* names (HLOSERVE_CUDA_PLUGIN, HLOSERVE_TEST) belong
  * to other parts of the system and are left alone.
  */
-const CHECKED_PREFIXES = ['HLOSERVE_RUNTIME_', 'HLOSERVE_SCHEDULER_', 'HLOSERVE_ENDPOINTS_', 'HLOSERVE_LOGGING_'];
+const CHECKED_PREFIXES = [
+  'HLOSERVE_RUNTIME_',
+  'HLOSERVE_COMPILE_CACHE_',
+  'HLOSERVE_SCHEDULER_',
+  'HLOSERVE_ENDPOINTS_',
+  'HLOSERVE_LOGGING_',
+];
 
 const TRUE_WORDS = ['1', 'true', 'yes', 'on'];
 const FALSE_WORDS = ['0', 'false', 'no', 'off'];

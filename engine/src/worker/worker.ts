@@ -22,6 +22,7 @@ import type {
 import { SharedMemoryRegistry } from '../kserve/shared-memory.js';
 import type { Logger } from '../log.js';
 import { Metrics, type RequestSample } from '../metrics.js';
+import { type ExecutableCache, openExecutableCache } from '../device/executable-cache.js';
 import { CompiledModel } from '../model/compiled-model.js';
 import { resolveModelInfo, type ModelSchedulingInfo } from '../scheduler/model-info.js';
 import { Scheduler, type RequestTiming } from '../scheduler/scheduler.js';
@@ -131,8 +132,13 @@ export class Worker implements InferenceService {
     computeOutputUs: 0,
   };
 
-  private constructor(o: WorkerOptions, runtime: Runtime, budgetBytes: number) {
+  /** Compiled executables on disk (null when compile_cache.max_bytes is 0). */
+  readonly compileCache: ExecutableCache | null;
+
+  private constructor(o: WorkerOptions, runtime: Runtime, budgetBytes: number, compileCache: ExecutableCache | null) {
     this.runtime = runtime;
+    this.compileCache = compileCache;
+    this.metrics.trackCompileCache(() => compileCache?.stats() ?? null);
     this.#ownsRuntime = !o.runtime;
     this.#settings = o.settings;
     this.#modelRepo = o.modelRepo;
@@ -201,7 +207,7 @@ export class Worker implements InferenceService {
       weightBudgetBytes: Number.isFinite(budget) ? budget : 'unlimited',
       deviceArena: usesDeviceArena(rt, runtime, budget),
     });
-    const w = new Worker(o, runtime, budget);
+    const w = new Worker(o, runtime, budget, await openExecutableCache(o.settings, o.log));
     await w.loadRepository();
     return w;
   }
@@ -269,6 +275,7 @@ export class Worker implements InferenceService {
         this.runtime,
         { name, manifest: bundle.manifest, modules, weights },
         signal,
+        this.compileCache,
       );
       const policy = this.#settings.scheduler.models[name];
       const info: ModelSchedulingInfo = {
