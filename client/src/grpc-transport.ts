@@ -44,7 +44,7 @@ type Unary<Req, Res> = (
 function param(v: ParamValue): InferParameter {
   if (typeof v === 'boolean') return { parameterChoice: { $case: 'boolParam', value: v } };
   if (typeof v === 'string') return { parameterChoice: { $case: 'stringParam', value: v } };
-  if (Number.isInteger(v)) return { parameterChoice: { $case: 'int64Param', value: v } };
+  if (Number.isInteger(v)) return { parameterChoice: { $case: 'int64Param', value: String(v) } };
   return { parameterChoice: { $case: 'doubleParam', value: v } };
 }
 
@@ -173,7 +173,11 @@ export class GrpcTransport implements Transport {
     offset: number,
     byteSize: number,
   ): Promise<void> {
-    await this.#call(this.#c.systemSharedMemoryRegister, { name, key, offset, byteSize }, a);
+    await this.#call(
+      this.#c.systemSharedMemoryRegister,
+      { name, key, offset: String(offset), byteSize: String(byteSize) },
+      a,
+    );
   }
 
   async unregisterSystemSharedMemory(a: Attempt, name: string): Promise<void> {
