@@ -26,6 +26,8 @@ export interface InferenceClientOptions {
   http?: HttpTransportOptions;
   /** Where the pooled shared-memory regions are created (default /dev/shm). */
   sharedMemoryRoot?: string;
+  /** After the server refused a region under `sharedMemory: 'auto'`, stay inline this long (default 60 s). */
+  sharedMemoryRetryMs?: number;
 }
 
 export class InferenceClient {
@@ -49,11 +51,19 @@ export class InferenceClient {
       },
       { root: opts.sharedMemoryRoot },
     );
+    const retryMs = opts.sharedMemoryRetryMs ?? 60_000;
+    let inlineUntil = 0;
     this.#host = {
       transport: this.transport,
       run: (what, o, fn) => this.#run(what, o, fn),
       stage: (bytes: number): Promise<StagingLease> => this.#staging.acquire(bytes),
       register: (r) => this.registerSystemSharedMemory(r),
+      autoSharedMemory: {
+        usable: () => Date.now() >= inlineUntil,
+        refused: () => {
+          inlineUntil = Date.now() + retryMs;
+        },
+      },
     };
   }
 

@@ -54,9 +54,12 @@ export interface InferOptions extends CallOptions {
   parameters?: Record<string, ParamValue>;
   /**
    * Send every inline input, and receive every output whose size the metadata fixes, through the
-   * client's pooled shared-memory regions instead of the message (same host only).
+   * client's pooled shared-memory regions instead of the message (same host only). `'auto'` does
+   * the same where the server can open the client's regions, and goes inline where it cannot (the
+   * server is on another host, or refuses shared memory): a refused registration sends this call
+   * inline and keeps the client inline for `sharedMemoryRetryMs`, then it tries again.
    */
-  sharedMemory?: boolean;
+  sharedMemory?: boolean | 'auto';
 }
 
 export interface InferResult {
@@ -74,6 +77,8 @@ export interface ModelHost {
   run<T>(what: string, opts: CallOptions, fn: (a: Attempt) => Promise<T>): Promise<T>;
   stage(bytes: number): Promise<StagingLease>;
   register(region: SystemSharedMemoryRegion): Promise<void>;
+  /** `sharedMemory: 'auto'`: whether to try shared memory now, and what to do when it was refused. */
+  readonly autoSharedMemory: { usable(): boolean; refused(): void };
 }
 
 interface ReadBack {
@@ -91,6 +96,13 @@ function placeRef(what: string, place: SharedMemoryPlace, defaultSize: number | 
   if (byteSize === null) throw new TypeError(`${what}: give sharedMemory.byteSize`);
   return { region: regionName(place.region), offset, byteSize };
 }
+
+/**
+ * What a server answers when it cannot use the client's region: it cannot open the key (another
+ * host or IPC namespace: INVALID_ARGUMENT), or shared memory is off (UNIMPLEMENTED).
+ */
+const isRefusal = (err: unknown): boolean =>
+  err instanceof ClientError && (err.code === Status.INVALID_ARGUMENT || err.code === Status.UNIMPLEMENTED);
 
 const isShmInput = (x: InferInput): x is SharedMemoryInput => 'sharedMemory' in x && x.sharedMemory !== undefined;
 
@@ -192,9 +204,16 @@ export class ModelHandle {
 
     let lease: StagingLease | null = null;
     try {
-      if (opts.sharedMemory === true) {
-        lease = await this.#stage(inline, requested, readBacks, wireInputs, opts);
-      } else {
+      const auto = opts.sharedMemory === 'auto';
+      if (opts.sharedMemory === true || (auto && this.#host.autoSharedMemory.usable())) {
+        try {
+          lease = await this.#stage(inline, requested, readBacks, wireInputs, opts);
+        } catch (err) {
+          if (!auto || !isRefusal(err)) throw err;
+          this.#host.autoSharedMemory.refused();
+        }
+      }
+      if (lease === null) {
         for (const i of inline)
           wireInputs.push({ name: i.name, datatype: i.t.datatype, shape: i.t.shape, bytes: i.bytes });
       }

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { readdirSync, existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, suite, test } from 'node:test';
 import {
@@ -148,6 +149,31 @@ suite('@hloserve/client against the real engine: every example model, metadata, 
       }
     });
   }
+
+  test("sharedMemory: 'auto' goes inline when the server cannot open the client's regions; true fails", async () => {
+    // Regions made outside /dev/shm stand for a client on another host: the server looks the key
+    // up under its own /dev/shm and finds nothing.
+    const elsewhere = mkdtempSync(join(tmpdir(), 'hloserve-client-elsewhere-'));
+    const c = new InferenceClient({ url: server.grpcUrl(), sharedMemoryRoot: elsewhere });
+    try {
+      const ref = refs.get('mlp')!;
+      await assert.rejects(c.model('mlp').infer(ref.inputs, { sharedMemory: true }), { code: Status.INVALID_ARGUMENT });
+      const check = async () => {
+        const res = await c.model('mlp').infer(ref.inputs, { sharedMemory: 'auto' });
+        assert.ok(relError(res.output('logits').data as Float32Array, ref.outputs.logits!.data as Float32Array) < 1e-4);
+      };
+      await check();
+      assert.deepEqual(readdirSync(elsewhere), [], 'the refused region was removed');
+      // Latched inline: with the directory gone, another try at a region would fail to create it.
+      rmSync(elsewhere, { recursive: true });
+      await check();
+      const mine = (await c.systemSharedMemoryStatus()).filter((r) => r.name.startsWith('hloserve-client-'));
+      assert.deepEqual(mine, []);
+    } finally {
+      await c.close();
+      rmSync(elsewhere, { recursive: true, force: true });
+    }
+  });
 
   for (const protocol of ['grpc', 'http'] as const) {
     test(`${protocol}: inputs and outputs through caller-registered regions, then unregistered and removed`, async () => {
