@@ -2,15 +2,19 @@
 // ready), with a cold compiled-executable cache (emptied before the start) and a warm one (left by
 // the previous start), in alternating rounds in one run. Also the models' own load time (the sum
 // of the "model ready" loadSeconds: read, compile or load from the cache, weights, warmup) and the
-// cache counters the server reports, so each start is shown to be what it claims.
+// cache counters the server reports, so each start is shown to be what it claims. Then, in this
+// process, the executables alone: every module of examples/models through an ExecutableCache,
+// cold (empty directory) and warm, alternating.
 // Usage: npm run build && node bench/startup.mjs [--rounds 4]
 import { get } from 'node:http';
-import { mkdtemp, rm, symlink } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { cacheDir as pluginCacheDir } from '../native/dist/lib/plugin.js';
-import { startServer } from '../e2e/dist/src/server-process.js';
+import { Runtime } from '../native/dist/lib/index.js';
+import { ExecutableCache } from '../engine/dist/src/device/executable-cache.js';
+import { examplesDir, startServer } from '../e2e/dist/src/server-process.js';
 import { fmt, machine } from './stats.mjs';
 
 const arg = (name, dflt) => {
@@ -104,3 +108,38 @@ console.log(
 console.log(
   `median models load: cold ${fmt(coldLoad, 2)} s, warm ${fmt(warmLoad, 2)} s, warm/cold ${fmt(warmLoad / coldLoad, 3)}`,
 );
+
+// The executables alone: what the cache replaces (compile) against what it does instead (check and
+// deserialize-and-load), without process start, weights or warmup.
+const modules = [];
+for (const model of ['fno', 'mlp', 'resnet']) {
+  for (const f of (await readdir(join(examplesDir, model))).filter((n) => /^model\.b\d+\.mlir$/.test(n)).sort()) {
+    modules.push(await readFile(join(examplesDir, model, f)));
+  }
+}
+const rt = await Runtime.create();
+const execDir = await mkdtemp(join(tmpdir(), 'hloserve-startup-x-'));
+const times = { cold: [], warm: [] };
+try {
+  for (let r = 1; r <= rounds; r++) {
+    for (const kind of ['cold', 'warm']) {
+      if (kind === 'cold') await rm(execDir, { recursive: true, force: true });
+      const cache = await ExecutableCache.open({ dir: execDir, maxBytes: 2 ** 30 });
+      const t = performance.now();
+      for (const code of modules)
+        (await cache.compile(rt, code, { signature: { parameters: [], results: [] } })).dispose();
+      const s = (performance.now() - t) / 1e3;
+      times[kind].push(s);
+      const st = cache.stats();
+      console.log(
+        `executables round ${r} ${kind}: ${fmt(s, 3)} s for ${modules.length} modules (compiled ${st.misses}, loaded ${st.hits})`,
+      );
+    }
+  }
+} finally {
+  rt.dispose();
+  await rm(execDir, { recursive: true, force: true });
+}
+const xc = median(times.cold);
+const xw = median(times.warm);
+console.log(`median executables: cold ${fmt(xc, 3)} s, warm ${fmt(xw, 3)} s, warm/cold ${fmt(xw / xc, 3)}`);

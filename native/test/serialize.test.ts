@@ -78,6 +78,23 @@ suite('serialize and deserializeAndLoad', () => {
     await assert.rejects(e.serialize(), DisposedError);
   });
 
+  test('dispose during serialize or deserializeAndLoad is safe: the work finishes on what it pinned', async () => {
+    const e = await rt.deserializeAndLoad(serialized);
+    const pending = e.serialize();
+    e.dispose();
+    assert.ok((await pending).byteLength > 0);
+
+    const other = await Runtime.create();
+    const loading = other.deserializeAndLoad(serialized);
+    other.dispose();
+    // Either outcome is fine (the client may close first); neither may crash or leak.
+    const r = await loading.then(
+      (x) => x,
+      (err: unknown) => err,
+    );
+    assert.ok(r instanceof DisposedError || r instanceof PjrtError || 'run' in (r as object));
+  });
+
   test('the compile identity names plugin, API, options and device kind', () => {
     const id = rt.compileIdentity;
     assert.equal(id.pluginPath, rt.plugin.path);

@@ -146,6 +146,7 @@ export class ExecutableCache {
           return exe;
         }
       }
+      this.#counts.misses++;
       return runtime.compile(code, options);
     }
     let settle!: (v: Uint8Array | null) => void;

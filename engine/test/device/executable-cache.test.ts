@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm, stat, truncate, writeFile, copyFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -87,6 +88,26 @@ suite('ExecutableCache on the CPU plugin', () => {
       assert.equal(again.stats().hits, 1);
     });
   }
+
+  test('an intact entry the plugin refuses is recompiled with a warning', async () => {
+    const cache = await open();
+    const key = await cache.keyOf(rt, scaled(9));
+    // A well-formed entry (magic, key, length, sha256) around bytes that are no executable.
+    const payload = Buffer.from('not a serialized executable, but checksummed as one');
+    const header = Buffer.alloc(80);
+    header.write('HLOXEC\u0000\u0001', 0, 'latin1');
+    Buffer.from(key, 'hex').copy(header, 8);
+    header.writeBigUInt64LE(BigInt(payload.length), 40);
+    createHash('sha256').update(payload).digest().copy(header, 48);
+    await writeFile(join(dir, `${key}.hxc`), Buffer.concat([header, payload]));
+    const exe = await (await open()).compile(rt, scaled(9));
+    assert.deepEqual(await runScaled(exe), [9, 18, 27, 36]);
+    exe.dispose();
+    assert.match(warnings.join('\n'), /the plugin refused it/);
+    const again = await open();
+    (await again.compile(rt, scaled(9))).dispose();
+    assert.equal(again.stats().hits, 1);
+  });
 
   test('a stale plugin identity is a miss; an entry under another key is refused as stale', async () => {
     (await (await open()).compile(rt, scaled(4))).dispose();
