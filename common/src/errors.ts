@@ -95,14 +95,68 @@ export function toServeError(err: unknown): ServeError {
   return new ServeError('HLO_ERR_INTERNAL', message, { cause: err });
 }
 
+/**
+ * The longest message a client is sent. grpc-message travels in a trailer, and clients refuse
+ * metadata past 8-16 KiB with RESOURCE_EXHAUSTED, which would hide the status we meant; messages
+ * quote client values through quote(), this is the backstop for any that does not.
+ */
+export const MAX_ERROR_MESSAGE_CHARS = 2048;
+
+function capMessage(message: string): string {
+  return message.length <= MAX_ERROR_MESSAGE_CHARS
+    ? message
+    : `${message.slice(0, MAX_ERROR_MESSAGE_CHARS)}... (${message.length} chars)`;
+}
+
 export function toGrpcStatus(err: unknown): { code: GrpcStatus; details: string } {
   const e = toServeError(err);
-  return { code: e.grpcStatus, details: e.message };
+  return { code: e.grpcStatus, details: capMessage(e.message) };
 }
 
 export function toHttpStatus(err: unknown): { status: number; body: { error: string; code: ErrorCode } } {
   const e = toServeError(err);
-  return { status: e.httpStatus, body: { error: e.message, code: e.code } };
+  return { status: e.httpStatus, body: { error: capMessage(e.message), code: e.code } };
+}
+
+/** How many characters of a client value an error message repeats. */
+export const QUOTE_CHARS = 64;
+
+/**
+ * A client value as an error message shows it: quoted and escaped, at most QUOTE_CHARS characters of it,
+ * with the full length said when cut. Every message that echoes client input goes through here,
+ * so a 1 MiB name costs the message 64 characters, not 1 MiB.
+ */
+export function quote(value: unknown, max = QUOTE_CHARS): string {
+  let text: string;
+  if (typeof value === 'string') text = value;
+  else if (typeof value === 'bigint') return quote(value.toString(), max);
+  else if (typeof value === 'number' || typeof value === 'boolean' || value === null || value === undefined)
+    return String(value);
+  else if (Array.isArray(value)) {
+    const head = value.slice(0, 8).map((x) => quote(x, 24));
+    return value.length <= 8 ? `[${head.join(',')}]` : `[${head.join(',')},... ${value.length} items]`;
+  } else {
+    try {
+      text = JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)) ?? String(value);
+    } catch {
+      text = Object.prototype.toString.call(value);
+    }
+    return text.length <= max ? text : `${text.slice(0, max)}... (${text.length} chars)`;
+  }
+  const cut = text.length <= max ? text : text.slice(0, max);
+  const shown = `'${singleQuoted(cut)}'`;
+  return cut === text ? shown : `${shown}... (${text.length} chars)`;
+}
+
+/** Control characters escaped as JSON does, in the single quotes Triton's messages use. */
+function singleQuoted(s: string): string {
+  return JSON.stringify(s).slice(1, -1).replace(/\\"/g, '"').replace(/'/g, "\\'");
+}
+
+/** A shape as messages show it: at most 8 dims, then how many more. */
+export function shapeText(shape: readonly (number | bigint)[]): string {
+  const head = shape.slice(0, 8).map((d) => quote(d, 24));
+  return shape.length <= 8 ? `[${head.join(',')}]` : `[${head.join(',')},... ${shape.length} dims]`;
 }
 
 export const invalidArgument = (message: string): ServeError => new ServeError('HLO_ERR_INVALID_ARGUMENT', message);

@@ -6,7 +6,11 @@ import { fileURLToPath } from 'node:url';
 import { status } from '@grpc/grpc-js';
 import {
   ERROR_CATALOGUE,
+  MAX_ERROR_MESSAGE_CHARS,
+  quote,
+  QUOTE_CHARS,
   ServeError,
+  shapeText,
   toGrpcStatus,
   toHttpStatus,
   toServeError,
@@ -49,5 +53,30 @@ suite('the error catalogue', () => {
     const text = readFileSync(docs, 'utf8');
     const listed = [...text.matchAll(/^\| `(HLO_ERR_[A-Z_]+)` \|/gm)].map((m) => m[1] as ErrorCode);
     assert.deepEqual([...listed].sort(), Object.keys(ERROR_CATALOGUE).sort());
+  });
+});
+
+suite('client values in error messages', () => {
+  test('quote() repeats at most a short prefix and says how long the value was', () => {
+    const q = quote('n'.repeat(2 ** 20));
+    assert.ok(q.length < QUOTE_CHARS + 40, q);
+    assert.match(q, /\(1048576 chars\)$/);
+    assert.equal(quote('ab'), "'ab'");
+    assert.equal(quote('a\nb'), "'a\\nb'");
+    assert.equal(quote(12n), "'12'");
+    assert.equal(quote([1, 2]), '[1,2]');
+  });
+
+  test('shapeText() shows at most 8 dims of a huge shape', () => {
+    const t = shapeText(new Array<number>(1_000_000).fill(1));
+    assert.ok(t.length < 60, t);
+    assert.match(t, /1000000 dims/);
+  });
+
+  test('a message past the cap is cut before it reaches the wire', () => {
+    const e = new ServeError('HLO_ERR_INVALID_ARGUMENT', 'x'.repeat(100_000));
+    assert.ok(toGrpcStatus(e).details.length < MAX_ERROR_MESSAGE_CHARS + 40);
+    assert.equal(toGrpcStatus(e).code, status.INVALID_ARGUMENT);
+    assert.ok(toHttpStatus(e).body.error.length < MAX_ERROR_MESSAGE_CHARS + 40);
   });
 });

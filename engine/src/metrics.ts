@@ -19,6 +19,15 @@ const LATENCY_BUCKETS = Array.from({ length: 14 }, (_, k) => 0.001 * 2 ** k);
 
 type FailureReason = NonNullable<RequestSample['reason']>;
 
+/** The compiled-executable cache's counters (device/executable-cache.ts), read when scraped. */
+export interface CompileCacheCounts {
+  readonly hits: number;
+  readonly misses: number;
+  readonly rejected: number;
+  readonly evictions: number;
+  readonly bytes: number;
+}
+
 /** One model's request counters, summed in plain numbers and published when scraped. */
 interface RequestTotals {
   readonly labels: { readonly model: string; readonly version: string };
@@ -50,6 +59,7 @@ export class Metrics {
   readonly #latency: PlainHistogram<'model'>;
   readonly #batchSize: PlainHistogram<'model'>;
   #inflightNow: () => number = () => 0;
+  #compileCacheNow: () => CompileCacheCounts | null = () => null;
   readonly #weightLoads: Counter<'model'>;
   readonly #weightEvictions: Counter<'model'>;
   readonly #weightLoadSeconds: Counter<'model'>;
@@ -200,6 +210,32 @@ export class Metrics {
         this.set(inflightNow());
       },
     });
+    const compileCacheNow = (): CompileCacheCounts | null => this.#compileCacheNow();
+    const cacheCounters: ReadonlyArray<readonly [string, string, keyof CompileCacheCounts]> = [
+      ['hloserve_compile_cache_hits_total', 'Executables loaded from the compiled-executable cache', 'hits'],
+      ['hloserve_compile_cache_misses_total', 'Executables compiled: no usable cache entry', 'misses'],
+      ['hloserve_compile_cache_rejected_total', 'Cache entries found corrupt, truncated or stale', 'rejected'],
+      ['hloserve_compile_cache_evictions_total', 'Cache entries removed to stay under max_bytes', 'evictions'],
+    ];
+    for (const [name, help, field] of cacheCounters) {
+      new Counter({
+        name,
+        help,
+        registers: r,
+        collect(this: Counter) {
+          this.reset();
+          this.inc(compileCacheNow()?.[field] ?? 0);
+        },
+      });
+    }
+    new Gauge({
+      name: 'hloserve_compile_cache_bytes',
+      help: 'Bytes of the compiled-executable cache on disk',
+      registers: r,
+      collect(this: Gauge) {
+        this.set(compileCacheNow()?.bytes ?? 0);
+      },
+    });
     this.shed = new Counter({
       name: 'hloserve_requests_shed_total',
       help: 'Requests refused or dropped before execution',
@@ -245,6 +281,11 @@ export class Metrics {
     if (e === undefined) this.#executions.set(model, (e = { labels: { model, version: '1' }, n: 0 }));
     e.n++;
     this.#batchSize.observe(model, batchSize);
+  }
+
+  /** Where the compile-cache metrics read their values when scraped. */
+  trackCompileCache(read: () => CompileCacheCounts | null): void {
+    this.#compileCacheNow = read;
   }
 
   /** Where the in-flight gauge reads its value when scraped (the worker's own counter). */

@@ -80,6 +80,7 @@ export interface NativeExecutable {
     download: true,
   ): Promise<NativeHostResult[]>;
   execute(args: Array<NativeBuffer | NativeHostArray>, deviceIndex: number, download: false): Promise<NativeBuffer[]>;
+  serialize(): Promise<Buffer>;
   dispose(): void;
 }
 
@@ -90,6 +91,7 @@ export interface NativeClient {
   memoryStats(deviceIndex: number): NativeMemoryStats | null;
   ledger(): { liveBuffers: number; liveBufferBytes: number; liveExecutables: number };
   compile(code: Uint8Array | string, options?: undefined): Promise<NativeExecutable>;
+  deserializeAndLoad(serialized: Uint8Array): Promise<NativeExecutable>;
   upload(array: NativeHostArray, deviceIndex: number, memoryIndex: number): Promise<NativeBuffer>;
   copyBuffers(buffers: NativeBuffer[], memoryIndex: number): Promise<NativeBuffer[]>;
   createArena(deviceIndex: number, memoryIndex: number, limitBytes: number, chunkBytes: number): NativeArena;
@@ -136,6 +138,8 @@ export interface NativeBinding {
   init(pjrtError: typeof PjrtError, disposedError: typeof DisposedError): void;
   loadPlugin(path: string): NativePluginInfo;
   createClient(pluginPath: string, options: NativeOption[]): Promise<NativeClient>;
+  /** The serialized CompileOptionsProto that every compile and deserializeAndLoad uses. */
+  readonly compileOptions: Buffer;
   /** Threads the addon runs blocking PJRT calls on (HLOSERVE_NATIVE_THREADS, default 4). */
   readonly workerThreads: number;
   PjrtBuffer: abstract new (...args: never[]) => NativeBuffer;

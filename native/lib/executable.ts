@@ -67,6 +67,14 @@ export class Executable {
     return out.map((b) => new DeviceBuffer(b, this.#memories));
   }
 
+  /**
+   * The plugin's serialization of this compiled program, for Runtime.deserializeAndLoad on the same
+   * plugin build (it is not portable across plugin versions). Runs off the JS thread.
+   */
+  async serialize(): Promise<Uint8Array> {
+    return this.#native.serialize();
+  }
+
   dispose(): void {
     this.#disposed = true;
     this.#native.dispose();

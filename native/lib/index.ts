@@ -2,6 +2,7 @@ export {
   Runtime,
   type RuntimeOptions,
   type CompileOptions,
+  type CompileIdentity,
   type CudaOptions,
   type DeviceInfo,
   type MemoryStats,
@@ -17,6 +18,7 @@ export {
   parseMainSignature,
   parseTensorType,
   isMlirBytecode,
+  programSignature,
   type ProgramSignature,
   type TensorType,
 } from './mlir-signature.js';

@@ -108,3 +108,10 @@ export function parseMainSignature(text: string): ProgramSignature | null {
   }
   return { parameters: params, results };
 }
+
+/** The signature of `main` as far as it can be read: from text, never from bytecode (null then). */
+export function programSignature(code: Uint8Array): ProgramSignature | null {
+  return isMlirBytecode(code)
+    ? null
+    : parseMainSignature(Buffer.from(code.buffer, code.byteOffset, code.byteLength).toString('utf8'));
+}

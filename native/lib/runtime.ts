@@ -13,7 +13,7 @@ import { ArgumentError, PluginLoadError } from './errors.js';
 import { Executable } from './executable.js';
 import { byteLanes, joinLanes } from './lanes.js';
 import { type HostArray, nativeHostArray } from './host-array.js';
-import { isMlirBytecode, parseMainSignature, type ProgramSignature } from './mlir-signature.js';
+import { programSignature, type ProgramSignature } from './mlir-signature.js';
 import { resolvePlugin } from './plugin.js';
 
 export interface CudaOptions {
@@ -39,6 +39,17 @@ export interface CompileOptions {
   /** The program's parameter/result types, for bytecode programs whose signature we cannot read. */
   signature?: ProgramSignature;
   signal?: AbortSignal;
+}
+
+export interface CompileIdentity {
+  readonly pluginPath: string;
+  readonly apiVersion: readonly [number, number];
+  readonly attributes: Readonly<Record<string, string | number | number[] | boolean>>;
+  /** The client's platform name and version. */
+  readonly platform: string;
+  /** The serialized CompileOptionsProto, hex. */
+  readonly compileOptions: string;
+  readonly deviceKind: string;
 }
 
 export type DeviceInfo = NativeDeviceInfo;
@@ -130,10 +141,40 @@ export class Runtime {
     else if (code instanceof Uint8Array) bytes = code;
     else throw new ArgumentError('code must be a string or a Uint8Array');
     if (bytes.byteLength === 0) throw new ArgumentError('code is empty');
-    const signature =
-      options.signature ?? (isMlirBytecode(bytes) ? null : parseMainSignature(Buffer.from(bytes).toString('utf8')));
+    const signature = options.signature ?? programSignature(bytes);
     const native = await this.#client.compile(bytes);
     return new Executable(native, signature, this.#memoryIndex, this.devices.length);
+  }
+
+  /**
+   * Loads an executable that Executable.serialize() produced on this plugin build, off the JS
+   * thread. The plugin reads the bytes as its own compiled code and trusts them: hand it only bytes
+   * whose integrity was checked (ExecutableCache keeps a checksum). Garbage is refused with a
+   * PjrtError where the plugin notices, never by this check. `signature` is the program's, as for
+   * compile() (serialized bytes do not carry one that we can read).
+   */
+  async deserializeAndLoad(serialized: Uint8Array, options: CompileOptions = {}): Promise<Executable> {
+    options.signal?.throwIfAborted();
+    if (!(serialized instanceof Uint8Array)) throw new ArgumentError('serialized must be a Uint8Array');
+    if (serialized.byteLength === 0) throw new ArgumentError('serialized is empty');
+    const native = await this.#client.deserializeAndLoad(serialized);
+    return new Executable(native, options.signature ?? null, this.#memoryIndex, this.devices.length);
+  }
+
+  /**
+   * What, besides the program, decides the compiled code: the plugin build, the PJRT API, the
+   * compile options and the device kind. Executables compiled under one identity are only loaded
+   * under the same one (ExecutableCache's key).
+   */
+  get compileIdentity(): CompileIdentity {
+    return {
+      pluginPath: this.plugin.path,
+      apiVersion: this.plugin.apiVersion,
+      attributes: this.plugin.attributes,
+      platform: `${this.platformName} ${this.platformVersion}`,
+      compileOptions: binding().compileOptions.toString('hex'),
+      deviceKind: this.devices[0]?.kind ?? '',
+    };
   }
 
   /** Copies host data into a new buffer in `memory` ('device' by default) of `device`. */

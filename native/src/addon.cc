@@ -94,6 +94,8 @@ Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
   exports.Set("init", Napi::Function::New(env, Init));
   exports.Set("loadPlugin", Napi::Function::New(env, LoadPluginJs));
   exports.Set("createClient", Napi::Function::New(env, CreateClient));
+  std::string opts = CompileOptionsBytes();
+  exports.Set("compileOptions", Napi::Buffer<char>::Copy(env, opts.data(), opts.size()));
   exports.Set("workerThreads", Napi::Number::New(env, static_cast<double>(threads)));
   exports.Set("PjrtClient", data->client_ctor.Value());
   exports.Set("PjrtBuffer", data->buffer_ctor.Value());

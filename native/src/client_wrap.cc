@@ -136,7 +136,76 @@ Status QueryDevices(ClientState* cs) {
   return Status::Ok();
 }
 
+// Wraps a freshly compiled or deserialized executable: the client adopts it (so disposing the
+// client frees it) and its output types, dims and memory statistics are read once, here, off the
+// JS thread. On failure the executable is released and *out is left empty.
+Status AdoptLoaded(const std::shared_ptr<ClientState>& cs, hloabi::PJRT_LoadedExecutable* loaded,
+                   std::shared_ptr<ExecutableResource>* out) {
+  const auto* api = cs->api();
+  auto exe = std::make_shared<ExecutableResource>(cs, loaded);
+  cs->Adopt(exe);
+  hloabi::PJRT_LoadedExecutable_GetExecutable_Args ge{};
+  ge.struct_size = HLO_STRUCT_SIZE(hloabi::PJRT_LoadedExecutable_GetExecutable_Args, executable);
+  ge.loaded_executable = loaded;
+  Status s = TakeError(api, api->PJRT_LoadedExecutable_GetExecutable(&ge));
+  if (s.ok()) {
+    hloabi::PJRT_Executable_NumOutputs_Args no{};
+    no.struct_size = HLO_STRUCT_SIZE(hloabi::PJRT_Executable_NumOutputs_Args, num_outputs);
+    no.executable = ge.executable;
+    s = TakeError(api, api->PJRT_Executable_NumOutputs(&no));
+    exe->num_outputs = no.num_outputs;
+    if (s.ok()) {
+      hloabi::PJRT_Executable_OutputElementTypes_Args ot{};
+      ot.struct_size = HLO_STRUCT_SIZE(hloabi::PJRT_Executable_OutputElementTypes_Args, num_output_types);
+      ot.executable = ge.executable;
+      if (TakeError(api, api->PJRT_Executable_OutputElementTypes(&ot)).ok())
+        exe->output_types.assign(ot.output_types, ot.output_types + ot.num_output_types);
+      hloabi::PJRT_Executable_OutputDimensions_Args od{};
+      od.struct_size = HLO_STRUCT_SIZE(hloabi::PJRT_Executable_OutputDimensions_Args, dim_sizes);
+      od.executable = ge.executable;
+      if (TakeError(api, api->PJRT_Executable_OutputDimensions(&od)).ok()) {
+        size_t at = 0;
+        for (size_t i = 0; i < od.num_outputs; ++i) {
+          exe->output_dims.emplace_back(od.dims + at, od.dims + at + od.dim_sizes[i]);
+          at += od.dim_sizes[i];
+        }
+      }
+      if (HLO_HAS(api, PJRT_Executable_GetCompiledMemoryStats)) {
+        auto& ms = exe->memory_stats;
+        ms.struct_size = HLO_STRUCT_SIZE(hloabi::PJRT_Executable_GetCompiledMemoryStats_Args, peak_memory_in_bytes);
+        ms.executable = ge.executable;
+        exe->has_memory_stats = TakeError(api, api->PJRT_Executable_GetCompiledMemoryStats(&ms)).ok();
+      }
+    }
+    hloabi::PJRT_Executable_Destroy_Args ed{};
+    ed.struct_size = HLO_STRUCT_SIZE(hloabi::PJRT_Executable_Destroy_Args, executable);
+    ed.executable = ge.executable;
+    TakeError(api, api->PJRT_Executable_Destroy(&ed));
+  }
+  if (s.ok()) *out = exe;
+  else exe->Release();
+  return s;
+}
+
+// Copies a program or serialized executable out of JS memory: the work runs for a while on an
+// addon thread and JS may reuse its buffer meanwhile.
+std::shared_ptr<std::string> CopyBytes(const Napi::Value& v, const std::string& field) {
+  auto bytes = std::make_shared<std::string>();
+  if (v.IsString()) {
+    *bytes = v.As<Napi::String>().Utf8Value();
+  } else {
+    KeepAlive keep = std::make_shared<std::vector<Napi::ObjectReference>>();
+    const uint8_t* p = nullptr;
+    size_t n = 0;
+    ReadBytes(v, field, &p, &n, keep);
+    bytes->assign(reinterpret_cast<const char*>(p), n);
+  }
+  return bytes;
+}
+
 }  // namespace
+
+std::string CompileOptionsBytes() { return std::string(kPortableCompileOptions, sizeof kPortableCompileOptions); }
 
 Napi::Value CreateClient(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -200,6 +269,7 @@ Napi::Function ClientWrap::Init(Napi::Env env) {
                       InstanceMethod<&ClientWrap::MemoryStats>("memoryStats"),
                       InstanceMethod<&ClientWrap::Ledger>("ledger"),
                       InstanceMethod<&ClientWrap::Compile>("compile"),
+                      InstanceMethod<&ClientWrap::DeserializeAndLoad>("deserializeAndLoad"),
                       InstanceMethod<&ClientWrap::Upload>("upload"),
                       InstanceMethod<&ClientWrap::CopyBuffers>("copyBuffers"),
                       InstanceMethod<&ClientWrap::CreateArena>("createArena"),
@@ -296,17 +366,7 @@ Napi::Value ClientWrap::Ledger(const Napi::CallbackInfo& info) {
 Napi::Value ClientWrap::Compile(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto cs = Live(env);
-  // The program text is copied: compilation takes seconds and JS may reuse its buffer meanwhile.
-  auto code = std::make_shared<std::string>();
-  if (info[0].IsString()) {
-    *code = info[0].As<Napi::String>().Utf8Value();
-  } else {
-    KeepAlive keep = std::make_shared<std::vector<Napi::ObjectReference>>();
-    const uint8_t* p = nullptr;
-    size_t n = 0;
-    ReadBytes(info[0], "code", &p, &n, keep);
-    code->assign(reinterpret_cast<const char*>(p), n);
-  }
+  auto code = CopyBytes(info[0], "code");
   if (code->empty()) throw Napi::TypeError::New(env, "code: the program is empty");
   if (!cs->Begin()) ThrowStatus(env, Status::Disposed("the PJRT client has been disposed"));
   auto out = std::make_shared<std::shared_ptr<ExecutableResource>>();
@@ -326,55 +386,52 @@ Napi::Value ClientWrap::Compile(const Napi::CallbackInfo& info) {
     c.compile_options = kPortableCompileOptions;
     c.compile_options_size = sizeof kPortableCompileOptions;
     Status s = TakeError(api, api->PJRT_Client_Compile(&c));
-    if (s.ok()) {
-      auto exe = std::make_shared<ExecutableResource>(cs, c.executable);
-      cs->Adopt(exe);
-      hloabi::PJRT_LoadedExecutable_GetExecutable_Args ge{};
-      ge.struct_size = HLO_STRUCT_SIZE(hloabi::PJRT_LoadedExecutable_GetExecutable_Args, executable);
-      ge.loaded_executable = c.executable;
-      s = TakeError(api, api->PJRT_LoadedExecutable_GetExecutable(&ge));
-      if (s.ok()) {
-        hloabi::PJRT_Executable_NumOutputs_Args no{};
-        no.struct_size = HLO_STRUCT_SIZE(hloabi::PJRT_Executable_NumOutputs_Args, num_outputs);
-        no.executable = ge.executable;
-        s = TakeError(api, api->PJRT_Executable_NumOutputs(&no));
-        exe->num_outputs = no.num_outputs;
-        if (s.ok()) {
-          hloabi::PJRT_Executable_OutputElementTypes_Args ot{};
-          ot.struct_size = HLO_STRUCT_SIZE(hloabi::PJRT_Executable_OutputElementTypes_Args, num_output_types);
-          ot.executable = ge.executable;
-          if (TakeError(api, api->PJRT_Executable_OutputElementTypes(&ot)).ok())
-            exe->output_types.assign(ot.output_types, ot.output_types + ot.num_output_types);
-          hloabi::PJRT_Executable_OutputDimensions_Args od{};
-          od.struct_size = HLO_STRUCT_SIZE(hloabi::PJRT_Executable_OutputDimensions_Args, dim_sizes);
-          od.executable = ge.executable;
-          if (TakeError(api, api->PJRT_Executable_OutputDimensions(&od)).ok()) {
-            size_t at = 0;
-            for (size_t i = 0; i < od.num_outputs; ++i) {
-              exe->output_dims.emplace_back(od.dims + at, od.dims + at + od.dim_sizes[i]);
-              at += od.dim_sizes[i];
-            }
-          }
-          if (HLO_HAS(api, PJRT_Executable_GetCompiledMemoryStats)) {
-            auto& ms = exe->memory_stats;
-            ms.struct_size = HLO_STRUCT_SIZE(hloabi::PJRT_Executable_GetCompiledMemoryStats_Args, peak_memory_in_bytes);
-            ms.executable = ge.executable;
-            exe->has_memory_stats = TakeError(api, api->PJRT_Executable_GetCompiledMemoryStats(&ms)).ok();
-          }
-        }
-        hloabi::PJRT_Executable_Destroy_Args ed{};
-        ed.struct_size = HLO_STRUCT_SIZE(hloabi::PJRT_Executable_Destroy_Args, executable);
-        ed.executable = ge.executable;
-        TakeError(api, api->PJRT_Executable_Destroy(&ed));
-      }
-      if (s.ok()) *out = exe;
-      else exe->Release();
-    }
+    if (s.ok()) s = AdoptLoaded(cs, c.executable, out.get());
     cs->End();
     return s;
   };
   op.finish = [out](Napi::Env env) -> Napi::Value { return ExecutableWrap::NewInstance(env, *out); };
   return RunAsync(env, std::move(op));
+}
+
+// deserializeAndLoad(bytes) -> Promise<PjrtExecutable>. The bytes must come from serialize() on
+// the same plugin build: a plugin reads them as its own object code, so hloserve checks their
+// integrity (ExecutableCache's checksum) before they get here.
+Napi::Value ClientWrap::DeserializeAndLoad(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  try {
+    auto cs = Live(env);
+    if (!HLO_HAS(cs->api(), PJRT_Executable_DeserializeAndLoad))
+      ThrowStatus(env, Status{12, "this PJRT plugin cannot deserialize executables"});
+    auto bytes = CopyBytes(info[0], "serialized");
+    if (bytes->empty()) throw Napi::TypeError::New(env, "serialized: the executable is empty");
+    if (!cs->Begin()) ThrowStatus(env, Status::Disposed("the PJRT client has been disposed"));
+    auto out = std::make_shared<std::shared_ptr<ExecutableResource>>();
+    AsyncOp op;
+    op.work = [cs, bytes, out]() -> Status {
+      const auto* api = cs->api();
+      hloabi::PJRT_Executable_DeserializeAndLoad_Args d{};
+      d.struct_size = HLO_STRUCT_SIZE(hloabi::PJRT_Executable_DeserializeAndLoad_Args, overridden_serialized_compile_options_size);
+      d.client = cs->client();
+      d.serialized_executable = bytes->data();
+      d.serialized_executable_size = bytes->size();
+      // The same options as compile(), so a loaded executable behaves as a compiled one (portable:
+      // every execute names its device).
+      d.overridden_serialized_compile_options = kPortableCompileOptions;
+      d.overridden_serialized_compile_options_size = sizeof kPortableCompileOptions;
+      Status s = TakeError(api, api->PJRT_Executable_DeserializeAndLoad(&d));
+      if (s.ok() && d.loaded_executable == nullptr) s = Status{13, "the plugin returned no executable"};
+      if (s.ok()) s = AdoptLoaded(cs, d.loaded_executable, out.get());
+      cs->End();
+      return s;
+    };
+    op.finish = [out](Napi::Env env) -> Napi::Value { return ExecutableWrap::NewInstance(env, *out); };
+    return RunAsync(env, std::move(op));
+  } catch (const Napi::Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw Napi::Error::New(env, std::string("deserializeAndLoad: ") + e.what());
+  }
 }
 
 Napi::Value ClientWrap::Upload(const Napi::CallbackInfo& info) {

@@ -187,6 +187,7 @@ Napi::Function ExecutableWrap::Init(Napi::Env env) {
   return DefineClass(env, "PjrtExecutable",
                      {InstanceMethod<&ExecutableWrap::Describe>("describe"),
                       InstanceMethod<&ExecutableWrap::Execute>("execute"),
+                      InstanceMethod<&ExecutableWrap::Serialize>("serialize"),
                       InstanceMethod<&ExecutableWrap::Dispose>("dispose")});
 }
 
@@ -310,6 +311,66 @@ Napi::Value ExecutableWrap::Execute(const Napi::CallbackInfo& info) {
     return out;
   };
   return RunAsync(env, std::move(op));
+}
+
+// serialize() -> Promise<Buffer>: the plugin's own serialization of the compiled program (object
+// code included on the CPU plugin), for deserializeAndLoad() on the same plugin build.
+Napi::Value ExecutableWrap::Serialize(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  try {
+    auto exe = Live(env);
+    auto cs = exe->client();
+    if (!HLO_HAS(cs->api(), PJRT_Executable_Serialize))
+      ThrowStatus(env, Status{12, "this PJRT plugin cannot serialize executables"});
+    if (!exe->Pin()) ThrowStatus(env, Status::Disposed("the executable has been disposed"));
+    if (!cs->Begin()) {
+      exe->Unpin();
+      ThrowStatus(env, Status::Disposed("the PJRT client has been disposed"));
+    }
+    auto bytes = std::make_shared<HostBlock>();
+    AsyncOp op;
+    op.work = [exe, cs, bytes]() -> Status {
+      const auto* api = cs->api();
+      hloabi::PJRT_LoadedExecutable_GetExecutable_Args ge{};
+      ge.struct_size = HLO_STRUCT_SIZE(hloabi::PJRT_LoadedExecutable_GetExecutable_Args, executable);
+      ge.loaded_executable = exe->executable();
+      Status s = TakeError(api, api->PJRT_LoadedExecutable_GetExecutable(&ge));
+      if (s.ok()) {
+        hloabi::PJRT_Executable_Serialize_Args a{};
+        a.struct_size = HLO_STRUCT_SIZE(hloabi::PJRT_Executable_Serialize_Args, serialized_executable_deleter);
+        a.executable = ge.executable;
+        s = TakeError(api, api->PJRT_Executable_Serialize(&a));
+        if (s.ok()) {
+          if (a.serialized_bytes_size == 0) {
+            s = Status{13, "the plugin serialized the executable to 0 bytes"};
+          } else {
+            // Caught here, not by RunAsync, so the deleter, the pin and the client hold are released.
+            try {
+              *bytes = HostBlock::Allocate(a.serialized_bytes_size);
+              std::memcpy(bytes->data, a.serialized_bytes, a.serialized_bytes_size);
+            } catch (const std::exception& e) {
+              s = Status{8, std::string("cannot hold the serialized executable: ") + e.what()};
+            }
+          }
+        }
+        if (a.serialized_executable != nullptr && a.serialized_executable_deleter != nullptr)
+          a.serialized_executable_deleter(a.serialized_executable);
+        hloabi::PJRT_Executable_Destroy_Args ed{};
+        ed.struct_size = HLO_STRUCT_SIZE(hloabi::PJRT_Executable_Destroy_Args, executable);
+        ed.executable = ge.executable;
+        TakeError(api, api->PJRT_Executable_Destroy(&ed));
+      }
+      exe->Unpin();
+      cs->End();
+      return s;
+    };
+    op.finish = [bytes](Napi::Env env) -> Napi::Value { return bytes->ToJs(env); };
+    return RunAsync(env, std::move(op));
+  } catch (const Napi::Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw Napi::Error::New(env, std::string("serialize: ") + e.what());
+  }
 }
 
 Napi::Value ExecutableWrap::Dispose(const Napi::CallbackInfo& info) {

@@ -31,6 +31,7 @@ struct PJRT_RecvCallbackInfo;
 struct PJRT_Buffer_MemoryLayout;
 struct PJRT_MultiSlice_Config;
 struct PJRT_HloOutputCallbackInfo;
+struct PJRT_SerializedExecutable;
 
 struct PJRT_Extension_Base {
   size_t struct_size;
@@ -173,6 +174,14 @@ struct PJRT_Memory_Id_Args { HLO_ARGS_HEAD; PJRT_Memory* memory; int id; };
 struct PJRT_Memory_Kind_Args { HLO_ARGS_HEAD; PJRT_Memory* memory; const char* kind; size_t kind_size; };
 struct PJRT_Executable_Destroy_Args { HLO_ARGS_HEAD; PJRT_Executable* executable; };
 struct PJRT_Executable_NumOutputs_Args { HLO_ARGS_HEAD; PJRT_Executable* executable; size_t num_outputs; };
+struct PJRT_Executable_Serialize_Args {
+  HLO_ARGS_HEAD;
+  const PJRT_Executable* executable;
+  const char* serialized_bytes;  // out, alive until serialized_executable_deleter runs
+  size_t serialized_bytes_size;
+  PJRT_SerializedExecutable* serialized_executable;
+  void (*serialized_executable_deleter)(PJRT_SerializedExecutable* exec);
+};
 struct PJRT_LoadedExecutable_Destroy_Args { HLO_ARGS_HEAD; PJRT_LoadedExecutable* executable; };
 struct PJRT_LoadedExecutable_GetExecutable_Args { HLO_ARGS_HEAD; PJRT_LoadedExecutable* loaded_executable; PJRT_Executable* executable; };
 struct PJRT_ExecuteOptions {
@@ -204,6 +213,15 @@ struct PJRT_LoadedExecutable_Execute_Args {
   PJRT_Buffer** const* output_lists;
   PJRT_Event** device_complete_events;
   PJRT_Device* execute_device;
+};
+struct PJRT_Executable_DeserializeAndLoad_Args {
+  HLO_ARGS_HEAD;
+  PJRT_Client* client;
+  const char* serialized_executable;
+  size_t serialized_executable_size;
+  PJRT_LoadedExecutable* loaded_executable;
+  const char* overridden_serialized_compile_options;  // null: the options stored with the executable
+  size_t overridden_serialized_compile_options_size;
 };
 struct PJRT_Buffer_Destroy_Args { HLO_ARGS_HEAD; PJRT_Buffer* buffer; };
 struct PJRT_Buffer_ElementType_Args { HLO_ARGS_HEAD; PJRT_Buffer* buffer; int type; };
@@ -308,14 +326,14 @@ struct PJRT_Api {
   HLO_SLOT(47);                                                  // Executable_GetCostAnalysis
   HLO_SLOT(48);                                                  // Executable_OutputMemoryKinds
   HLO_SLOT(49);                                                  // Executable_OptimizedProgram
-  HLO_SLOT(50);                                                  // Executable_Serialize
+  HLO_FN(PJRT_Executable_Serialize);                             // 50
   HLO_FN(PJRT_LoadedExecutable_Destroy);                         // 51
   HLO_FN(PJRT_LoadedExecutable_GetExecutable);                   // 52
   HLO_SLOT(53);                                                  // LoadedExecutable_AddressableDevices
   HLO_SLOT(54);                                                  // LoadedExecutable_Delete
   HLO_SLOT(55);                                                  // LoadedExecutable_IsDeleted
   HLO_FN(PJRT_LoadedExecutable_Execute);                         // 56
-  HLO_SLOT(57);                                                  // Executable_DeserializeAndLoad
+  HLO_FN(PJRT_Executable_DeserializeAndLoad);                    // 57
   HLO_SLOT(58);                                                  // LoadedExecutable_Fingerprint
   HLO_FN(PJRT_Buffer_Destroy);                                   // 59
   HLO_FN(PJRT_Buffer_ElementType);                               // 60

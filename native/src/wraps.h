@@ -26,6 +26,7 @@ class ClientWrap : public Napi::ObjectWrap<ClientWrap> {
   Napi::Value MemoryStats(const Napi::CallbackInfo& info);
   Napi::Value Ledger(const Napi::CallbackInfo& info);
   Napi::Value Compile(const Napi::CallbackInfo& info);
+  Napi::Value DeserializeAndLoad(const Napi::CallbackInfo& info);
   Napi::Value Upload(const Napi::CallbackInfo& info);
   Napi::Value CopyBuffers(const Napi::CallbackInfo& info);
   Napi::Value CreateArena(const Napi::CallbackInfo& info);
@@ -73,6 +74,7 @@ class ExecutableWrap : public Napi::ObjectWrap<ExecutableWrap> {
   std::shared_ptr<ExecutableResource> Live(Napi::Env env);
   Napi::Value Describe(const Napi::CallbackInfo& info);
   Napi::Value Execute(const Napi::CallbackInfo& info);
+  Napi::Value Serialize(const Napi::CallbackInfo& info);
   Napi::Value Dispose(const Napi::CallbackInfo& info);
   std::shared_ptr<ExecutableResource> res_;
 };
@@ -96,6 +98,10 @@ class ArenaWrap : public Napi::ObjectWrap<ArenaWrap> {
   int device_ = 0;
   int memory_ = 0;
 };
+
+// The serialized CompileOptionsProto every compile() and deserializeAndLoad() uses; part of the
+// key of a compiled executable (ExecutableCache).
+std::string CompileOptionsBytes();
 
 // createClient(pluginPath, options) -> Promise<ClientWrap>
 Napi::Value CreateClient(const Napi::CallbackInfo& info);

@@ -392,4 +392,23 @@ SAME_OFFSET(PJRT_Client_CreateViewOfDeviceBuffer_Args, buffer); SAME_SIZE(PJRT_C
 SAME_OFFSET(PJRT_Client_CreateViewOfDeviceBuffer_Args, memory); SAME_SIZE(PJRT_Client_CreateViewOfDeviceBuffer_Args, memory);
 static_assert(::PJRT_Client_CreateViewOfDeviceBuffer_Args_STRUCT_SIZE == HLO_STRUCT_SIZE(hloabi::PJRT_Client_CreateViewOfDeviceBuffer_Args, memory), "PJRT_Client_CreateViewOfDeviceBuffer_Args struct size differs");
 static_assert(offsetof(::PJRT_Api, PJRT_Client_CreateViewOfDeviceBuffer) == offsetof(hloabi::PJRT_Api, PJRT_Client_CreateViewOfDeviceBuffer), "PJRT_Api.PJRT_Client_CreateViewOfDeviceBuffer slot differs");
+SAME_OFFSET(PJRT_Executable_Serialize_Args, struct_size); SAME_SIZE(PJRT_Executable_Serialize_Args, struct_size);
+SAME_OFFSET(PJRT_Executable_Serialize_Args, extension_start); SAME_SIZE(PJRT_Executable_Serialize_Args, extension_start);
+SAME_OFFSET(PJRT_Executable_Serialize_Args, executable); SAME_SIZE(PJRT_Executable_Serialize_Args, executable);
+SAME_OFFSET(PJRT_Executable_Serialize_Args, serialized_bytes); SAME_SIZE(PJRT_Executable_Serialize_Args, serialized_bytes);
+SAME_OFFSET(PJRT_Executable_Serialize_Args, serialized_bytes_size); SAME_SIZE(PJRT_Executable_Serialize_Args, serialized_bytes_size);
+SAME_OFFSET(PJRT_Executable_Serialize_Args, serialized_executable); SAME_SIZE(PJRT_Executable_Serialize_Args, serialized_executable);
+SAME_OFFSET(PJRT_Executable_Serialize_Args, serialized_executable_deleter); SAME_SIZE(PJRT_Executable_Serialize_Args, serialized_executable_deleter);
+static_assert(::PJRT_Executable_Serialize_Args_STRUCT_SIZE == HLO_STRUCT_SIZE(hloabi::PJRT_Executable_Serialize_Args, serialized_executable_deleter), "PJRT_Executable_Serialize_Args struct size differs");
+SAME_OFFSET(PJRT_Executable_DeserializeAndLoad_Args, struct_size); SAME_SIZE(PJRT_Executable_DeserializeAndLoad_Args, struct_size);
+SAME_OFFSET(PJRT_Executable_DeserializeAndLoad_Args, extension_start); SAME_SIZE(PJRT_Executable_DeserializeAndLoad_Args, extension_start);
+SAME_OFFSET(PJRT_Executable_DeserializeAndLoad_Args, client); SAME_SIZE(PJRT_Executable_DeserializeAndLoad_Args, client);
+SAME_OFFSET(PJRT_Executable_DeserializeAndLoad_Args, serialized_executable); SAME_SIZE(PJRT_Executable_DeserializeAndLoad_Args, serialized_executable);
+SAME_OFFSET(PJRT_Executable_DeserializeAndLoad_Args, serialized_executable_size); SAME_SIZE(PJRT_Executable_DeserializeAndLoad_Args, serialized_executable_size);
+SAME_OFFSET(PJRT_Executable_DeserializeAndLoad_Args, loaded_executable); SAME_SIZE(PJRT_Executable_DeserializeAndLoad_Args, loaded_executable);
+SAME_OFFSET(PJRT_Executable_DeserializeAndLoad_Args, overridden_serialized_compile_options); SAME_SIZE(PJRT_Executable_DeserializeAndLoad_Args, overridden_serialized_compile_options);
+SAME_OFFSET(PJRT_Executable_DeserializeAndLoad_Args, overridden_serialized_compile_options_size); SAME_SIZE(PJRT_Executable_DeserializeAndLoad_Args, overridden_serialized_compile_options_size);
+static_assert(::PJRT_Executable_DeserializeAndLoad_Args_STRUCT_SIZE == HLO_STRUCT_SIZE(hloabi::PJRT_Executable_DeserializeAndLoad_Args, overridden_serialized_compile_options_size), "PJRT_Executable_DeserializeAndLoad_Args struct size differs");
+static_assert(offsetof(::PJRT_Api, PJRT_Executable_Serialize) == offsetof(hloabi::PJRT_Api, PJRT_Executable_Serialize), "PJRT_Api.PJRT_Executable_Serialize slot differs");
+static_assert(offsetof(::PJRT_Api, PJRT_Executable_DeserializeAndLoad) == offsetof(hloabi::PJRT_Api, PJRT_Executable_DeserializeAndLoad), "PJRT_Api.PJRT_Executable_DeserializeAndLoad slot differs");
 int main() { return 0; }

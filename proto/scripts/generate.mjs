@@ -38,7 +38,8 @@ export const TS_PROTO_OPTIONS = [
   'outputServices=grpc-js', // grpc-js service definitions + generic client constructors
   'esModuleInterop=true',
   'importSuffix=.js', // ESM + NodeNext: relative imports need the .js suffix
-  'forceLong=number', // int64/uint64 -> number (throws on decode beyond 2^53)
+  'forceLong=number', // int64/uint64 -> number (throws on decode beyond 2^53)...
+  'useJsTypeOverride=true', // ...except fields marked [jstype = JS_STRING]: decimal strings, lossless
   'oneof=unions-value', // { $case: 'boolParam', value: true }
   'useMapType=true', // map<K,V> -> Map<K,V> (no prototype keys such as "__proto__")
   'useExactTypes=false', // fromPartial(DeepPartial<T>) without the Exact<> gymnastics

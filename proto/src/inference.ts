@@ -162,12 +162,27 @@ export const GRPCInferenceClient = makeGenericClientConstructor(
 // InferParameter helpers
 
 export const boolParam = (value: boolean): InferParameter => ({ parameterChoice: { $case: 'boolParam', value } });
-export const int64Param = (value: number): InferParameter => ({ parameterChoice: { $case: 'int64Param', value } });
-export const uint64Param = (value: number): InferParameter => ({ parameterChoice: { $case: 'uint64Param', value } });
+// 64-bit parameters are decimal strings in the generated types (jstype = JS_STRING: lossless).
+export const int64Param = (value: number | bigint | string): InferParameter => ({
+  parameterChoice: { $case: 'int64Param', value: int64Text(value) },
+});
+export const uint64Param = (value: number | bigint | string): InferParameter => ({
+  parameterChoice: { $case: 'uint64Param', value: int64Text(value) },
+});
+function int64Text(value: number | bigint | string): string {
+  return typeof value === 'number' ? BigInt(Math.trunc(value)).toString() : String(value);
+}
 export const doubleParam = (value: number): InferParameter => ({ parameterChoice: { $case: 'doubleParam', value } });
 export const stringParam = (value: string): InferParameter => ({ parameterChoice: { $case: 'stringParam', value } });
 
-/** The value of a parameter whatever its kind; undefined when absent or unset. */
+/**
+ * The value of a parameter whatever its kind; undefined when absent or unset. A 64-bit integer
+ * parameter is a number: exact up to 2^53, the nearest double beyond (a `timeout` of 2^63-1 is
+ * simply very long); the exact decimal string stays in the message for whoever needs it.
+ */
 export function paramValue(p: InferParameter | undefined): boolean | number | string | undefined {
-  return p?.parameterChoice?.value;
+  const c = p?.parameterChoice;
+  if (c === undefined) return undefined;
+  if (c.$case === 'int64Param' || c.$case === 'uint64Param') return Number(c.value);
+  return c.value;
 }

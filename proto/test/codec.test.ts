@@ -62,10 +62,10 @@ test('ModelInferRequest round trip: raw contents and every InferParameter kind',
 
   const p = back.parameters;
   assert.deepEqual(p.get('sequence_start')?.parameterChoice, { $case: 'boolParam', value: true });
-  assert.deepEqual(p.get('sequence_id')?.parameterChoice, { $case: 'int64Param', value: -(2 ** 40) });
+  assert.deepEqual(p.get('sequence_id')?.parameterChoice, { $case: 'int64Param', value: String(-(2 ** 40)) });
   assert.deepEqual(p.get('user')?.parameterChoice, { $case: 'stringParam', value: 'αβγ' });
   assert.deepEqual(p.get('temperature')?.parameterChoice, { $case: 'doubleParam', value: 0.75 });
-  assert.deepEqual(p.get('priority')?.parameterChoice, { $case: 'uint64Param', value: 2 ** 52 });
+  assert.deepEqual(p.get('priority')?.parameterChoice, { $case: 'uint64Param', value: String(2 ** 52) });
   assert.equal(paramValue(p.get('__proto__')), 'kept as a plain key');
   assert.equal(paramValue(p.get('missing')), undefined);
   assert.equal(back.inputs[0]!.shape[1], 128);
@@ -124,11 +124,20 @@ test('single-copy serializers produce exactly the generated encoding', () => {
   }
 });
 
-test('int64 beyond 2^53 is rejected on decode (forceLong=number)', () => {
-  // field 4 map entry {key:"k", value:{int64_param: 2^60}} written by hand
-  const value = [0x10, ...varint(2n ** 60n)]; // InferParameter.int64_param
+test('int64 parameters beyond 2^53 decode losslessly (jstype = JS_STRING)', () => {
+  // field 4 map entry {key:"k", value:{int64_param: 2^63-1}} written by hand
+  const value = [0x10, ...varint(2n ** 63n - 1n)]; // InferParameter.int64_param
   const entry = [0x0a, 1, 0x6b, 0x12, value.length, ...value];
   const msg = Uint8Array.from([0x22, entry.length, ...entry]);
+  const p = ModelInferRequest.decode(msg).parameters.get('k');
+  assert.deepEqual(p?.parameterChoice, { $case: 'int64Param', value: '9223372036854775807' });
+  const again = ModelInferRequest.decode(ModelInferRequest.encode(ModelInferRequest.decode(msg)).finish());
+  assert.deepEqual(again.parameters.get('k')?.parameterChoice, p?.parameterChoice);
+});
+
+test('a shape extent beyond 2^53 is still refused on decode (no tensor can have one)', () => {
+  const t = [0x0a, 1, 0x78, 0x12, 4, ...Buffer.from('FP32'), 0x18, ...varint(2n ** 60n)];
+  const msg = Uint8Array.from([0x2a, t.length, ...t]);
   assert.throws(() => ModelInferRequest.decode(msg), /MAX_SAFE_INTEGER/);
 });
 

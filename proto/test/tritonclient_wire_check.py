@@ -193,20 +193,20 @@ process.stdout.write(JSON.stringify({{
     got = json.loads(out)
     assert got["modelName"] == "m" and got["modelVersion"] == "2" and got["id"] == "req-1", got
     p = got["parameters"]
-    assert p["sequence_id"] == {"$case": "int64Param", "value": 12345}, p
+    assert p["sequence_id"] == {"$case": "int64Param", "value": "12345"}, p
     assert p["sequence_start"] == {"$case": "boolParam", "value": True}, p
     assert p["sequence_end"] == {"$case": "boolParam", "value": False}, p
-    assert p["priority"] == {"$case": "uint64Param", "value": 3}, p
-    assert p["timeout"] == {"$case": "int64Param", "value": 1000}, p
+    assert p["priority"] == {"$case": "uint64Param", "value": "3"}, p
+    assert p["timeout"] == {"$case": "int64Param", "value": "1000"}, p
     assert p["s"] == {"$case": "stringParam", "value": "str"}, p
     assert p["b"] == {"$case": "boolParam", "value": True}, p
-    assert p["i"] == {"$case": "int64Param", "value": -7}, p
+    assert p["i"] == {"$case": "int64Param", "value": "-7"}, p
     assert p["f"] == {"$case": "doubleParam", "value": 0.5}, p
     want_inputs = [(i.name(), i.datatype(), i.shape()) for i in ins]
     assert [(i["name"], i["datatype"], i["shape"]) for i in got["inputs"]] == want_inputs, got["inputs"]
     assert all(i["contents"] is None for i in got["inputs"])
     assert got["outputs"][0] == {"name": "OUT0", "parameters": {}}, got["outputs"]
-    assert got["outputs"][1]["parameters"]["classification"] == {"$case": "int64Param", "value": 3}
+    assert got["outputs"][1]["parameters"]["classification"] == {"$case": "int64Param", "value": "3"}
     assert got["raw"] == [sha(b) for b in req.raw_input_contents], "raw_input_contents differ"
     ok(f"tritonclient ModelInferRequest ({len(wire)} B, {len(p)} params, 4 raw inputs) decodes in TypeScript")
 

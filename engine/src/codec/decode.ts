@@ -1,5 +1,5 @@
 import { fixedElementByteSize, fromWireDatatype, toWireDatatype } from '../dtypes.js';
-import { invalidArgument } from '@hloserve/common/errors';
+import { invalidArgument, quote, shapeText } from '@hloserve/common/errors';
 import type { SharedMemoryRegistry } from '../kserve/shared-memory.js';
 import type { HostTensor } from '../tensor.js';
 import { countBytesElements } from './bytes-tensor.js';
@@ -60,15 +60,16 @@ function checkShape(spec: IoTensorSpec, input: WireInput, field: string): number
   const shape = input.shape;
   if (shape.length !== spec.dims.length) {
     throw invalidArgument(
-      `${field}: shape [${shape.join(',')}] has rank ${shape.length}, the model expects rank ${spec.dims.length} ([${spec.dims.join(',')}])`,
+      `${field}: shape ${shapeText(shape)} has rank ${shape.length}, the model expects rank ${spec.dims.length} (${shapeText(spec.dims)})`,
     );
   }
   let n = 1;
   shape.forEach((d, i) => {
-    if (!Number.isSafeInteger(d) || d < 0) throw invalidArgument(`${field}: shape[${i}] = ${d} is not a valid extent`);
+    if (!Number.isSafeInteger(d) || d < 0)
+      throw invalidArgument(`${field}: shape[${i}] = ${quote(d)} is not a valid extent`);
     if (spec.dims[i] !== -1 && d !== spec.dims[i]) {
       throw invalidArgument(
-        `${field}: shape [${shape.join(',')}] does not match the model's [${spec.dims.join(',')}] at axis ${i}`,
+        `${field}: shape ${shapeText(shape)} does not match the model's ${shapeText(spec.dims)} at axis ${i}`,
       );
     }
     if (i === spec.batchAxis && d === 0) throw invalidArgument(`${field}: the batch axis must have at least one row`);
@@ -102,10 +103,10 @@ function inputBytes(
   if (size === null) {
     const count = countBytesElements(bytes, field);
     if (count !== elements)
-      throw invalidArgument(`${field}: ${count} BYTES elements for shape [${input.shape.join(',')}] (${elements})`);
+      throw invalidArgument(`${field}: ${count} BYTES elements for shape ${shapeText(input.shape)} (${elements})`);
   } else if (bytes.byteLength !== elements * size) {
     throw invalidArgument(
-      `${field}: expected ${elements * size} bytes for ${toWireDatatype(spec.dtype)}[${input.shape.join(',')}], got ${bytes.byteLength}`,
+      `${field}: expected ${elements * size} bytes for ${toWireDatatype(spec.dtype)}${shapeText(input.shape)}, got ${bytes.byteLength}`,
     );
   }
   return bytes;
@@ -124,7 +125,7 @@ export function decodeRequest(model: ModelIO, req: WireInferRequest, shm: Shared
     const idx = l.byName.get(input.name);
     if (idx === undefined) {
       throw invalidArgument(
-        `unexpected inference input '${input.name}' for model '${model.name}' (expects: ${model.inputs.map((s) => s.name).join(', ')})`,
+        `unexpected inference input ${quote(input.name)} for model '${model.name}' (expects: ${model.inputs.map((s) => s.name).join(', ')})`,
       );
     }
     const field = fieldName(l, k, idx, input.name);
@@ -133,7 +134,7 @@ export function decodeRequest(model: ModelIO, req: WireInferRequest, shm: Shared
     const dtype = fromWireDatatype(input.datatype);
     if (dtype !== spec.dtype) {
       throw invalidArgument(
-        `${field}: datatype ${JSON.stringify(input.datatype)} does not match the model's ${toWireDatatype(spec.dtype)}`,
+        `${field}: datatype ${quote(input.datatype)} does not match the model's ${toWireDatatype(spec.dtype)}`,
       );
     }
     const elements = checkShape(spec, input, field);
@@ -194,7 +195,7 @@ function lookups(model: ModelIO): ModelLookups {
  */
 function fieldName(l: ModelLookups, k: number, idx: number, name: string): string {
   const row = (l.fields[k] ??= []);
-  return (row[idx] ??= `inputs[${k}] '${name}'`);
+  return (row[idx] ??= `inputs[${k}] ${quote(name)}`);
 }
 
 function selectOutputs(model: ModelIO, req: WireInferRequest): readonly RequestedOutput[] {
@@ -204,15 +205,15 @@ function selectOutputs(model: ModelIO, req: WireInferRequest): readonly Requeste
     const index = model.outputs.findIndex((s) => s.name === o.name);
     if (index < 0) {
       throw invalidArgument(
-        `unexpected inference output '${o.name}' for model '${model.name}' (has: ${model.outputs.map((s) => s.name).join(', ')})`,
+        `unexpected inference output ${quote(o.name)} for model '${model.name}' (has: ${model.outputs.map((s) => s.name).join(', ')})`,
       );
     }
-    if (seen.has(o.name)) throw invalidArgument(`outputs[${k}] '${o.name}' requested twice`);
+    if (seen.has(o.name)) throw invalidArgument(`outputs[${k}] ${quote(o.name)} requested twice`);
     seen.add(o.name);
     return {
       index,
       spec: model.outputs[index]!,
-      shm: shmTarget(o.parameters, `outputs[${k}] '${o.name}'`),
+      shm: shmTarget(o.parameters, `outputs[${k}] ${quote(o.name)}`),
       parameters: o.parameters,
     };
   });

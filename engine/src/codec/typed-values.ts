@@ -1,4 +1,4 @@
-import { invalidArgument } from '@hloserve/common/errors';
+import { invalidArgument, quote } from '@hloserve/common/errors';
 import type { TensorDType } from '../tensor.js';
 import { encodeBytesElements } from './bytes-tensor.js';
 
@@ -9,7 +9,7 @@ import { encodeBytesElements } from './bytes-tensor.js';
 export function typedToBytes(dtype: TensorDType, values: readonly unknown[], field: string): Uint8Array {
   const n = values.length;
   const bad = (i: number, what: string) =>
-    invalidArgument(`${field}[${i}]: ${JSON.stringify(values[i])} is not a valid ${what}`);
+    invalidArgument(`${field}[${i}]: ${quote(values[i])} is not a valid ${what}`);
   const ints = (bytes: number, min: number, max: number, set: (dv: DataView, o: number, v: number) => void) => {
     const out = new Uint8Array(n * bytes);
     const dv = new DataView(out.buffer);

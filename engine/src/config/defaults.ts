@@ -7,6 +7,7 @@ import { cacheDir as nativeCacheDir } from '@hloserve/native/plugin';
 import type { Interval } from './config-reader.js';
 import type {
   Allocator,
+  CompileCacheConfig,
   Discipline,
   EndpointsConfig,
   HooksConfig,
@@ -51,6 +52,10 @@ export const RUNTIME_DEFAULTS: RuntimeConfig = {
   weightCacheWiggleFraction: 0.1,
   weightCacheBytes: null,
   deviceArena: true,
+};
+
+export const COMPILE_CACHE_DEFAULTS: CompileCacheConfig = {
+  maxBytes: 2 * 1024 ** 3,
 };
 
 export const SCHEDULER_DEFAULTS: SchedulerConfig = {

@@ -43,6 +43,7 @@ export const ENV_OVERRIDES: readonly EnvOverrideSpec[] = [
   spec('runtime', 'weight_cache_wiggle_fraction', 'number'),
   spec('runtime', 'weight_cache_bytes', 'bytes'),
   spec('runtime', 'device_arena', 'bool'),
+  spec('compile_cache', 'max_bytes', 'bytes'),
   spec('scheduler', 'discipline', 'string'),
   spec('scheduler', 'ema_halflife_seconds', 'number'),
   spec('scheduler', 'recency_penalty_cap', 'number'),
@@ -76,6 +77,7 @@ export const ENV_OVERRIDES: readonly EnvOverrideSpec[] = [
  */
 const CHECKED_PREFIXES = [
   'HLOSERVE_RUNTIME_',
+  'HLOSERVE_COMPILE_CACHE_',
   'HLOSERVE_SCHEDULER_',
   'HLOSERVE_ENDPOINTS_',
   'HLOSERVE_HOOKS_',

@@ -89,6 +89,11 @@ export interface HooksConfig {
   readonly maxQueued: number;
 }
 
+export interface CompileCacheConfig {
+  /** Upper bound on the cache's bytes on disk; 0 turns the cache off. */
+  readonly maxBytes: number;
+}
+
 export interface LoggingConfig {
   readonly level: LogLevel;
 }
@@ -102,6 +107,8 @@ export interface WorkerSettings {
   /** Only these models are loaded; empty means every bundle in the repository. */
   readonly modelsInclude: readonly string[];
   readonly runtime: RuntimeConfig;
+  /** The compiled-executable cache, in `<cacheDir>/executables`. */
+  readonly compileCache: CompileCacheConfig;
   readonly scheduler: SchedulerConfig;
   readonly endpoints: EndpointsConfig;
   readonly hooks: HooksConfig;

@@ -8,6 +8,7 @@ import type { MappingReader } from './config-reader.js';
 import { joinPath, MappingReader as Reader } from './config-reader.js';
 import {
   ALLOCATORS,
+  COMPILE_CACHE_DEFAULTS,
   defaultCacheDir,
   DISCIPLINES,
   ENDPOINTS_DEFAULTS,
@@ -24,6 +25,7 @@ import {
   SCHEDULER_DEFAULTS,
 } from './defaults.js';
 import type {
+  CompileCacheConfig,
   EndpointsConfig,
   HooksConfig,
   LoggingConfig,
@@ -40,6 +42,7 @@ export const SETTINGS_KEYS = [
   'model_poll_seconds',
   'models_include',
   'runtime',
+  'compile_cache',
   'scheduler',
   'endpoints',
   'hooks',
@@ -58,6 +61,7 @@ export function parseWorkerSettings(r: MappingReader, baseDir: string): WorkerSe
     modelPollSeconds: r.number('model_poll_seconds', GLOBAL_DEFAULTS.modelPollSeconds, RANGES.positive),
     modelsInclude: r.stringList('models_include', GLOBAL_DEFAULTS.modelsInclude),
     runtime: parseRuntime(r.section('runtime'), baseDir),
+    compileCache: parseCompileCache(r.section('compile_cache')),
     scheduler: parseScheduler(r.section('scheduler')),
     endpoints: parseEndpoints(r.section('endpoints')),
     hooks: parseHooks(r.section('hooks')),
@@ -98,6 +102,14 @@ function parseRuntime(r: MappingReader, baseDir: string): RuntimeConfig {
   };
   r.finish();
   return runtime;
+}
+
+function parseCompileCache(r: MappingReader): CompileCacheConfig {
+  const compileCache: CompileCacheConfig = {
+    maxBytes: r.bytes('max_bytes', COMPILE_CACHE_DEFAULTS.maxBytes, RANGES.nonNegativeInt),
+  };
+  r.finish();
+  return compileCache;
 }
 
 function parseScheduler(r: MappingReader): SchedulerConfig {

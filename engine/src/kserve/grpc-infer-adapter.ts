@@ -11,7 +11,7 @@ import {
 } from '@hloserve/proto';
 import type { Params, ParamValue, WireData, WireInferRequest, WireInferResponse } from '@hloserve/common/wire';
 import { fromWireDatatype } from '../dtypes.js';
-import { invalidArgument } from '@hloserve/common/errors';
+import { invalidArgument, quote } from '@hloserve/common/errors';
 
 function params(m: Map<string, InferParameter>): Params {
   if (m.size === 0) return {};
@@ -32,7 +32,7 @@ function toParamMap(p: Params): Map<string, InferParameter> {
         ? boolParam(v)
         : typeof v === 'string'
           ? stringParam(v)
-          : Number.isInteger(v)
+          : Number.isSafeInteger(v)
             ? int64Param(v)
             : doubleParam(v),
     );
@@ -69,7 +69,8 @@ function typedData(c: InferTensorContents, datatype: string, field: string): Wir
   const used = (Object.keys(SNAKE) as (keyof InferTensorContents)[]).filter((k) => c[k].length > 0);
   if (used.length === 0) return { kind: 'none' };
   const want = TYPED_FIELD[datatype];
-  if (!want) throw invalidArgument(`${field}: datatype ${datatype} has no typed contents; send raw_input_contents`);
+  if (!want)
+    throw invalidArgument(`${field}: datatype ${quote(datatype)} has no typed contents; send raw_input_contents`);
   if (used.length > 1 || used[0] !== want) {
     throw invalidArgument(
       `${field}: ${datatype} data belongs in contents.${SNAKE[want]}, got ${used.map((k) => SNAKE[k]).join(', ')}`,
@@ -87,7 +88,7 @@ export function fromGrpcRequest(r: ModelInferRequest): WireInferRequest {
   const raws = r.rawInputContents;
   let nextRaw = 0;
   const inputs = r.inputs.map((t, i) => {
-    const field = `inputs[${i}] '${t.name}'`;
+    const field = `inputs[${i}] ${quote(t.name)}`;
     const p = params(t.parameters);
     let data: WireData = t.contents ? typedData(t.contents, t.datatype, field) : { kind: 'none' };
     if (raws.length > 0) {
@@ -100,7 +101,7 @@ export function fromGrpcRequest(r: ModelInferRequest): WireInferRequest {
       }
     }
     if (fromWireDatatype(t.datatype) === undefined)
-      throw invalidArgument(`${field}: unknown datatype ${JSON.stringify(t.datatype)}`);
+      throw invalidArgument(`${field}: unknown datatype ${quote(t.datatype)}`);
     return { name: t.name, datatype: t.datatype, shape: t.shape, parameters: p, data };
   });
   if (nextRaw !== raws.length) {

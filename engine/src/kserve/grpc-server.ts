@@ -21,16 +21,59 @@ import { Cancellation } from '@hloserve/common/cancellation';
 import { invalidArgument, ServeError, toGrpcStatus } from '@hloserve/common/errors';
 import { fromGrpcRequest, toGrpcResponse } from './grpc-infer-adapter.js';
 import { requestDeadline } from './deadline.js';
+import { installGrpcTimeoutClamp } from './grpc-timeout.js';
 import { systemClock } from '../scheduler/clock.js';
 import type { InferenceService, ModelStatisticsJson } from './service.js';
 
 type Callback<T> = sendUnaryData<T>;
 
+/**
+ * What a request deserializer yields for bytes that are not the message it expects. grpc-js
+ * answers a throwing deserializer with INTERNAL and tears a stream down; bad bytes are the client's
+ * fault, so every method's deserializer is wrapped (tolerant()) and the handlers answer this with
+ * INVALID_ARGUMENT: per call for unary methods, per message on streams.
+ */
+class MalformedMessage {
+  constructor(readonly error: ServeError) {}
+}
+
+function malformed(what: string, err: unknown): ServeError {
+  return invalidArgument(`request is not a valid ${what}: ${(err as Error)?.message ?? String(err)}`);
+}
+
+interface Deserializing {
+  readonly requestDeserialize: (b: Buffer) => unknown;
+  readonly path?: string;
+}
+
+function tolerant<D extends object>(definition: D): D {
+  const out: Record<string, unknown> = {};
+  for (const [name, m] of Object.entries(definition) as [string, Deserializing][]) {
+    const decode = m.requestDeserialize;
+    out[name] = {
+      ...m,
+      requestDeserialize: (b: Buffer) => {
+        try {
+          return decode(b);
+        } catch (err) {
+          return new MalformedMessage(malformed(`${name} request`, err));
+        }
+      },
+    };
+  }
+  return out as D;
+}
+
+function wellFormed<T>(req: T | MalformedMessage): T {
+  if (req instanceof MalformedMessage) throw req.error;
+  return req;
+}
+
 /** Runs a handler body and answers with its value or with the ServeError's gRPC status. */
 function unary<Req, Res>(fn: (req: Req, call: ServerUnaryCall<Req, Res>) => Res | Promise<Res>) {
   return (call: ServerUnaryCall<Req, Res>, cb: Callback<Res>) => {
     Promise.resolve()
-      .then(() => fn(call.request, call))
+      .then(() => fn(wellFormed<Req>(call.request), call))
       .then(
         (res) => cb(null, res),
         (err: unknown) => cb(toGrpcStatus(err)),
@@ -103,7 +146,7 @@ export function buildInferenceImplementation(service: InferenceService): Untyped
         try {
           req = ModelInferRequest.decode(call.request);
         } catch (err) {
-          throw invalidArgument(`request is not a valid ModelInferRequest: ${(err as Error).message}`);
+          throw malformed('ModelInferRequest', err);
         }
         const wire = fromGrpcRequest(req);
         const deadline = requestDeadline(callDeadline(call), wire.parameters);
@@ -116,7 +159,7 @@ export function buildInferenceImplementation(service: InferenceService): Untyped
       );
   };
 
-  const modelStreamInfer = (call: ServerDuplexStream<ModelInferRequest, unknown>) => {
+  const modelStreamInfer = (call: ServerDuplexStream<ModelInferRequest | MalformedMessage, unknown>) => {
     const cancellation = new Cancellation();
     call.once('cancelled', () => cancellation.cancel());
     let pending = 0;
@@ -124,11 +167,11 @@ export function buildInferenceImplementation(service: InferenceService): Untyped
     const maybeEnd = () => {
       if (ended && pending === 0) call.end();
     };
-    call.on('data', (req: ModelInferRequest) => {
+    call.on('data', (req: ModelInferRequest | MalformedMessage) => {
       pending++;
       Promise.resolve()
         .then(() => {
-          const wire = fromGrpcRequest(req);
+          const wire = fromGrpcRequest(wellFormed(req));
           return service.infer(wire, {
             deadline: requestDeadline(callDeadline(call), wire.parameters),
             signal: cancellation,
@@ -221,8 +264,9 @@ export function buildInferenceImplementation(service: InferenceService): Untyped
           .map((x) => [x.name, { name: x.name, key: x.key, offset: x.offset, byteSize: x.byteSize }]),
       ),
     })),
-    systemSharedMemoryRegister: unary((r: { name: string; key: string; offset: number; byteSize: number }) => {
-      shm().register(r.name, r.key, r.offset, r.byteSize);
+    systemSharedMemoryRegister: unary((r: { name: string; key: string; offset: string; byteSize: string }) => {
+      // uint64 decimal strings (lossless); beyond 2^53 they become unsafe numbers the registry refuses.
+      shm().register(r.name, r.key, Number(r.offset), Number(r.byteSize));
       return {};
     }),
     systemSharedMemoryUnregister: unary((r: { name: string }) => {
@@ -254,12 +298,13 @@ export async function startGrpcServer(
   /** More services on the same port (the ControlService), added before it binds. */
   register?: (server: Server) => void,
 ): Promise<GrpcServerHandle> {
+  installGrpcTimeoutClamp();
   const server = new Server({
     'grpc.max_receive_message_length': service.limits.maxRecvBytes,
     'grpc.max_send_message_length': service.limits.maxSendBytes,
   });
   const definition = {
-    ...GRPCInferenceService,
+    ...tolerant(GRPCInferenceService),
     modelInfer: {
       ...GRPCInferenceService.modelInfer,
       requestDeserialize: (b: Buffer) => b,
@@ -267,7 +312,7 @@ export async function startGrpcServer(
     },
   };
   server.addService(definition as unknown as typeof GRPCInferenceService, buildInferenceImplementation(service));
-  server.addService(HealthService, {
+  server.addService(tolerant(HealthService), {
     check: unary(() => ({
       status: service.serverReady()
         ? HealthCheckResponse_ServingStatus.SERVING

@@ -1,6 +1,8 @@
-import { invalidArgument, ServeError } from '@hloserve/common/errors';
+import { invalidArgument, quote, ServeError } from '@hloserve/common/errors';
 import { fromWireDatatype } from '../dtypes.js';
 import { bytesToTyped } from '../codec/typed-values.js';
+import { scanInferJson } from '../codec/json-skeleton.js';
+import { decodeJsonTensor, shapeElements } from '../codec/json-tensor.js';
 import type {
   Params,
   ParamValue,
@@ -18,77 +20,75 @@ function params(v: unknown, field: string): Params {
   const out: Record<string, ParamValue> = {};
   for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
     if (typeof x !== 'string' && typeof x !== 'number' && typeof x !== 'boolean') {
-      throw invalidArgument(`${field}.${k} must be a string, number or boolean`);
+      throw invalidArgument(`${field}.${quote(k)} must be a string, number or boolean`);
     }
     out[k] = x;
   }
   return out;
 }
 
-function flatten(v: unknown, out: unknown[]): unknown[] {
-  if (Array.isArray(v)) for (const x of v) flatten(x, out);
-  else out.push(v);
-  return out;
-}
-
 /**
  * Parses a KServe V2 HTTP infer body: JSON, or JSON followed by binary tensors (Triton's binary
- * tensor extension, with the JSON length in Inference-Header-Content-Length).
+ * tensor extension, with the JSON length in Inference-Header-Content-Length). JSON tensor data
+ * is decoded straight into buffers of the declared datatype and shape (decodeJsonTensor); only
+ * the small rest of the document becomes JS values. `maxJsonBytes` bounds the JSON part.
  */
 export function parseHttpInfer(
   modelName: string,
   modelVersion: string,
-  body: Buffer,
+  body: Uint8Array,
   headerLength: string | undefined,
+  maxJsonBytes = Number.MAX_SAFE_INTEGER,
 ): WireInferRequest {
   let jsonEnd = body.byteLength;
   if (headerLength !== undefined) {
     const n = Number(headerLength);
     if (!Number.isSafeInteger(n) || n < 0 || n > body.byteLength) {
-      throw invalidArgument(
-        `${HEADER_LENGTH} ${JSON.stringify(headerLength)} does not fit the ${body.byteLength}-byte body`,
-      );
+      throw invalidArgument(`${HEADER_LENGTH} ${quote(headerLength)} does not fit the ${body.byteLength}-byte body`);
     }
     jsonEnd = n;
   }
-  let doc: unknown;
-  try {
-    doc = JSON.parse(body.subarray(0, jsonEnd).toString('utf8'));
-  } catch (err) {
-    throw invalidArgument(`request body is not valid JSON: ${(err as Error).message}`);
+  if (jsonEnd > maxJsonBytes) {
+    throw new ServeError(
+      'HLO_ERR_MESSAGE_TOO_LARGE',
+      `JSON of ${jsonEnd} bytes exceeds the ${maxJsonBytes}-byte JSON limit; send large tensors as binary data`,
+    );
   }
+  const { doc, data: dataRanges } = scanInferJson(body, jsonEnd);
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc))
     throw invalidArgument('request body must be a JSON object');
   const d = doc as Record<string, unknown>;
   if (!Array.isArray(d.inputs)) throw invalidArgument("request needs an 'inputs' array");
   let at = jsonEnd;
   const inputs: WireInput[] = d.inputs.map((raw: unknown, i: number) => {
-    const field = `inputs[${i}]`;
-    if (typeof raw !== 'object' || raw === null) throw invalidArgument(`${field} must be an object`);
+    if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+      throw invalidArgument(`inputs[${i}] must be an object`);
     const t = raw as Record<string, unknown>;
-    if (typeof t.name !== 'string') throw invalidArgument(`${field}.name must be a string`);
-    if (typeof t.datatype !== 'string') throw invalidArgument(`${field}.datatype must be a string`);
-    if (!Array.isArray(t.shape) || !t.shape.every((x) => typeof x === 'number'))
-      throw invalidArgument(`${field}.shape must be an array of integers`);
-    const p = params(t.parameters, `${field}.parameters`);
+    if (typeof t.name !== 'string') throw invalidArgument(`inputs[${i}].name must be a string`);
+    const field = `inputs[${i}] ${quote(t.name)}`;
+    if (typeof t.datatype !== 'string') throw invalidArgument(`${field}: datatype must be a string`);
+    if (!Array.isArray(t.shape)) throw invalidArgument(`${field}: shape must be an array of integers`);
+    shapeElements(t.shape, field);
+    const shape = t.shape as number[];
+    const p = params(t.parameters, `${field}: parameters`);
     let data: WireData;
     const size = p.binary_data_size;
+    const range = dataRanges.get(i);
     if (size !== undefined) {
       if (typeof size !== 'number' || !Number.isSafeInteger(size) || size < 0)
-        throw invalidArgument(`${field}.parameters.binary_data_size must be a non-negative integer`);
+        throw invalidArgument(`${field}: parameters.binary_data_size must be a non-negative integer`);
+      if (range !== undefined) throw invalidArgument(`${field}: data given both as JSON and as binary data`);
       if (at + size > body.byteLength)
         throw invalidArgument(`${field}: binary_data_size ${size} runs past the end of the body`);
       data = { kind: 'raw', bytes: body.subarray(at, at + size) };
       at += size;
-    } else if (t.data !== undefined) {
-      const values = flatten(t.data, []);
-      // BOOL/BYTES/FP16 handling lives in the codec; BYTES may arrive as strings here.
-      data = { kind: 'typed', values, field: 'data' };
+    } else if (range !== undefined) {
+      data = { kind: 'raw', bytes: decodeJsonTensor(body, range.start, range.end, t.datatype, shape, `${field}.data`) };
     } else {
       data = { kind: 'none' };
     }
     const { binary_data_size: _ignored, ...rest } = p;
-    return { name: t.name, datatype: t.datatype, shape: t.shape as number[], parameters: rest, data };
+    return { name: t.name, datatype: t.datatype, shape, parameters: rest, data };
   });
   if (at !== body.byteLength)
     throw invalidArgument(`${body.byteLength - at} bytes of binary data are not claimed by any input`);

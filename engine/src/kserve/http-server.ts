@@ -1,9 +1,13 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { Cancellation } from '@hloserve/common/cancellation';
-import { invalidArgument, ServeError, toHttpStatus } from '@hloserve/common/errors';
+import { invalidArgument, quote, ServeError, toHttpStatus } from '@hloserve/common/errors';
+import { clampTimerMs } from '@hloserve/common/timers';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { requestDeadline } from './deadline.js';
 import { systemClock } from '../scheduler/clock.js';
-import { encodeHttpInfer, parseHttpInfer } from './http-infer-body.js';
+import { encodeHttpInfer } from './http-infer-body.js';
+import { parseHttpInferRequest } from './http-infer-parser.js';
 import type { InferenceService } from './service.js';
 
 interface ModelParams {
@@ -16,13 +20,47 @@ function sendError(reply: FastifyReply, err: unknown): FastifyReply {
   return reply.code(status).type('application/json').send(body);
 }
 
+/** Defaults of the HTTP limits a client can meet (docs/errors.md lists them). */
+export const HTTP_LIMIT_DEFAULTS = {
+  /** JSON is 5-10x larger than the same tensor in binary and costs CPU to decode: a limit of its own. */
+  maxJsonBytes: 64 * 2 ** 20,
+  /** The whole request (headers and body) must arrive within this; a stalled upload is cut. */
+  requestTimeoutMs: 300_000,
+  headersTimeoutMs: 60_000,
+  /** Longest path segment (model or region name); longer answers 414 HLO_ERR_INVALID_ARGUMENT. */
+  maxParamLength: 1024,
+} as const;
+
+export interface HttpServerOptions {
+  readonly logger?: boolean;
+  readonly maxJsonBytes?: number;
+  readonly requestTimeoutMs?: number;
+  readonly headersTimeoutMs?: number;
+}
+
+/** A Fastify/Node error (414, 413, content-type, JSON) as a catalogue error. */
+function fastifyError(err: { statusCode?: number; code?: string; message: string }): ServeError {
+  if (err instanceof ServeError) return err;
+  const status = err.statusCode ?? 500;
+  const text = `${err.code ? `${err.code}: ` : ''}${err.message.slice(0, 200)}`;
+  if (status === 413) return new ServeError('HLO_ERR_MESSAGE_TOO_LARGE', text);
+  if (status === 408) return new ServeError('HLO_ERR_DEADLINE_EXCEEDED', text);
+  if (status === 415) return new ServeError('HLO_ERR_UNSUPPORTED', text);
+  if (status >= 400 && status < 500) return invalidArgument(text);
+  return new ServeError('HLO_ERR_INTERNAL', text);
+}
+
 /**
  * KServe V2 over HTTP/REST, with Triton's extensions (binary tensors, repository, shared memory,
  * statistics, config). Bodies are taken as raw bytes: JSON and the binary extension share one
- * parser, and the size limit answers 413 before anything is parsed.
+ * parser, and the size limits answer 413 before anything is parsed: the message limit for a body
+ * with binary tensors, the smaller JSON limit for an all-JSON body.
  */
-export function buildHttpServer(service: InferenceService, options: { logger?: boolean } = {}): FastifyInstance {
+export function buildHttpServer(service: InferenceService, options: HttpServerOptions = {}): FastifyInstance {
   const limit = service.limits.maxRecvBytes;
+  const jsonLimit = Math.min(limit, options.maxJsonBytes ?? HTTP_LIMIT_DEFAULTS.maxJsonBytes);
+  const requestTimeout = clampTimerMs(options.requestTimeoutMs ?? HTTP_LIMIT_DEFAULTS.requestTimeoutMs);
+  const headersTimeout = clampTimerMs(options.headersTimeoutMs ?? HTTP_LIMIT_DEFAULTS.headersTimeoutMs);
   // The limit is enforced here rather than by Fastify's bodyLimit: an oversized body is read to
   // its end and discarded before the 413 goes out, so the client reads our answer instead of a
   // connection reset in the middle of its upload.
@@ -30,35 +68,81 @@ export function buildHttpServer(service: InferenceService, options: { logger?: b
     logger: options.logger ?? false,
     bodyLimit: Number.MAX_SAFE_INTEGER,
     return503OnClosing: true,
+    maxParamLength: HTTP_LIMIT_DEFAULTS.maxParamLength,
+    requestTimeout,
+    // Node checks the request and headers timeouts on this interval; a tenth keeps a stalled
+    // request's overrun small.
+    http: {
+      headersTimeout: Math.min(headersTimeout || requestTimeout, requestTimeout || headersTimeout),
+      connectionsCheckingInterval: Math.max(100, Math.min(30_000, Math.floor((requestTimeout || 300_000) / 10))),
+    },
   });
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', (_req, payload, done) => {
+  app.addContentTypeParser('*', (req, payload, done) => {
+    // Without Inference-Header-Content-Length the whole body is JSON.
+    const max = req.headers['inference-header-content-length'] === undefined ? jsonLimit : limit;
+    const kind = max === limit ? 'request body' : 'JSON body';
+    const declared = Number(req.headers['content-length']);
+    // A declared length within the limit gets its buffer up front: no growing list of chunks and
+    // no second copy of a large body on the event loop.
+    let buf: Buffer | null =
+      Number.isSafeInteger(declared) && declared > 0 && declared <= max ? Buffer.allocUnsafeSlow(declared) : null;
     const chunks: Buffer[] = [];
     let size = 0;
     payload.on('data', (c: Buffer) => {
+      const at = size;
       size += c.byteLength;
-      if (size <= limit) chunks.push(c);
-      else chunks.length = 0;
+      if (size > max) {
+        buf = null;
+        chunks.length = 0;
+      } else if (buf !== null && size <= buf.byteLength) c.copy(buf, at);
+      else {
+        if (buf !== null) chunks.push(buf.subarray(0, at));
+        buf = null;
+        chunks.push(c);
+      }
     });
     payload.on('error', (err: Error) => done(err, undefined));
     payload.on('end', () => {
-      if (size > limit) {
+      if (size > max) {
         done(
-          new ServeError('HLO_ERR_MESSAGE_TOO_LARGE', `request body of ${size} bytes exceeds the ${limit}-byte limit`),
+          new ServeError('HLO_ERR_MESSAGE_TOO_LARGE', `${kind} of ${size} bytes exceeds the ${max}-byte limit`),
           undefined,
         );
+      } else if (buf !== null) {
+        done(null, size === buf.byteLength ? buf : buf.subarray(0, size));
       } else {
         done(null, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
       }
     });
   });
-  app.setErrorHandler((err: { statusCode?: number; message: string }, _req, reply) => {
-    if (err instanceof ServeError) return sendError(reply, err);
-    if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500)
-      return sendError(reply, invalidArgument(err.message));
-    return sendError(reply, err);
+  app.setErrorHandler((err: { statusCode?: number; code?: string; message: string }, _req, reply) =>
+    sendError(reply, fastifyError(err)),
+  );
+  app.setNotFoundHandler((req, reply) =>
+    sendError(reply, invalidArgument(`no route for ${req.method} ${quote(req.url, 200)}`)),
+  );
+  // Errors Node answers itself, before Fastify sees the request (a header block past the limit, a
+  // request that did not arrive in time, a malformed request line): the catalogue's status and
+  // body, then the connection closes.
+  app.server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    if (!socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const e =
+      err.code === 'HPE_HEADER_OVERFLOW'
+        ? new ServeError('HLO_ERR_MESSAGE_TOO_LARGE', 'request headers exceed the server limit')
+        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? new ServeError('HLO_ERR_DEADLINE_EXCEEDED', `the request did not arrive within ${requestTimeout} ms`)
+          : invalidArgument(`malformed HTTP request (${err.code ?? 'parse error'})`);
+    const { status, body } = toHttpStatus(e);
+    const text = JSON.stringify(body);
+    socket.end(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nConnection: close\r\nContent-Type: application/json\r\n` +
+        `Content-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`,
+    );
   });
-  app.setNotFoundHandler((req, reply) => reply.code(404).send({ error: `no route for ${req.method} ${req.url}` }));
 
   const jsonBody = (req: FastifyRequest): Record<string, unknown> => {
     const b = req.body as Buffer | undefined;
@@ -68,7 +152,7 @@ export function buildHttpServer(service: InferenceService, options: { logger?: b
       if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new Error('not an object');
       return v as Record<string, unknown>;
     } catch (err) {
-      throw invalidArgument(`request body is not a JSON object: ${(err as Error).message}`);
+      throw invalidArgument(`request body is not a JSON object: ${(err as Error).message.slice(0, 200)}`);
     }
   };
   const wrap =
@@ -113,11 +197,12 @@ export function buildHttpServer(service: InferenceService, options: { logger?: b
       wrap<ModelParams>(async (req, reply) => {
         const body = (req.body as Buffer | undefined) ?? Buffer.alloc(0);
         const header = req.headers['inference-header-content-length'];
-        const wire = parseHttpInfer(
+        const wire = await parseHttpInferRequest(
           req.params.model,
           req.params.version ?? '',
           body,
           Array.isArray(header) ? header[0] : header,
+          jsonLimit,
         );
         const t = req.headers['x-timeout-ms'];
         const headerMs = t === undefined ? null : Number(Array.isArray(t) ? t[0] : t);

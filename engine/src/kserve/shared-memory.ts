@@ -1,6 +1,6 @@
-import { closeSync, fstatSync, openSync, readSync, writeSync } from 'node:fs';
+import { closeSync, constants as fsc, fstatSync, openSync, readSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { ServeError } from '@hloserve/common/errors';
+import { quote, ServeError } from '@hloserve/common/errors';
 
 export interface RegionStatus {
   readonly name: string;
@@ -12,6 +12,9 @@ export interface RegionStatus {
 interface Region extends RegionStatus {
   readonly fd: number;
 }
+
+/** Longest region name and key accepted (the HTTP routes carry the name in the URL path). */
+export const MAX_SHM_NAME_CHARS = 1024;
 
 const shmError = (message: string) => new ServeError('HLO_ERR_SHM_INVALID', message);
 
@@ -31,30 +34,50 @@ export class SharedMemoryRegistry {
 
   register(name: string, key: string, offset: number, byteSize: number): void {
     if (!name) throw shmError('shared memory region name must not be empty');
+    if (name.length > MAX_SHM_NAME_CHARS || key.length > MAX_SHM_NAME_CHARS)
+      throw shmError(`shared memory region name and key are limited to ${MAX_SHM_NAME_CHARS} characters`);
     if (!/^\/?[A-Za-z0-9._-]+$/.test(key) || key.replace(/^\//, '') === '.' || key.replace(/^\//, '') === '..') {
-      throw shmError(`shared memory key '${key}' is not a valid POSIX shm name ('/name')`);
+      throw shmError(`shared memory key ${quote(key)} is not a valid POSIX shm name ('/name')`);
     }
-    if (!Number.isSafeInteger(offset) || offset < 0) throw shmError(`offset ${offset} must be a non-negative integer`);
+    if (!Number.isSafeInteger(offset) || offset < 0)
+      throw shmError(`offset ${quote(offset)} must be a non-negative integer`);
     if (!Number.isSafeInteger(byteSize) || byteSize <= 0)
-      throw shmError(`byte_size ${byteSize} must be a positive integer`);
-    let fd: number;
-    try {
-      fd = openSync(join(this.#root, key.replace(/^\//, '')), 'r+');
-    } catch (err) {
-      throw shmError(
-        `unable to open shared memory region '${name}' (key '${key}'): ${(err as NodeJS.ErrnoException).code}`,
-      );
+      throw shmError(`byte_size ${quote(byteSize)} must be a positive integer`);
+    const fd = this.#open(name, key);
+    const st = fstatSync(fd);
+    if (!st.isFile()) {
+      closeSync(fd);
+      throw shmError(`shared memory key ${quote(key)} is not a regular file under ${this.#root}`);
     }
-    const size = fstatSync(fd).size;
+    const size = st.size;
     if (offset > size || byteSize > size - offset) {
       closeSync(fd);
       throw shmError(
-        `shared memory region '${name}': offset ${offset} + byte_size ${byteSize} exceeds the object's ${size} bytes`,
+        `shared memory region ${quote(name)}: offset ${offset} + byte_size ${byteSize} exceeds the object's ${size} bytes`,
       );
     }
     // Re-registering a name replaces it (Triton refuses; tritonclient users re-register after restarts).
     this.unregister(name);
     this.#regions.set(name, { name, key, offset, byteSize, fd });
+  }
+
+  /**
+   * Opens the shm object as Triton's shm_open does: never through a symbolic link (O_NOFOLLOW), so
+   * a link planted in /dev/shm cannot point inference outputs at another file; never blocking on a
+   * FIFO (O_NONBLOCK); and only an object directly under the root (the key has no '/' inside).
+   */
+  #open(name: string, key: string): number {
+    const path = join(this.#root, key.replace(/^\//, ''));
+    let fd: number;
+    try {
+      fd = openSync(path, fsc.O_RDWR | fsc.O_NOFOLLOW | fsc.O_NONBLOCK);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      throw shmError(
+        `unable to open shared memory region ${quote(name)} (key ${quote(key)}): ${code === 'ELOOP' ? 'the key is a symbolic link' : code}`,
+      );
+    }
+    return fd;
   }
 
   /** Unregisters one region, or every region when `name` is empty. Unknown names are not an error. */
@@ -72,7 +95,10 @@ export class SharedMemoryRegistry {
     if (!name) return [...this.#regions.values()].map(({ fd: _fd, ...s }) => s);
     const r = this.#regions.get(name);
     if (!r)
-      throw new ServeError('HLO_ERR_SHM_REGION_NOT_FOUND', `unable to find system shared memory region: '${name}'`);
+      throw new ServeError(
+        'HLO_ERR_SHM_REGION_NOT_FOUND',
+        `unable to find system shared memory region: ${quote(name)}`,
+      );
     const { fd: _fd, ...s } = r;
     return [s];
   }
@@ -83,13 +109,14 @@ export class SharedMemoryRegistry {
 
   #window(name: string, offset: number, byteSize: number): Region {
     const r = this.#regions.get(name);
-    if (!r) throw new ServeError('HLO_ERR_SHM_REGION_UNKNOWN', `unable to find system shared memory region: '${name}'`);
+    if (!r)
+      throw new ServeError('HLO_ERR_SHM_REGION_UNKNOWN', `unable to find system shared memory region: ${quote(name)}`);
     if (!Number.isSafeInteger(offset) || offset < 0 || !Number.isSafeInteger(byteSize) || byteSize < 0) {
-      throw shmError(`invalid shared memory offset ${offset} / byte size ${byteSize} for region '${name}'`);
+      throw shmError(`invalid shared memory offset ${offset} / byte size ${byteSize} for region ${quote(name)}`);
     }
     if (offset > r.byteSize || byteSize > r.byteSize - offset) {
       throw shmError(
-        `shared memory access out of bounds: offset ${offset} + ${byteSize} bytes exceeds region '${name}' of ${r.byteSize} bytes`,
+        `shared memory access out of bounds: offset ${offset} + ${byteSize} bytes exceeds region ${quote(name)} of ${r.byteSize} bytes`,
       );
     }
     return r;
@@ -102,7 +129,7 @@ export class SharedMemoryRegistry {
     let done = 0;
     while (done < byteSize) {
       const n = readSync(r.fd, out, done, byteSize - done, r.offset + offset + done);
-      if (n === 0) throw shmError(`shared memory region '${name}' was truncated by its owner`);
+      if (n === 0) throw shmError(`shared memory region ${quote(name)} was truncated by its owner`);
       done += n;
     }
     return out;
@@ -113,7 +140,7 @@ export class SharedMemoryRegistry {
     const r = this.#window(name, offset, capacity);
     if (data.byteLength > capacity) {
       throw shmError(
-        `output of ${data.byteLength} bytes does not fit the ${capacity} bytes reserved in shared memory region '${name}'`,
+        `output of ${data.byteLength} bytes does not fit the ${capacity} bytes reserved in shared memory region ${quote(name)}`,
       );
     }
     let done = 0;

@@ -10,6 +10,7 @@ import { DTYPE_BYTES, type DType } from '@hloserve/native/dtype';
 import type { Manifest } from '../bundle/manifest.js';
 import { ServeError } from '@hloserve/common/errors';
 import type { HostTensor } from '../tensor.js';
+import type { ExecutableCache } from '../device/executable-cache.js';
 
 /** A weight tensor's type, in the executable's argument order. */
 export interface WeightSpec {
@@ -84,8 +85,16 @@ export class CompiledModel {
     this.#executables = executables;
   }
 
-  /** Compiles every module. Bytecode modules are checked against the manifest's signature. */
-  static async compile(runtime: Runtime, src: ModelSource, signal?: AbortSignal): Promise<CompiledModel> {
+  /**
+   * Compiles every module (through `cache` when given: an unchanged module loads from disk).
+   * Bytecode modules are checked against the manifest's signature.
+   */
+  static async compile(
+    runtime: Runtime,
+    src: ModelSource,
+    signal?: AbortSignal,
+    cache?: ExecutableCache | null,
+  ): Promise<CompiledModel> {
     const executables = new Map<number, Executable>();
     try {
       // One at a time: compiles are CPU-heavy and parallel ones only fight for the same cores.
@@ -93,7 +102,11 @@ export class CompiledModel {
         signal?.throwIfAborted();
         const signature = isMlirBytecode(code) ? expectedSignature(src, batch) : undefined;
         try {
-          executables.set(batch, await runtime.compile(code, signature ? { signature } : {}));
+          const options = signature ? { signature } : {};
+          executables.set(
+            batch,
+            await (cache ? cache.compile(runtime, code, options) : runtime.compile(code, options)),
+          );
         } catch (err) {
           throw new ServeError(
             'HLO_ERR_BUNDLE_INVALID',

@@ -11,6 +11,7 @@ import { resolveModelInfo, type ModelSchedulingInfo } from '../scheduler/model-i
 import type { Scheduler } from '../scheduler/scheduler.js';
 import type { WeightCache } from '../weights/weight-cache.js';
 import { modelIO } from '../worker/model-views.js';
+import type { ExecutableCache } from '../device/executable-cache.js';
 import type { HookPool } from '../hooks/hook-pool.js';
 import { ModelHooks, type HookLimits } from '../hooks/model-hooks.js';
 import type { PjrtLease } from '../worker/pjrt-executor.js';
@@ -37,6 +38,8 @@ export interface LifecycleDeps {
   readonly unloadGraceMs: number;
   /** Where bundle hooks run; null when node.yaml refuses hooks (hooks.enabled: false). */
   readonly hooks: HookRuntime | null;
+  /** Compiled executables kept on disk across restarts; null compiles every time. */
+  readonly compileCache: ExecutableCache | null;
 }
 
 /** The pools hook calls run in and their limits. Meta models' run() has its own pool, so a
@@ -205,6 +208,7 @@ export class Lifecycle {
       d.runtime,
       { name, manifest: bundle.manifest, modules, weights },
       signal,
+      d.compileCache,
     );
     d.metrics.compiles.inc({ model: name }, modules.size);
     const generation = this.nextGeneration();

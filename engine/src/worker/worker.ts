@@ -29,6 +29,7 @@ import { LifecycleEvents } from '../registry/lifecycle-events.js';
 import { Policy } from '../registry/policy.js';
 import { type ModelSlot, Registry } from '../registry/registry.js';
 import { RepositoryWatcher } from '../registry/repository-watcher.js';
+import { type ExecutableCache, openExecutableCache } from '../device/executable-cache.js';
 import { Scheduler, type RequestTiming } from '../scheduler/scheduler.js';
 import type { HostTensor } from '../tensor.js';
 import { WeightCache } from '../weights/weight-cache.js';
@@ -137,8 +138,13 @@ export class Worker implements InferenceService {
     computeOutputUs: 0,
   };
 
-  private constructor(o: WorkerOptions, runtime: Runtime, budgetBytes: number) {
+  /** Compiled executables on disk (null when compile_cache.max_bytes is 0). */
+  readonly compileCache: ExecutableCache | null;
+
+  private constructor(o: WorkerOptions, runtime: Runtime, budgetBytes: number, compileCache: ExecutableCache | null) {
     this.runtime = runtime;
+    this.compileCache = compileCache;
+    this.metrics.trackCompileCache(() => compileCache?.stats() ?? null);
     this.#ownsRuntime = !o.runtime;
     this.#settings = o.settings;
     this.#modelRepo = o.modelRepo;
@@ -207,6 +213,7 @@ export class Worker implements InferenceService {
       fitWeights: (bytes) => this.#fitArena(bytes),
       unloadGraceMs: o.unloadGraceMs ?? DEFAULT_UNLOAD_GRACE_MS,
       hooks: this.#hooks,
+      compileCache,
     });
   }
 
@@ -233,7 +240,7 @@ export class Worker implements InferenceService {
       weightBudgetBytes: Number.isFinite(budget) ? budget : 'unlimited',
       deviceArena: usesDeviceArena(rt, runtime, budget),
     });
-    const w = new Worker(o, runtime, budget);
+    const w = new Worker(o, runtime, budget, await openExecutableCache(o.settings, o.log));
     await w.loadRepository();
     if (o.settings.modelControlMode === 'dynamic') w.#watchRepository();
     return w;

@@ -89,7 +89,10 @@ suite('env overrides', () => {
       HLOSERVE_RUNTIME_DEVICE_ARENA: 'false',
       HLOSERVE_RUNTIME_WEIGHT_CACHE_BYTES: '2GiB',
       HLOSERVE_ENDPOINTS_MAX_RECV_MSG_BYTES: '1048576',
+      HLOSERVE_COMPILE_CACHE_MAX_BYTES: '512MiB',
     });
+    assert.equal(config.global.compileCache.maxBytes, 512 * 2 ** 20);
+    assert.equal(load({ HLOSERVE_COMPILE_CACHE_MAX_BYTES: '0' }).config.global.compileCache.maxBytes, 0);
     assert.deepEqual(config.global.modelsInclude, ['mlp', 'resnet', 'fno']);
     assert.equal(config.global.runtime.weightCacheBytes, 2 ** 31);
     assert.equal(config.global.runtime.deviceArena, false);
@@ -180,6 +183,7 @@ suite('env overrides', () => {
       /not a known setting; known variables: HLOSERVE_MODEL_REPO/,
     );
     invalid({ HLOSERVE_ENDPOINTS_PORT: '1' }, 'HLOSERVE_ENDPOINTS_PORT: ', /not a known setting/);
+    invalid({ HLOSERVE_COMPILE_CACHE_BYTES: '1' }, 'HLOSERVE_COMPILE_CACHE_BYTES: ', /not a known setting/);
   });
 
   test('a non-mapping section in the file is still the file’s error', () => {

@@ -77,6 +77,7 @@ suite('node config: defaults', () => {
         weightCacheBytes: null,
         deviceArena: true,
       },
+      compileCache: { maxBytes: 2 * 1024 ** 3 },
       scheduler: {
         discipline: 'fair',
         emaHalflifeSeconds: 30,

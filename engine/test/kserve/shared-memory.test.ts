@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, suite, test } from 'node:test';
@@ -40,5 +40,30 @@ suite('system shared memory registry', () => {
     reg.register('b', 'obj', 8, 8);
     reg.unregister('');
     assert.equal(reg.size, 0);
+  });
+
+  test('BAD CALL - a key that is a symbolic link is not followed, so outputs never land outside the root', () => {
+    const outside = mkdtempSync(join(tmpdir(), 'hlo-victim-'));
+    try {
+      writeFileSync(join(outside, 'victim'), Buffer.alloc(64, 7));
+      symlinkSync(join(outside, 'victim'), join(root, 'link'));
+      assert.throws(
+        () => reg.register('l', '/link', 0, 8),
+        (e: unknown) => e instanceof ServeError && e.code === 'HLO_ERR_SHM_INVALID' && /symbolic link/.test(e.message),
+      );
+      assert.deepEqual(readFileSync(join(outside, 'victim')), Buffer.alloc(64, 7));
+    } finally {
+      rmSync(outside, { recursive: true, force: true });
+    }
+  });
+
+  test('BAD CALL - a key that is a directory, or a name past the limit, is refused', () => {
+    mkdirSync(join(root, 'dir'));
+    assert.throws(() => reg.register('d', '/dir', 0, 8), code('HLO_ERR_SHM_INVALID'));
+    const long = 'r'.repeat(2 ** 20);
+    assert.throws(
+      () => reg.register(long, '/obj', 0, 8),
+      (e: unknown) => e instanceof ServeError && e.code === 'HLO_ERR_SHM_INVALID' && e.message.length < 200,
+    );
   });
 });

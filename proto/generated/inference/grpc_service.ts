@@ -88,12 +88,17 @@ export interface ModelMetadataResponse_TensorMetadata {
 export interface InferParameter {
   parameterChoice:
     | { $case: "boolParam"; value: boolean }
-    | { $case: "int64Param"; value: number }
+    | //
+    /**
+     * jstype only changes the TypeScript type (a decimal string, so no value is lost); the wire is
+     * the same int64/uint64.
+     */
+    { $case: "int64Param"; value: string }
     | { $case: "stringParam"; value: string }
     | { $case: "doubleParam"; value: number }
     | //
     /** tritonclient sends "priority" here */
-    { $case: "uint64Param"; value: number }
+    { $case: "uint64Param"; value: string }
     | undefined;
 }
 
@@ -104,9 +109,9 @@ export interface InferParameter {
 export interface InferTensorContents {
   boolContents: boolean[];
   intContents: number[];
-  int64Contents: number[];
+  int64Contents: string[];
   uintContents: number[];
-  uint64Contents: number[];
+  uint64Contents: string[];
   fp32Contents: number[];
   fp64Contents: number[];
   bytesContents: Uint8Array[];
@@ -350,8 +355,9 @@ export interface SystemSharedMemoryRegisterRequest {
   name: string;
   /** POSIX shm key, "/foo" -> /dev/shm/foo */
   key: string;
-  offset: number;
-  byteSize: number;
+  /** lossless: any uint64 decodes, the registry judges it */
+  offset: string;
+  byteSize: string;
 }
 
 export interface SystemSharedMemoryRegisterResponse {
@@ -1396,7 +1402,7 @@ export const InferParameter: MessageFns<InferParameter> = {
               break;
             }
 
-            message.parameterChoice = { $case: "int64Param", value: longToNumber(reader.int64()) };
+            message.parameterChoice = { $case: "int64Param", value: reader.int64().toString() };
             continue;
           }
           case 3: {
@@ -1420,7 +1426,7 @@ export const InferParameter: MessageFns<InferParameter> = {
               break;
             }
 
-            message.parameterChoice = { $case: "uint64Param", value: longToNumber(reader.uint64()) };
+            message.parameterChoice = { $case: "uint64Param", value: reader.uint64().toString() };
             continue;
           }
         }
@@ -1440,13 +1446,13 @@ export const InferParameter: MessageFns<InferParameter> = {
       parameterChoice: isSet(object.bool_param)
         ? { $case: "boolParam", value: globalThis.Boolean(object.bool_param) }
         : isSet(object.int64_param)
-        ? { $case: "int64Param", value: globalThis.Number(object.int64_param) }
+        ? { $case: "int64Param", value: globalThis.String(object.int64_param) }
         : isSet(object.string_param)
         ? { $case: "stringParam", value: globalThis.String(object.string_param) }
         : isSet(object.double_param)
         ? { $case: "doubleParam", value: globalThis.Number(object.double_param) }
         : isSet(object.uint64_param)
-        ? { $case: "uint64Param", value: globalThis.Number(object.uint64_param) }
+        ? { $case: "uint64Param", value: globalThis.String(object.uint64_param) }
         : undefined,
     };
   },
@@ -1456,13 +1462,13 @@ export const InferParameter: MessageFns<InferParameter> = {
     if (message.parameterChoice?.$case === "boolParam") {
       obj.bool_param = message.parameterChoice.value;
     } else if (message.parameterChoice?.$case === "int64Param") {
-      obj.int64_param = Math.round(message.parameterChoice.value);
+      obj.int64_param = globalThis.String(message.parameterChoice.value);
     } else if (message.parameterChoice?.$case === "stringParam") {
       obj.string_param = message.parameterChoice.value;
     } else if (message.parameterChoice?.$case === "doubleParam") {
       obj.double_param = floatToJson(message.parameterChoice.value);
     } else if (message.parameterChoice?.$case === "uint64Param") {
-      obj.uint64_param = Math.round(message.parameterChoice.value);
+      obj.uint64_param = globalThis.String(message.parameterChoice.value);
     }
     return obj;
   },
@@ -1537,12 +1543,8 @@ export const InferTensorContents: MessageFns<InferTensorContents> = {
       }
       writer.join();
     }
-    if (message.int64Contents.length !== 0) {
-      writer.uint32(26).fork();
-      for (const v of message.int64Contents) {
-        writer.int64(v);
-      }
-      writer.join();
+    for (const v of message.int64Contents) {
+      writer.uint32(24).int64(v!);
     }
     if (message.uintContents.length !== 0) {
       writer.uint32(34).fork();
@@ -1551,12 +1553,8 @@ export const InferTensorContents: MessageFns<InferTensorContents> = {
       }
       writer.join();
     }
-    if (message.uint64Contents.length !== 0) {
-      writer.uint32(42).fork();
-      for (const v of message.uint64Contents) {
-        writer.uint64(v);
-      }
-      writer.join();
+    for (const v of message.uint64Contents) {
+      writer.uint32(40).uint64(v!);
     }
     if (message.fp32Contents.length !== 0) {
       writer.uint32(50).fork();
@@ -1629,7 +1627,7 @@ export const InferTensorContents: MessageFns<InferTensorContents> = {
           }
           case 3: {
             if (tag === 24) {
-              message.int64Contents.push(longToNumber(reader.int64()));
+              message.int64Contents.push(reader.int64().toString());
 
               continue;
             }
@@ -1637,7 +1635,7 @@ export const InferTensorContents: MessageFns<InferTensorContents> = {
             if (tag === 26) {
               const end2 = reader.uint32() + reader.pos;
               while (reader.pos < end2) {
-                message.int64Contents.push(longToNumber(reader.int64()));
+                message.int64Contents.push(reader.int64().toString());
               }
 
               continue;
@@ -1665,7 +1663,7 @@ export const InferTensorContents: MessageFns<InferTensorContents> = {
           }
           case 5: {
             if (tag === 40) {
-              message.uint64Contents.push(longToNumber(reader.uint64()));
+              message.uint64Contents.push(reader.uint64().toString());
 
               continue;
             }
@@ -1673,7 +1671,7 @@ export const InferTensorContents: MessageFns<InferTensorContents> = {
             if (tag === 42) {
               const end2 = reader.uint32() + reader.pos;
               while (reader.pos < end2) {
-                message.uint64Contents.push(longToNumber(reader.uint64()));
+                message.uint64Contents.push(reader.uint64().toString());
               }
 
               continue;
@@ -1746,13 +1744,13 @@ export const InferTensorContents: MessageFns<InferTensorContents> = {
         ? object.int_contents.map((e: any) => globalThis.Number(e))
         : [],
       int64Contents: globalThis.Array.isArray(object?.int64_contents)
-        ? object.int64_contents.map((e: any) => globalThis.Number(e))
+        ? object.int64_contents.map((e: any) => globalThis.String(e))
         : [],
       uintContents: globalThis.Array.isArray(object?.uint_contents)
         ? object.uint_contents.map((e: any) => globalThis.Number(e))
         : [],
       uint64Contents: globalThis.Array.isArray(object?.uint64_contents)
-        ? object.uint64_contents.map((e: any) => globalThis.Number(e))
+        ? object.uint64_contents.map((e: any) => globalThis.String(e))
         : [],
       fp32Contents: globalThis.Array.isArray(object?.fp32_contents)
         ? object.fp32_contents.map((e: any) => globalThis.Number(e))
@@ -1775,13 +1773,13 @@ export const InferTensorContents: MessageFns<InferTensorContents> = {
       obj.int_contents = message.intContents.map((e) => Math.round(e));
     }
     if (message.int64Contents?.length) {
-      obj.int64_contents = message.int64Contents.map((e) => Math.round(e));
+      obj.int64_contents = message.int64Contents.map((e) => globalThis.String(e));
     }
     if (message.uintContents?.length) {
       obj.uint_contents = message.uintContents.map((e) => Math.round(e));
     }
     if (message.uint64Contents?.length) {
-      obj.uint64_contents = message.uint64Contents.map((e) => Math.round(e));
+      obj.uint64_contents = message.uint64Contents.map((e) => globalThis.String(e));
     }
     if (message.fp32Contents?.length) {
       obj.fp32_contents = message.fp32Contents.map((e) => floatToJson(e));
@@ -5846,7 +5844,7 @@ export const SystemSharedMemoryStatusResponse_RegionsEntry: MessageFns<SystemSha
   };
 
 function createBaseSystemSharedMemoryRegisterRequest(): SystemSharedMemoryRegisterRequest {
-  return { name: "", key: "", offset: 0, byteSize: 0 };
+  return { name: "", key: "", offset: "0", byteSize: "0" };
 }
 
 export const SystemSharedMemoryRegisterRequest: MessageFns<SystemSharedMemoryRegisterRequest> = {
@@ -5857,10 +5855,10 @@ export const SystemSharedMemoryRegisterRequest: MessageFns<SystemSharedMemoryReg
     if (message.key !== "") {
       writer.uint32(18).string(message.key);
     }
-    if (message.offset !== 0) {
+    if (message.offset !== "0") {
       writer.uint32(24).uint64(message.offset);
     }
-    if (message.byteSize !== 0) {
+    if (message.byteSize !== "0") {
       writer.uint32(32).uint64(message.byteSize);
     }
     return writer;
@@ -5900,7 +5898,7 @@ export const SystemSharedMemoryRegisterRequest: MessageFns<SystemSharedMemoryReg
               break;
             }
 
-            message.offset = longToNumber(reader.uint64());
+            message.offset = reader.uint64().toString();
             continue;
           }
           case 4: {
@@ -5908,7 +5906,7 @@ export const SystemSharedMemoryRegisterRequest: MessageFns<SystemSharedMemoryReg
               break;
             }
 
-            message.byteSize = longToNumber(reader.uint64());
+            message.byteSize = reader.uint64().toString();
             continue;
           }
         }
@@ -5927,8 +5925,8 @@ export const SystemSharedMemoryRegisterRequest: MessageFns<SystemSharedMemoryReg
     return {
       name: isSet(object.name) ? globalThis.String(object.name) : "",
       key: isSet(object.key) ? globalThis.String(object.key) : "",
-      offset: isSet(object.offset) ? globalThis.Number(object.offset) : 0,
-      byteSize: isSet(object.byte_size) ? globalThis.Number(object.byte_size) : 0,
+      offset: isSet(object.offset) ? globalThis.String(object.offset) : "0",
+      byteSize: isSet(object.byte_size) ? globalThis.String(object.byte_size) : "0",
     };
   },
 
@@ -5941,10 +5939,10 @@ export const SystemSharedMemoryRegisterRequest: MessageFns<SystemSharedMemoryReg
       obj.key = message.key;
     }
     if (message.offset !== undefined) {
-      obj.offset = Math.round(message.offset);
+      obj.offset = globalThis.String(message.offset);
     }
     if (message.byteSize !== undefined) {
-      obj.byte_size = Math.round(message.byteSize);
+      obj.byte_size = globalThis.String(message.byteSize);
     }
     return obj;
   },
@@ -5956,8 +5954,8 @@ export const SystemSharedMemoryRegisterRequest: MessageFns<SystemSharedMemoryReg
     const message = createBaseSystemSharedMemoryRegisterRequest();
     message.name = object.name ?? "";
     message.key = object.key ?? "";
-    message.offset = object.offset ?? 0;
-    message.byteSize = object.byteSize ?? 0;
+    message.offset = object.offset ?? "0";
+    message.byteSize = object.byteSize ?? "0";
     return message;
   },
 };

@@ -1,0 +1,93 @@
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { after, before, suite, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import type { WireInferRequest } from '@hloserve/common/wire';
+import { Runtime } from '@hloserve/native';
+import { defaultConfig, workerSettings } from '../../src/config/node-config.js';
+import { createLogger } from '../../src/log.js';
+import { Worker } from '../../src/worker/worker.js';
+
+const examples = resolve(fileURLToPath(import.meta.url), '..', '..', '..', '..', '..', 'examples', 'models');
+
+function request(): WireInferRequest {
+  const x = new Float32Array(2 * 784).map((_, i) => Math.sin(i));
+  return {
+    modelName: 'mlp',
+    modelVersion: '',
+    id: 'c',
+    parameters: {},
+    inputs: [
+      {
+        name: 'x',
+        datatype: 'FP32',
+        shape: [2, 784],
+        parameters: {},
+        data: { kind: 'raw', bytes: new Uint8Array(x.buffer) },
+      },
+    ],
+    outputs: [],
+  };
+}
+
+const ctx = () => ({ deadline: null, signal: new AbortController().signal });
+
+function metric(text: string, name: string): number {
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+  assert.ok(line, `${name} missing`);
+  return Number(line.split(' ')[1]);
+}
+
+suite('a worker restarted with a warm compile cache compiles nothing', () => {
+  let runtime: Runtime;
+  let cacheDir: string;
+  before(async () => {
+    runtime = await Runtime.create();
+    cacheDir = await mkdtemp(join(tmpdir(), 'hloserve-wcc-'));
+  });
+  after(async () => {
+    runtime.dispose();
+    await rm(cacheDir, { recursive: true, force: true });
+  });
+
+  const start = (maxBytes: number) => {
+    const settings = workerSettings(defaultConfig(examples));
+    return Worker.start({
+      modelRepo: examples,
+      settings: { ...settings, cacheDir, compileCache: { maxBytes }, modelsInclude: ['mlp'] },
+      log: createLogger('silent'),
+      runtime,
+    });
+  };
+
+  test('cold start compiles and stores every module; the warm start loads them all', async () => {
+    const cold = await start(256 << 20);
+    const modules = cold.modelConfig('mlp', '1').dynamic_batching!.preferred_batch_size!.length;
+    let text = await cold.metrics.registry.metrics();
+    assert.equal(metric(text, 'hloserve_compile_cache_misses_total'), modules);
+    assert.equal(metric(text, 'hloserve_compile_cache_hits_total'), 0);
+    assert.ok(metric(text, 'hloserve_compile_cache_bytes') > 0);
+    const coldOut = (await cold.infer(request(), ctx())).outputs[0]!.data!;
+    await cold.stop(false);
+
+    const warm = await start(256 << 20);
+    text = await warm.metrics.registry.metrics();
+    assert.equal(metric(text, 'hloserve_compile_cache_hits_total'), modules);
+    assert.equal(metric(text, 'hloserve_compile_cache_misses_total'), 0);
+    const warmOut = (await warm.infer(request(), ctx())).outputs[0]!.data!;
+    assert.ok(Buffer.from(warmOut).equals(Buffer.from(coldOut)));
+    await warm.stop(false);
+  });
+
+  test('max_bytes 0 turns the cache off', async () => {
+    await rm(join(cacheDir, 'executables'), { recursive: true, force: true });
+    const w = await start(0);
+    assert.equal(w.compileCache, null);
+    assert.equal(metric(await w.metrics.registry.metrics(), 'hloserve_compile_cache_hits_total'), 0);
+    assert.equal(existsSync(join(cacheDir, 'executables')), false);
+    await w.stop(false);
+  });
+});
