@@ -5,7 +5,7 @@ import { setClampedTimeout } from '@hloserve/common/timers';
 import type { Bundle } from '../bundle/bundle.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
-import { CompiledModel } from '../model/compiled-model.js';
+import { CompiledModel, type ModelSource } from '../model/compiled-model.js';
 import { ModelBuild, ModelVersion } from '../model/model-version.js';
 import { resolveModelInfo, type ModelSchedulingInfo } from '../scheduler/model-info.js';
 import type { Scheduler } from '../scheduler/scheduler.js';
@@ -33,6 +33,11 @@ export interface LifecycleDeps {
   readonly fitWeights?: (bytes: number) => void;
   /** How long an unload lets queued requests finish before answering them NOT_FOUND. */
   readonly unloadGraceMs: number;
+  /**
+   * How a version's modules become executables; default CompiledModel.compile. The worker passes
+   * one that goes through its compiled-executable cache.
+   */
+  readonly compile?: (runtime: Runtime, src: ModelSource, signal?: AbortSignal) => Promise<CompiledModel>;
 }
 
 /** The weight cache's key for a build's weights: one per build, so two versions never share a copy by accident. */
@@ -183,11 +188,8 @@ export class Lifecycle {
     const modules = new Map<number, Uint8Array>();
     for (const m of bundle.modules) modules.set(m.batchSize, await readFile(m.path));
     const weights = (bundle.weights?.tensors ?? []).map((t) => ({ name: t.name, dtype: t.dtype, shape: t.shape }));
-    const compiled = await CompiledModel.compile(
-      d.runtime,
-      { name, manifest: bundle.manifest, modules, weights },
-      signal,
-    );
+    const compile = d.compile ?? ((rt, src, sig) => CompiledModel.compile(rt, src, sig));
+    const compiled = await compile(d.runtime, { name, manifest: bundle.manifest, modules, weights }, signal);
     d.metrics.compiles.inc({ model: name }, modules.size);
     const generation = this.nextGeneration();
     const key = weightKey(name, generation);
