@@ -236,7 +236,18 @@ export class Worker implements InferenceService {
       actions: {
         load: (name) => this.#loadFromRepository(name),
         unload: (name) => this.lifecycle.unload(name),
-        rename: (from, to) => this.lifecycle.rename(from, to),
+        // A rename that cannot be done in place (the old model is gone meanwhile) still ends with
+        // the new name loaded: unload the old name, load the new one.
+        rename: (from, to) =>
+          this.lifecycle.rename(from, to).catch(async (err: unknown) => {
+            this.#log.warn('rename in place failed; unloading and loading instead', {
+              from,
+              to,
+              error: toServeError(err).message,
+            });
+            await this.lifecycle.unload(from);
+            await this.#loadFromRepository(to);
+          }),
         loaded: () =>
           this.registry
             .list()

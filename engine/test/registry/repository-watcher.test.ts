@@ -92,6 +92,27 @@ suite('RepositoryWatcher (dynamic mode)', () => {
     await watcher.close();
   });
 
+  test('a rename seen across two looks (old name gone one look before the new one settles) is still a rename', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'hlo-watch-root-'));
+    const repo2 = join(root, 'repo');
+    mkdirSync(repo2);
+    bundle(repo2, 'e');
+    const sig = (await bundleSignature(join(repo2, 'e')))!;
+    const { actions, scan, watcher } = harness(repo2, [
+      { name: 'e', signature: sig.files, directoryId: sig.directoryId },
+    ]);
+    await scan();
+    renameSync(join(repo2, 'e'), join(root, 'moving'));
+    await scan();
+    renameSync(join(root, 'moving'), join(repo2, 'f'));
+    await scan();
+    assert.deepEqual(actions, [], 'nothing while f is still arriving');
+    await scan();
+    assert.deepEqual(actions, ['rename e f']);
+    await watcher.close();
+    rmSync(root, { recursive: true, force: true });
+  });
+
   test('a directory recreated under a new name with other content is an unload and a load, not a rename', async () => {
     bundle(repo, 'c', 'one');
     const sig = (await bundleSignature(join(repo, 'c')))!;
