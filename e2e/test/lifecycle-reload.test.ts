@@ -11,10 +11,10 @@ import { TAG_WIDTH, writeTaggedBundle } from '../src/tagged-bundle.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function waitFor(what: string, pred: () => boolean, timeoutMs = 60_000): Promise<void> {
+async function waitFor(what: string, pred: () => boolean, timeoutMs = 60_000, context = () => ''): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (!pred()) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}${context()}`);
     await sleep(10);
   }
 }
@@ -112,7 +112,12 @@ suite('hot reload in dynamic mode, under load', () => {
     const before = await compiles('b');
     const seq = worker.events.lastSeq;
     renameSync(join(repo, 'b'), join(repo, 'c'));
-    await waitFor('the rename', () => worker.events.since(seq).some((e) => e.type === 'renamed'));
+    await waitFor(
+      'the rename',
+      () => worker.events.since(seq).some((e) => e.type === 'renamed'),
+      60_000,
+      () => `; events since: ${JSON.stringify(worker.events.since(seq - 6))}`,
+    );
     const renamed = worker.events.since(seq).find((e) => e.type === 'renamed')!;
     assert.deepEqual([renamed.model, renamed.type === 'renamed' && renamed.from], ['c', 'b']);
     assert.equal(await compiles('b'), before);

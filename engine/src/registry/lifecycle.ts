@@ -5,13 +5,12 @@ import { setClampedTimeout } from '@hloserve/common/timers';
 import type { Bundle } from '../bundle/bundle.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
-import { CompiledModel } from '../model/compiled-model.js';
+import { CompiledModel, type ModelSource } from '../model/compiled-model.js';
 import { ModelBuild, ModelVersion } from '../model/model-version.js';
 import { resolveModelInfo, type ModelSchedulingInfo } from '../scheduler/model-info.js';
 import type { Scheduler } from '../scheduler/scheduler.js';
 import type { WeightCache } from '../weights/weight-cache.js';
 import { modelIO } from '../worker/model-views.js';
-import type { ExecutableCache } from '../device/executable-cache.js';
 import type { HookPool } from '../hooks/hook-pool.js';
 import { ModelHooks, type HookLimits } from '../hooks/model-hooks.js';
 import type { PjrtLease } from '../worker/pjrt-executor.js';
@@ -38,8 +37,11 @@ export interface LifecycleDeps {
   readonly unloadGraceMs: number;
   /** Where bundle hooks run; null when node.yaml refuses hooks (hooks.enabled: false). */
   readonly hooks: HookRuntime | null;
-  /** Compiled executables kept on disk across restarts; null compiles every time. */
-  readonly compileCache: ExecutableCache | null;
+  /**
+   * How a version's modules become executables; default CompiledModel.compile. The worker passes
+   * one that goes through its compiled-executable cache.
+   */
+  readonly compile?: (runtime: Runtime, src: ModelSource, signal?: AbortSignal) => Promise<CompiledModel>;
 }
 
 /** The pools hook calls run in and their limits. Meta models' run() has its own pool, so a
@@ -204,12 +206,8 @@ export class Lifecycle {
     const modules = new Map<number, Uint8Array>();
     for (const m of bundle.modules) modules.set(m.batchSize, await readFile(m.path));
     const weights = (bundle.weights?.tensors ?? []).map((t) => ({ name: t.name, dtype: t.dtype, shape: t.shape }));
-    const compiled = await CompiledModel.compile(
-      d.runtime,
-      { name, manifest: bundle.manifest, modules, weights },
-      signal,
-      d.compileCache,
-    );
+    const compile = d.compile ?? ((rt, src, sig) => CompiledModel.compile(rt, src, sig));
+    const compiled = await compile(d.runtime, { name, manifest: bundle.manifest, modules, weights }, signal);
     d.metrics.compiles.inc({ model: name }, modules.size);
     const generation = this.nextGeneration();
     const key = weightKey(name, generation);

@@ -164,8 +164,11 @@ export class RepositoryWatcher {
         stable.set(name, sig);
       else unsettled = true;
     }
-    // Gone in two observations in a row.
-    const gone = [...this.#requested.keys()].filter((n) => !now.has(n) && !prev.has(n));
+    // Gone in two observations in a row, and nothing new still settling: a scan that ran across a
+    // rename sees the old name gone one observation before the new one is stable, and unloading
+    // then would recompile the model under its new name instead of moving it.
+    const arriving = [...now.keys()].some((n) => !stable.has(n) && !this.#requested.has(n));
+    const gone = arriving ? [] : [...this.#requested.keys()].filter((n) => !now.has(n) && !prev.has(n));
     if (prev.size !== now.size || [...prev.keys()].some((n) => !now.has(n))) unsettled = true;
     const loaded = this.#o.actions.loaded();
     for (const [name, sig] of stable) {

@@ -30,6 +30,7 @@ import { Policy } from '../registry/policy.js';
 import { type ModelSlot, Registry } from '../registry/registry.js';
 import { RepositoryWatcher } from '../registry/repository-watcher.js';
 import { type ExecutableCache, openExecutableCache } from '../device/executable-cache.js';
+import { CompiledModel } from '../model/compiled-model.js';
 import { Scheduler, type RequestTiming } from '../scheduler/scheduler.js';
 import type { HostTensor } from '../tensor.js';
 import { WeightCache } from '../weights/weight-cache.js';
@@ -213,7 +214,7 @@ export class Worker implements InferenceService {
       fitWeights: (bytes) => this.#fitArena(bytes),
       unloadGraceMs: o.unloadGraceMs ?? DEFAULT_UNLOAD_GRACE_MS,
       hooks: this.#hooks,
-      compileCache,
+      compile: (rt, src, sig) => CompiledModel.compile(rt, src, sig, compileCache),
     });
   }
 
@@ -256,7 +257,18 @@ export class Worker implements InferenceService {
       actions: {
         load: (name) => this.#loadFromRepository(name),
         unload: (name) => this.lifecycle.unload(name),
-        rename: (from, to) => this.lifecycle.rename(from, to),
+        // A rename that cannot be done in place (the old model is gone meanwhile) still ends with
+        // the new name loaded: unload the old name, load the new one.
+        rename: (from, to) =>
+          this.lifecycle.rename(from, to).catch(async (err: unknown) => {
+            this.#log.warn('rename in place failed; unloading and loading instead', {
+              from,
+              to,
+              error: toServeError(err).message,
+            });
+            await this.lifecycle.unload(from);
+            await this.#loadFromRepository(to);
+          }),
         loaded: () =>
           this.registry
             .list()
