@@ -232,7 +232,7 @@ suite('loadBundle: good bundles', () => {
     );
   });
 
-  test('meta bundles load but are not servable', async () => {
+  test('meta bundles load with their hooks and no modules', async () => {
     const manifest = stringify({
       format_version: '2.0',
       kind: 'meta',
@@ -244,7 +244,8 @@ suite('loadBundle: good bundles', () => {
     await writeFiles(dir, { 'manifest.yaml': manifest, 'model.mjs': 'export {};\n' });
     const b = await loadBundle(dir);
     assert.equal(b.kind, 'meta');
-    assert.match(b.notServable!, /not yet servable/);
+    assert.equal(b.notServable, null);
+    assert.match(b.hooks!.path, /model\.mjs$/);
     assert.deepEqual(b.modules, []);
     assert.deepEqual(b.manifest.metaCalls, ['mlp']);
   });
