@@ -97,7 +97,8 @@ suite('@hloserve/client against the real engine: every example model, metadata, 
         assert.equal(meta.name, 'hloserve');
         assert.ok(meta.extensions.includes('system_shared_memory'), meta.extensions.join(','));
         const index = await c.repositoryIndex();
-        assert.deepEqual(index.map((m) => m.name).sort(), [...models].sort());
+        const bundles = readdirSync(examplesDir).filter((m) => existsSync(join(examplesDir, m, 'manifest.yaml')));
+        assert.deepEqual(index.map((m) => m.name).sort(), bundles.sort());
         assert.ok(index.every((m) => m.state === 'READY'));
         for (const m of models) {
           const h = c.model(m);
