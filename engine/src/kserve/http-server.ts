@@ -41,7 +41,7 @@ export interface HttpServerOptions {
 /** A Fastify/Node error (414, 413, content-type, JSON) as a catalogue error. */
 function fastifyError(err: { statusCode?: number; code?: string; message: string }): ServeError {
   if (err instanceof ServeError) return err;
-  const status = err.statusCode ?? 500;
+  const status = err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 414 : (err.statusCode ?? 500);
   const text = `${err.code ? `${err.code}: ` : ''}${err.message.slice(0, 200)}`;
   if (status === 413) return new ServeError('HLO_ERR_MESSAGE_TOO_LARGE', text);
   if (status === 408) return new ServeError('HLO_ERR_DEADLINE_EXCEEDED', text);
@@ -70,6 +70,30 @@ export function buildHttpServer(service: InferenceService, options: HttpServerOp
     return503OnClosing: true,
     maxParamLength: HTTP_LIMIT_DEFAULTS.maxParamLength,
     requestTimeout,
+    // Errors the router answers itself (a path segment past maxParamLength: 414, a bad URL
+    // encoding): the catalogue's status and body.
+    frameworkErrors: (err, _req, reply) => sendError(reply, fastifyError(err)),
+    // Errors Node answers before Fastify sees the request (a header block past the limit, a
+    // request that did not arrive in time, a malformed request line): the catalogue's status and
+    // body, then the connection closes.
+    clientErrorHandler: (err: NodeJS.ErrnoException, socket: Duplex) => {
+      if (!socket.writable) {
+        socket.destroy();
+        return;
+      }
+      const e =
+        err.code === 'HPE_HEADER_OVERFLOW'
+          ? new ServeError('HLO_ERR_MESSAGE_TOO_LARGE', 'request headers exceed the server limit')
+          : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+            ? new ServeError('HLO_ERR_DEADLINE_EXCEEDED', `the request did not arrive within ${requestTimeout} ms`)
+            : invalidArgument(`malformed HTTP request (${err.code ?? 'parse error'})`);
+      const { status, body } = toHttpStatus(e);
+      const text = JSON.stringify(body);
+      socket.end(
+        `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nConnection: close\r\nContent-Type: application/json\r\n` +
+          `Content-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`,
+      );
+    },
     // Node checks the request and headers timeouts on this interval; a tenth keeps a stalled
     // request's overrun small.
     http: {
@@ -122,28 +146,6 @@ export function buildHttpServer(service: InferenceService, options: HttpServerOp
   app.setNotFoundHandler((req, reply) =>
     sendError(reply, invalidArgument(`no route for ${req.method} ${quote(req.url, 200)}`)),
   );
-  // Errors Node answers itself, before Fastify sees the request (a header block past the limit, a
-  // request that did not arrive in time, a malformed request line): the catalogue's status and
-  // body, then the connection closes.
-  app.server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
-    if (!socket.writable) {
-      socket.destroy();
-      return;
-    }
-    const e =
-      err.code === 'HPE_HEADER_OVERFLOW'
-        ? new ServeError('HLO_ERR_MESSAGE_TOO_LARGE', 'request headers exceed the server limit')
-        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-          ? new ServeError('HLO_ERR_DEADLINE_EXCEEDED', `the request did not arrive within ${requestTimeout} ms`)
-          : invalidArgument(`malformed HTTP request (${err.code ?? 'parse error'})`);
-    const { status, body } = toHttpStatus(e);
-    const text = JSON.stringify(body);
-    socket.end(
-      `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nConnection: close\r\nContent-Type: application/json\r\n` +
-        `Content-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`,
-    );
-  });
-
   const jsonBody = (req: FastifyRequest): Record<string, unknown> => {
     const b = req.body as Buffer | undefined;
     if (!b || b.byteLength === 0) return {};
