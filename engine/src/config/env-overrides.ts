@@ -60,6 +60,9 @@ export const ENV_OVERRIDES: readonly EnvOverrideSpec[] = [
   spec('endpoints', 'max_concurrent_requests', 'int'),
   spec('endpoints', 'max_recv_msg_bytes', 'bytes'),
   spec('endpoints', 'max_send_msg_bytes', 'bytes'),
+  spec('endpoints', 'max_json_bytes', 'bytes'),
+  spec('endpoints', 'http_request_timeout_seconds', 'number'),
+  spec('endpoints', 'http_headers_timeout_seconds', 'number'),
   spec('endpoints', 'allow_shared_memory', 'bool'),
   spec('logging', 'level', 'string'),
 ];
