@@ -290,4 +290,19 @@ suite('the HTTP server does not hold a stalled request forever', () => {
     assert.ok(took < 5000, `${took} ms`);
     if (answer) assert.match(answer, /HLO_ERR_DEADLINE_EXCEEDED/);
   });
+
+  test('a header block past the Node limit answers 413 with the catalogue code', async () => {
+    const port = (s.http.server.address() as { port: number }).port;
+    const answer = await new Promise<string>((resolve, reject) => {
+      const sock = connect(port, '127.0.0.1', () => {
+        sock.write(`GET /v2 HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(40_000)}\r\n\r\n`);
+      });
+      let text = '';
+      sock.on('data', (d) => (text += d.toString()));
+      sock.on('close', () => resolve(text));
+      sock.on('error', reject);
+    });
+    assert.match(answer, /^HTTP\/1.1 413/);
+    assert.match(answer, /HLO_ERR_MESSAGE_TOO_LARGE/);
+  });
 });
