@@ -21,7 +21,7 @@ suite('JSON tensor data, decoded straight into typed buffers', () => {
     assert.deepEqual(flat, nested);
     assert.deepEqual([...new Float64Array(flat.buffer, flat.byteOffset, 6)], [0.1, -2.5e-3, 3, 1e-7, 123456.789, -0]);
     const long = dec('[0.12437311935807422, 3.141592653589793238]', 'FP64', [2]);
-    assert.deepEqual([...new Float64Array(long.buffer, long.byteOffset, 2)], [0.12437311935807422, Math.PI]);
+    assert.deepEqual([...new Float64Array(long.buffer, long.byteOffset, 2)], [Number('0.12437311935807422'), Math.PI]);
   });
 
   test('every integer type is range-checked; INT64/UINT64 keep every digit past 2^53', () => {
