@@ -199,6 +199,36 @@ const inferDoc = fc.record(
   { requiredKeys: ['inputs'] },
 );
 
+/** A valid mlp request with one part replaced: reaches the checks past parsing, and inference. */
+const nearValidDoc = fc
+  .record({
+    part: fc.constantFrom('none', 'datatype', 'shape', 'data', 'value', 'parameters', 'outputs', 'rows'),
+    datatype: fc.constantFrom('FP32', 'FP64', 'INT32', 'BYTES', 'BOOL'),
+    shape: fc.array(dims, { maxLength: 3 }),
+    data: jsonData,
+    value: scalar,
+    at: fc.nat({ max: N - 1 }),
+    parameters: params,
+    outputs: fc.array(fc.record({ name: fc.constantFrom('logits', 'y'), parameters: params }), { maxLength: 2 }),
+    rows: fc.integer({ min: 1, max: 40 }),
+  })
+  .map((m) => {
+    const data: unknown[] = new Array(N).fill(0.25);
+    const input: Record<string, unknown> = { name: 'x', datatype: 'FP32', shape: [1, N], data };
+    const doc: Record<string, unknown> = { inputs: [input] };
+    if (m.part === 'datatype') input.datatype = m.datatype;
+    else if (m.part === 'shape') input.shape = m.shape;
+    else if (m.part === 'data') input.data = m.data;
+    else if (m.part === 'value') data[m.at] = m.value;
+    else if (m.part === 'parameters') doc.parameters = m.parameters;
+    else if (m.part === 'outputs') doc.outputs = m.outputs;
+    else if (m.part === 'rows') {
+      input.shape = [m.rows, N];
+      input.data = Array.from({ length: m.rows }, () => data);
+    }
+    return doc;
+  });
+
 const validJson = Buffer.from(
   JSON.stringify({ inputs: [{ name: 'x', datatype: 'FP32', shape: [1, N], data: new Array(N).fill(0.25) }] }),
 );
@@ -210,11 +240,37 @@ interface HttpInput {
 
 const httpJson: fc.Arbitrary<HttpInput> = fc.oneof(
   { weight: 3, arbitrary: inferDoc.map((d) => ({ body: Buffer.from(JSON.stringify(d)) })) },
+  { weight: 3, arbitrary: nearValidDoc.map((d) => ({ body: Buffer.from(JSON.stringify(d)) })) },
   { weight: 3, arbitrary: mutated(validJson).map((body) => ({ body })) },
   { weight: 1, arbitrary: fc.string({ maxLength: 100 }).map((s) => ({ body: Buffer.from(s) })) },
 );
 
-const httpBinary: fc.Arbitrary<HttpInput> = fc
+const nearValidBinary: fc.Arbitrary<HttpInput> = fc
+  .record({
+    part: fc.constantFrom('none', 'size', 'tail', 'header', 'datatype', 'output'),
+    n: fc.integer({ min: -4, max: 4 }),
+    datatype: fc.constantFrom('FP16', 'BF16', 'INT32', 'UINT8', 'BYTES'),
+  })
+  .map(({ part, n, datatype }) => {
+    const size = N * 4 + (part === 'size' ? n : 0);
+    const doc = {
+      inputs: [
+        {
+          name: 'x',
+          datatype: part === 'datatype' ? datatype : 'FP32',
+          shape: [1, N],
+          parameters: { binary_data_size: size },
+        },
+      ],
+      outputs: [{ name: 'logits', parameters: { binary_data: part !== 'output' } }],
+    };
+    const json = Buffer.from(JSON.stringify(doc));
+    const body = Buffer.concat([json, Buffer.alloc(Math.max(0, N * 4 + (part === 'tail' ? n : 0)), 0x3e)]);
+    const headerLength = String(json.byteLength + (part === 'header' ? n : 0));
+    return { body: new Uint8Array(body), headerLength };
+  });
+
+const randomBinary: fc.Arbitrary<HttpInput> = fc
   .record({
     doc: inferDoc,
     size: fc.oneof(fc.constant(N * 4), fc.integer({ min: -5, max: 5000 }), fc.constant(2 ** 53)),
@@ -238,6 +294,8 @@ const httpBinary: fc.Arbitrary<HttpInput> = fc
     const body = Buffer.concat([json, Buffer.alloc(tail, 7)]);
     return { body: new Uint8Array(body), headerLength: header === 'exact' ? String(json.byteLength) : header };
   });
+
+const httpBinary: fc.Arbitrary<HttpInput> = fc.oneof(randomBinary, nearValidBinary);
 
 export const jsonCodecTarget: Target<HttpInput> = {
   name: 'http-json-codec',
@@ -362,7 +420,39 @@ const inferMessage = fc.record({
   ),
 });
 
+/** A valid ModelInfer with one part replaced. */
+const nearValidGrpc = fc
+  .record({
+    part: fc.constantFrom('none', 'shape', 'raw', 'params', 'outputs', 'datatype', 'contents'),
+    shape: fc.array(fc.integer({ min: -2, max: 2000 }), { maxLength: 3 }),
+    raw: fc.integer({ min: -8, max: 8 }),
+    parameters: paramMap,
+    outputs: fc.array(fc.record({ name: fc.constantFrom('logits', 'nope'), parameters: paramMap }), { maxLength: 2 }),
+    datatype: fc.constantFrom('FP64', 'INT32', 'BYTES', 'FP16'),
+    fp32: fc.array(fc.float(), { minLength: N - 1, maxLength: N + 1 }),
+  })
+  .map((m) =>
+    encodeModelInferRequest(
+      asRequest({
+        modelName: 'mlp',
+        parameters: m.part === 'params' ? m.parameters : new Map(),
+        inputs: [
+          {
+            name: 'x',
+            datatype: m.part === 'datatype' ? m.datatype : 'FP32',
+            shape: m.part === 'shape' ? m.shape : [1, N],
+            ...(m.part === 'contents' ? { contents: { fp32Contents: m.fp32 } } : {}),
+          },
+        ],
+        outputs: m.part === 'outputs' ? m.outputs : [],
+        rawInputContents:
+          m.part === 'contents' ? [] : [new Uint8Array(Math.max(0, N * 4 + (m.part === 'raw' ? m.raw : 0)))],
+      }),
+    ),
+  );
+
 const grpcBytes: fc.Arbitrary<Buffer> = fc.oneof(
+  { weight: 3, arbitrary: nearValidGrpc },
   { weight: 3, arbitrary: inferMessage.map((m) => encodeModelInferRequest(asRequest(m))) },
   { weight: 3, arbitrary: mutated(validGrpc).map((b) => Buffer.from(b)) },
   { weight: 1, arbitrary: fc.uint8Array({ maxLength: 64 }).map((b) => Buffer.from(b)) },
