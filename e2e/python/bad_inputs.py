@@ -2,7 +2,7 @@
 cannot fix them up) and HTTP, checks each gets the expected status, and that a valid request still
 succeeds after every one. Prints one JSON report.
 
-usage: bad_inputs.py GRPC_URL HTTP_URL MODEL MAX_RECV_BYTES
+usage: bad_inputs.py GRPC_URL HTTP_URL MODEL MAX_RECV_BYTES [MAX_JSON_BYTES]
 """
 import json
 import os
@@ -18,6 +18,7 @@ from tritonclient.grpc import service_pb2 as pb
 from tritonclient.grpc import service_pb2_grpc as pbg
 
 grpc_url, http_url, model, max_recv = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+max_json = int(sys.argv[5]) if len(sys.argv) > 5 else max_recv
 channel = grpc.insecure_channel(grpc_url, options=[("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)])
 stub = pbg.GRPCInferenceServiceStub(channel)
 md = stub.ModelMetadata(pb.ModelMetadataRequest(name=model))
@@ -144,9 +145,25 @@ try:
     grpc_case("shm: output region too small", "INVALID_ARGUMENT", small_output)
     grpc_case("shm: register a missing key", "INVALID_ARGUMENT", lambda: stub.SystemSharedMemoryRegister(pb.SystemSharedMemoryRegisterRequest(name="x", key="/hlo-missing-key", offset=0, byte_size=4)))
     grpc_case("shm: register beyond the object", "INVALID_ARGUMENT", lambda: stub.SystemSharedMemoryRegister(pb.SystemSharedMemoryRegisterRequest(name="x", key=key, offset=len(good_bytes), byte_size=8)))
+    grpc_case("shm: offset 2^62 in a request (int64 beyond 2^53) is judged, not malformed", "INVALID_ARGUMENT", infer(request(inputs=[with_param(with_param(with_param(tensor(), "shared_memory_region", f"r{tag}"), "shared_memory_byte_size", len(good_bytes)), "shared_memory_offset", 2**62)], raw=[])))
+    grpc_case("shm: register with offset 2^63 (uint64 beyond 2^53)", "INVALID_ARGUMENT", lambda: stub.SystemSharedMemoryRegister(pb.SystemSharedMemoryRegisterRequest(name="x", key=key, offset=2**63, byte_size=8)))
+    grpc_case("shm: a 150-character region name registers", "OK", lambda: stub.SystemSharedMemoryRegister(pb.SystemSharedMemoryRegisterRequest(name="r" * 150, key=key, offset=0, byte_size=8)))
+    victim = f"/tmp/hlo-victim-{tag}"
+    with open(victim, "wb") as f:
+        f.write(b"\7" * 64)
+    link = f"/dev/shm/hlo-link-{tag}"
+    os.symlink(victim, link)
+    try:
+        grpc_case("shm: a key that is a symbolic link is not followed", "INVALID_ARGUMENT", lambda: stub.SystemSharedMemoryRegister(pb.SystemSharedMemoryRegisterRequest(name="l", key=f"/hlo-link-{tag}", offset=0, byte_size=8)))
+        with open(victim, "rb") as f:
+            assert f.read() == b"\7" * 64
+    finally:
+        os.unlink(link)
+        os.unlink(victim)
     grpc_case("shm: status of an unknown region", "NOT_FOUND", lambda: stub.SystemSharedMemoryStatus(pb.SystemSharedMemoryStatusRequest(name="ghost")))
 finally:
     stub.SystemSharedMemoryUnregister(pb.SystemSharedMemoryUnregisterRequest(name=f"r{tag}"))
+    stub.SystemSharedMemoryUnregister(pb.SystemSharedMemoryUnregisterRequest(name="r" * 150))
     os.unlink(f"/dev/shm{key}")
 
 grpc_case("oversize message", "RESOURCE_EXHAUSTED", infer(request(inputs=[tensor(shp=[1, max_recv // 4 + 8])], raw=[b"\0" * (max_recv + 32)])))
@@ -159,6 +176,33 @@ def expired_timeout_param():
 
 
 grpc_case("timeout parameter of 1 us", "DEADLINE_EXCEEDED", expired_timeout_param)
+
+
+def huge_timeout_param():
+    r = request()
+    r.parameters["timeout"].int64_param = 2**63 - 1  # beyond 2^53 and beyond any timer: no deadline
+    return stub.ModelInfer(r, timeout=30)
+
+
+grpc_case("timeout parameter of 2^63-1 us is served", "OK", huge_timeout_param)
+grpc_case("client deadline of 30 days is served (grpc-timeout overflow)", "OK", infer(request(), timeout=30 * 86400))
+grpc_case("1 MiB model name: NOT_FOUND with a short message", "NOT_FOUND", infer(request(name="m" * 2**20)))
+grpc_case("shape of 10^6 dims", "INVALID_ARGUMENT", infer(request(inputs=[tensor(shp=[1] * 10**6)])))
+garbage_meta = channel.unary_unary("/inference.GRPCInferenceService/ModelMetadata", request_serializer=lambda b: b, response_deserializer=lambda b: b)
+grpc_case("garbage bytes to ModelMetadata", "INVALID_ARGUMENT", lambda: garbage_meta(b"\x0a\xff\xff\xff\xff\x0f\x01"))
+
+
+def stream_with_garbage_frame():
+    stream = channel.stream_stream("/inference.GRPCInferenceService/ModelStreamInfer", request_serializer=lambda b: b, response_deserializer=pb.ModelStreamInferResponse.FromString)
+    a, b = request(), request()
+    a.id, b.id = "a", "b"
+    got = list(stream(iter([a.SerializeToString(), b"\xff\xff\xff", b.SerializeToString()]), timeout=30))
+    ok = sorted(m.infer_response.id for m in got if not m.error_message) == ["a", "b"] and sum(1 for m in got if m.error_message) == 1
+    if not ok:
+        raise RuntimeError(f"stream answers: {got}")
+
+
+grpc_case("garbage frame in ModelStreamInfer: an error for it, the others answered", "OK", stream_with_garbage_frame)
 grpc_case("metadata of unknown model", "NOT_FOUND", lambda: stub.ModelMetadata(pb.ModelMetadataRequest(name="no-such-model")))
 grpc_case("config of unknown model", "NOT_FOUND", lambda: stub.ModelConfig(pb.ModelConfigRequest(name="no-such-model")))
 grpc_case("statistics of unknown model", "NOT_FOUND", lambda: stub.ModelStatistics(pb.ModelStatisticsRequest(name="no-such-model")))
@@ -188,7 +232,8 @@ def http_case(label, expected, method, path, body=None, headers=None):
     has_error = True
     if got >= 400:
         try:
-            has_error = "error" in json.loads(payload)
+            doc = json.loads(payload)
+            has_error = "error" in doc and str(doc.get("code", "")).startswith("HLO_ERR_") and len(payload) < 4096
         except Exception:
             has_error = False
     results.append({"proto": "http", "case": label, "expected": expected, "got": got, "ok": got == expected and has_error and valid_http() and valid_still_works()})
@@ -213,5 +258,17 @@ http_case("garbage binary body", 400, "POST", f"/v2/models/{model}/infer", b"\x0
 http_case("body over the size limit", 413, "POST", f"/v2/models/{model}/infer", b"{" + b" " * (max_recv + 1024) + b"}", J)
 http_case("metadata of unknown model", 404, "GET", "/v2/models/no-such-model")
 http_case("unregistered shm region", 400, "POST", f"/v2/models/{model}/infer", json.dumps({"inputs": [{"name": inp.name, "datatype": "FP32", "shape": shape, "parameters": {"shared_memory_region": "ghost", "shared_memory_byte_size": len(good_bytes)}}]}).encode(), J)
+
+http_case("ragged rows with the right total", 400, "POST", f"/v2/models/{model}/infer", json.dumps({"inputs": [{**good_input, "shape": [2, n // 2 + n // 2], "data": [vals[: n - 1], vals[:1]]}]}).encode(), J)
+http_case("a number beyond double range (1e400)", 400, "POST", f"/v2/models/{model}/infer", json.dumps({"inputs": [good_input]}).replace(str(vals[0]), "1e400", 1).encode(), J)
+deep = "[" * 100000 + "1" + "]" * 100000
+http_case("data nested 100,000 deep", 400, "POST", f"/v2/models/{model}/infer", ('{"inputs":[{"name":"%s","datatype":"FP32","shape":%s,"data":%s}]}' % (inp.name, json.dumps(shape), deep)).encode(), J)
+http_case("JSON body over the JSON limit", 413, "POST", f"/v2/models/{model}/infer", b"{" + b" " * (max_json + 16) + b"}", J)
+http_case("1 MiB input name: a short error", 400, "POST", f"/v2/models/{model}/infer", json.dumps({"inputs": [{**good_input, "name": "n" * 2**20}]}).encode(), J)
+http_case("timeout parameter of 2^63-1 us is served", 200, "POST", f"/v2/models/{model}/infer", json.dumps({"parameters": {"timeout": 2**63 - 1}, "inputs": [good_input]}).encode(), J)
+http_case("x-timeout-ms of 2^40 is served", 200, "POST", f"/v2/models/{model}/infer", json.dumps({"inputs": [good_input]}).encode(), {**J, "x-timeout-ms": str(2**40)})
+http_case("a path segment of 5000 characters", 400, "GET", "/v2/models/" + "m" * 5000)
+http_case("an unknown route", 400, "GET", "/v2/no-such-route")
+http_case("a 150-character region name reaches the registry (no 414)", 400, "POST", "/v2/systemsharedmemory/region/" + "r" * 150 + "/register", json.dumps({"key": "/hlo-missing-key", "offset": 0, "byte_size": 8}).encode(), J)
 
 print(json.dumps({"cases": results}))

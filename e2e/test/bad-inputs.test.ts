@@ -11,6 +11,7 @@ interface Case {
 }
 
 const MAX_RECV = 8 * 2 ** 20;
+const MAX_JSON = 4 * 2 ** 20;
 
 suite('malformed requests get the right status and never stop the server', () => {
   let server: ServerProcess;
@@ -19,20 +20,22 @@ suite('malformed requests get the right status and never stop the server', () =>
     server = await startServer({
       HLOSERVE_MODELS_INCLUDE: 'mlp',
       HLOSERVE_ENDPOINTS_MAX_RECV_MSG_BYTES: String(MAX_RECV),
+      HLOSERVE_ENDPOINTS_MAX_JSON_BYTES: String(MAX_JSON),
     });
     cases = runPython<{ cases: Case[] }>('bad_inputs.py', [
       server.grpcUrl(),
       server.httpUrl(),
       'mlp',
       String(MAX_RECV),
+      String(MAX_JSON),
     ]).cases;
   });
   after(async () => {
     assert.equal(await server.stop(), 0);
   });
 
-  test('at least 30 malformed requests over gRPC and HTTP', () => {
-    assert.ok(cases.length >= 30, `${cases.length} cases`);
+  test('at least 50 malformed requests over gRPC and HTTP', () => {
+    assert.ok(cases.length >= 50, `${cases.length} cases`);
     assert.ok(cases.some((c) => c.proto === 'grpc') && cases.some((c) => c.proto === 'http'));
   });
 

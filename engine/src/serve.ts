@@ -35,7 +35,11 @@ export async function serve(
   let consoleSrv: { server: Server; port: number } | undefined;
   try {
     grpc = await startGrpcServer(worker, ep.host, ep.grpcPort, (server) => addControlService(server, control));
-    http = buildHttpServer(worker);
+    http = buildHttpServer(worker, {
+      maxJsonBytes: ep.maxJsonBytes,
+      requestTimeoutMs: ep.httpRequestTimeoutSeconds * 1000,
+      headersTimeoutMs: ep.httpHeadersTimeoutSeconds * 1000,
+    });
     await http.listen({ host: ep.host, port: ep.httpPort });
     const httpPort = (http.server.address() as { port: number }).port;
     metrics = ep.metricsPort >= 0 ? await startMetricsServer(worker, ep.host, ep.metricsPort) : undefined;

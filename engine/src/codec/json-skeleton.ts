@@ -63,23 +63,30 @@ export function scanInferJson(body: Uint8Array, end: number): JsonSkeleton {
       throw bad('invalid string');
     }
   };
-  /** Skips any value starting at p, however nested, without recursion. */
+  /** Skips any value starting at p, however nested, without recursion: one tight pass over the bytes. */
   const skipValue = () => {
+    skipSpace();
+    if (p >= end) throw bad('unexpected end');
+    const first = body[p]!;
+    if (first !== 0x5b && first !== 0x7b) {
+      if (first === 0x22) string(false);
+      else while (p < end && !isSpace(body[p]!) && body[p] !== 0x2c && body[p] !== 0x5d && body[p] !== 0x7d) p++;
+      return;
+    }
     let depth = 0;
-    do {
-      skipSpace();
-      if (p >= end) throw bad('unexpected end');
+    for (; p < end; p++) {
       const c = body[p]!;
-      if (c === 0x22) string(false);
-      else if (c === 0x5b || c === 0x7b) {
-        depth++;
-        p++;
-      } else if (c === 0x5d || c === 0x7d) {
-        if (depth === 0) throw bad('unexpected close');
-        depth--;
-        p++;
-      } else p++;
-    } while (depth > 0);
+      if (c === 0x5b || c === 0x7b) depth++;
+      else if (c === 0x5d || c === 0x7d) {
+        if (--depth === 0) {
+          p++;
+          return;
+        }
+      } else if (c === 0x22) {
+        for (p++; p < end && body[p] !== 0x22; p++) if (body[p] === 0x5c) p++;
+      }
+    }
+    throw bad('unexpected end');
   };
   const atData = () =>
     stack.length === 3 &&

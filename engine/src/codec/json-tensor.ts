@@ -71,7 +71,8 @@ export function decodeJsonTensor(
     throw invalidArgument(
       `${field}: data of ${end - start} bytes cannot hold the ${elements} values of shape ${shapeText(shape)}`,
     );
-  const sink = makeSink(dtype, elements, body, field);
+  const buf = Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  const sink = makeSink(dtype, elements, buf, field);
   const rank = shape.length;
   // counts[d]: values seen so far in the open array at depth d (1-based).
   const counts = new Array<number>(MAX_JSON_DEPTH + 2).fill(0);
@@ -208,7 +209,7 @@ export function decodeJsonTensor(
       let v: number;
       if (simple && digits <= 15) v = (neg ? -m : m) / POW10[frac]!;
       else {
-        v = Number(Buffer.from(body.buffer, body.byteOffset + s, p - s).toString('latin1'));
+        v = Number(buf.toString('latin1', s, p));
         if (Number.isNaN(v)) throw bad(`invalid number at byte ${s - start}`);
       }
       if (!Number.isFinite(v))
@@ -230,7 +231,7 @@ export function decodeJsonTensor(
   return sink.finish();
 }
 
-function makeSink(dtype: TensorDType, elements: number, body: Uint8Array, field: string): Sink {
+function makeSink(dtype: TensorDType, elements: number, body: Buffer, field: string): Sink {
   const size = fixedElementByteSize(dtype);
   const out = size === null ? new Uint8Array(0) : new Uint8Array(elements * size);
   const dv = new DataView(out.buffer);
@@ -251,7 +252,7 @@ function makeSink(dtype: TensorDType, elements: number, body: Uint8Array, field:
     string: noString,
     finish: () => out,
   });
-  const text = (s: number, e: number) => Buffer.from(body.buffer, body.byteOffset + s, e - s).toString('latin1');
+  const text = (s: number, e: number) => body.toString('latin1', s, e);
   const bigs = (signed: boolean): Sink => {
     const put = (i: number, b: bigint, shown: unknown) => {
       if (signed ? b < -(2n ** 63n) || b >= 2n ** 63n : b < 0n || b >= 2n ** 64n) throw bad(i, shown);

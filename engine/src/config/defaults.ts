@@ -87,6 +87,9 @@ export const ENDPOINTS_DEFAULTS: EndpointsConfig = {
   maxConcurrentRequests: 64,
   maxRecvMsgBytes: 268435456,
   maxSendMsgBytes: 268435456,
+  maxJsonBytes: 67108864,
+  httpRequestTimeoutSeconds: 300,
+  httpHeadersTimeoutSeconds: 60,
   allowSharedMemory: true,
 };
 

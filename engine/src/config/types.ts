@@ -72,6 +72,11 @@ export interface EndpointsConfig {
   readonly maxConcurrentRequests: number;
   readonly maxRecvMsgBytes: number;
   readonly maxSendMsgBytes: number;
+  /** Largest JSON part of an HTTP request (below maxRecvMsgBytes: JSON costs CPU to decode). */
+  readonly maxJsonBytes: number;
+  /** An HTTP request (headers and body) must have arrived within this. */
+  readonly httpRequestTimeoutSeconds: number;
+  readonly httpHeadersTimeoutSeconds: number;
   readonly allowSharedMemory: boolean;
 }
 

@@ -157,6 +157,9 @@ function parseEndpoints(r: MappingReader): EndpointsConfig {
     maxConcurrentRequests: r.int('max_concurrent_requests', d.maxConcurrentRequests, RANGES.positiveInt),
     maxRecvMsgBytes: r.bytes('max_recv_msg_bytes', d.maxRecvMsgBytes, RANGES.messageBytes),
     maxSendMsgBytes: r.bytes('max_send_msg_bytes', d.maxSendMsgBytes, RANGES.messageBytes),
+    maxJsonBytes: r.bytes('max_json_bytes', d.maxJsonBytes, RANGES.messageBytes),
+    httpRequestTimeoutSeconds: r.number('http_request_timeout_seconds', d.httpRequestTimeoutSeconds, RANGES.positive),
+    httpHeadersTimeoutSeconds: r.number('http_headers_timeout_seconds', d.httpHeadersTimeoutSeconds, RANGES.positive),
     allowSharedMemory: r.bool('allow_shared_memory', d.allowSharedMemory),
   };
   r.finish();

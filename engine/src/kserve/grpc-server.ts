@@ -22,6 +22,7 @@ import { invalidArgument, ServeError, toGrpcStatus } from '@hloserve/common/erro
 import { fromGrpcRequest, toGrpcResponse } from './grpc-infer-adapter.js';
 import { requestDeadline } from './deadline.js';
 import { installGrpcTimeoutClamp } from './grpc-timeout.js';
+import { setClampedTimeout } from '@hloserve/common/timers';
 import { systemClock } from '../scheduler/clock.js';
 import type { InferenceService, ModelStatisticsJson } from './service.js';
 
@@ -332,7 +333,7 @@ export async function startGrpcServer(
     port: bound,
     close: (graceMs = 10_000) =>
       new Promise<void>((resolve) => {
-        const timer = setTimeout(() => {
+        const timer = setClampedTimeout(() => {
           server.forceShutdown();
           resolve();
         }, graceMs);

@@ -41,7 +41,7 @@ export interface HttpServerOptions {
 /** A Fastify/Node error (414, 413, content-type, JSON) as a catalogue error. */
 function fastifyError(err: { statusCode?: number; code?: string; message: string }): ServeError {
   if (err instanceof ServeError) return err;
-  const status = err.statusCode ?? 500;
+  const status = err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 414 : (err.statusCode ?? 500);
   const text = `${err.code ? `${err.code}: ` : ''}${err.message.slice(0, 200)}`;
   if (status === 413) return new ServeError('HLO_ERR_MESSAGE_TOO_LARGE', text);
   if (status === 408) return new ServeError('HLO_ERR_DEADLINE_EXCEEDED', text);
@@ -70,6 +70,30 @@ export function buildHttpServer(service: InferenceService, options: HttpServerOp
     return503OnClosing: true,
     maxParamLength: HTTP_LIMIT_DEFAULTS.maxParamLength,
     requestTimeout,
+    // Errors the router answers itself (a path segment past maxParamLength: 414, a bad URL
+    // encoding): the catalogue's status and body.
+    frameworkErrors: (err, _req, reply) => sendError(reply, fastifyError(err)),
+    // Errors Node answers before Fastify sees the request (a header block past the limit, a
+    // request that did not arrive in time, a malformed request line): the catalogue's status and
+    // body, then the connection closes.
+    clientErrorHandler: (err: NodeJS.ErrnoException, socket: Duplex) => {
+      if (!socket.writable) {
+        socket.destroy();
+        return;
+      }
+      const e =
+        err.code === 'HPE_HEADER_OVERFLOW'
+          ? new ServeError('HLO_ERR_MESSAGE_TOO_LARGE', 'request headers exceed the server limit')
+          : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+            ? new ServeError('HLO_ERR_DEADLINE_EXCEEDED', `the request did not arrive within ${requestTimeout} ms`)
+            : invalidArgument(`malformed HTTP request (${err.code ?? 'parse error'})`);
+      const { status, body } = toHttpStatus(e);
+      const text = JSON.stringify(body);
+      socket.end(
+        `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nConnection: close\r\nContent-Type: application/json\r\n` +
+          `Content-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`,
+      );
+    },
     // Node checks the request and headers timeouts on this interval; a tenth keeps a stalled
     // request's overrun small.
     http: {
@@ -83,10 +107,11 @@ export function buildHttpServer(service: InferenceService, options: HttpServerOp
     const max = req.headers['inference-header-content-length'] === undefined ? jsonLimit : limit;
     const kind = max === limit ? 'request body' : 'JSON body';
     const declared = Number(req.headers['content-length']);
-    // A declared length within the limit gets its buffer up front: no growing list of chunks and
-    // no second copy of a large body on the event loop.
-    let buf: Buffer | null =
-      Number.isSafeInteger(declared) && declared > 0 && declared <= max ? Buffer.allocUnsafeSlow(declared) : null;
+    const known = Number.isSafeInteger(declared) && declared > 0 && declared <= max;
+    // A large body goes into one buffer of its declared length, so no second copy of it blocks the
+    // event loop at the end. The buffer is taken only once a quarter of the body has arrived: a
+    // client that declares 256 MiB and sends nothing makes the server allocate nothing.
+    let buf: Buffer | null = null;
     const chunks: Buffer[] = [];
     let size = 0;
     payload.on('data', (c: Buffer) => {
@@ -95,11 +120,20 @@ export function buildHttpServer(service: InferenceService, options: HttpServerOp
       if (size > max) {
         buf = null;
         chunks.length = 0;
-      } else if (buf !== null && size <= buf.byteLength) c.copy(buf, at);
-      else {
-        if (buf !== null) chunks.push(buf.subarray(0, at));
-        buf = null;
+      } else if (buf !== null) {
+        if (size <= buf.byteLength) c.copy(buf, at);
+        else {
+          chunks.push(buf.subarray(0, at), c);
+          buf = null;
+        }
+      } else {
         chunks.push(c);
+        if (known && size >= declared / 4 && declared > 1 << 20 && chunks.length > 1 && size <= declared) {
+          buf = Buffer.allocUnsafeSlow(declared);
+          let o = 0;
+          for (const x of chunks) o += x.copy(buf, o);
+          chunks.length = 0;
+        }
       }
     });
     payload.on('error', (err: Error) => done(err, undefined));
@@ -110,7 +144,8 @@ export function buildHttpServer(service: InferenceService, options: HttpServerOp
           undefined,
         );
       } else if (buf !== null) {
-        done(null, size === buf.byteLength ? buf : buf.subarray(0, size));
+        const whole: Buffer = buf;
+        done(null, size === whole.byteLength ? whole : whole.subarray(0, size));
       } else {
         done(null, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
       }
@@ -122,28 +157,6 @@ export function buildHttpServer(service: InferenceService, options: HttpServerOp
   app.setNotFoundHandler((req, reply) =>
     sendError(reply, invalidArgument(`no route for ${req.method} ${quote(req.url, 200)}`)),
   );
-  // Errors Node answers itself, before Fastify sees the request (a header block past the limit, a
-  // request that did not arrive in time, a malformed request line): the catalogue's status and
-  // body, then the connection closes.
-  app.server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
-    if (!socket.writable) {
-      socket.destroy();
-      return;
-    }
-    const e =
-      err.code === 'HPE_HEADER_OVERFLOW'
-        ? new ServeError('HLO_ERR_MESSAGE_TOO_LARGE', 'request headers exceed the server limit')
-        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-          ? new ServeError('HLO_ERR_DEADLINE_EXCEEDED', `the request did not arrive within ${requestTimeout} ms`)
-          : invalidArgument(`malformed HTTP request (${err.code ?? 'parse error'})`);
-    const { status, body } = toHttpStatus(e);
-    const text = JSON.stringify(body);
-    socket.end(
-      `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nConnection: close\r\nContent-Type: application/json\r\n` +
-        `Content-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`,
-    );
-  });
-
   const jsonBody = (req: FastifyRequest): Record<string, unknown> => {
     const b = req.body as Buffer | undefined;
     if (!b || b.byteLength === 0) return {};

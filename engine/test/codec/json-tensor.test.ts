@@ -1,0 +1,81 @@
+import assert from 'node:assert/strict';
+import { suite, test } from 'node:test';
+import { ServeError } from '@hloserve/common/errors';
+import { decodeJsonTensor, MAX_JSON_DEPTH } from '../../src/codec/json-tensor.js';
+import { scanInferJson } from '../../src/codec/json-skeleton.js';
+
+const dec = (text: string, datatype: string, shape: number[]) => {
+  const b = Buffer.from(text);
+  return Buffer.from(decodeJsonTensor(b, 0, b.byteLength, datatype, shape, 'd'));
+};
+const refused = (text: string, datatype: string, shape: number[], re?: RegExp) =>
+  assert.throws(
+    () => dec(text, datatype, shape),
+    (e: unknown) => e instanceof ServeError && e.code === 'HLO_ERR_INVALID_ARGUMENT' && (!re || re.test(e.message)),
+  );
+
+suite('JSON tensor data, decoded straight into typed buffers', () => {
+  test('flat and nested forms give the same bytes; numbers are read exactly', () => {
+    const flat = dec('[0.1, -2.5e-3, 3, 1e-7, 123456.789, -0]', 'FP64', [2, 3]);
+    const nested = dec('[[0.1,-2.5e-3,3],[1e-7,123456.789,-0]]', 'FP64', [2, 3]);
+    assert.deepEqual(flat, nested);
+    assert.deepEqual([...new Float64Array(flat.buffer, flat.byteOffset, 6)], [0.1, -2.5e-3, 3, 1e-7, 123456.789, -0]);
+    const long = dec('[0.12437311935807422, 3.141592653589793238]', 'FP64', [2]);
+    assert.deepEqual([...new Float64Array(long.buffer, long.byteOffset, 2)], [Number('0.12437311935807422'), Math.PI]);
+  });
+
+  test('every integer type is range-checked; INT64/UINT64 keep every digit past 2^53', () => {
+    assert.deepEqual([...dec('[-128,127]', 'INT8', [2])], [128, 127]);
+    refused('[128]', 'INT8', [1]);
+    refused('[1.5]', 'INT32', [1]);
+    refused('[-1]', 'UINT16', [1]);
+    const i64 = dec('[9223372036854775807, "-9223372036854775808", 1e3]', 'INT64', [3]);
+    assert.deepEqual(
+      [i64.readBigInt64LE(0), i64.readBigInt64LE(8), i64.readBigInt64LE(16)],
+      [2n ** 63n - 1n, -(2n ** 63n), 1000n],
+    );
+    refused('[9223372036854775808]', 'INT64', [1]);
+    assert.equal(dec('[18446744073709551615]', 'UINT64', [1]).readBigUInt64LE(0), 2n ** 64n - 1n);
+    assert.deepEqual([...dec('[true,false,1,0]', 'BOOL', [4])], [1, 0, 1, 0]);
+  });
+
+  test('BYTES: strings with and without escapes, length-prefixed', () => {
+    const b = dec('["ab","c\\"d\\u00e9"]', 'BYTES', [2]);
+    assert.equal(b.readUInt32LE(0), 2);
+    assert.equal(b.subarray(4, 6).toString(), 'ab');
+    assert.equal(b.subarray(10).toString(), 'c"dé');
+  });
+
+  test('refused: ragged rows, mixed levels, non-finite values, nulls, counts, depth, FP16', () => {
+    refused('[[1,2,3],[4,5]]', 'FP32', [2, 3]);
+    refused('[[1,2],[3,4,5,6]]', 'FP32', [2, 3], /row/);
+    refused('[1,[2,3]]', 'FP32', [3]);
+    refused('[[1,2],3]', 'FP32', [3]);
+    refused('[1e400]', 'FP64', [1], /beyond the range/);
+    refused('[1e39]', 'FP32', [1]);
+    refused('[null]', 'FP32', [1]);
+    refused('[1,2]', 'FP32', [3]);
+    refused('[1,2,3,4]', 'FP32', [3]);
+    refused('[1,]', 'FP32', [1]);
+    refused('[1 2]', 'FP32', [2]);
+    refused('5', 'FP32', [1]);
+    refused('[1]]', 'FP32', [1]);
+    refused('['.repeat(MAX_JSON_DEPTH + 1) + ']'.repeat(MAX_JSON_DEPTH + 1), 'FP32', [0]);
+    refused('[[[1]]]', 'FP32', [1, 1]);
+    refused('[1]', 'FP16', [1], /binary/);
+    refused('[1,2,3]', 'FP32', [2 ** 20, 2 ** 20], /cannot hold/);
+  });
+
+  test('the skeleton leaves data out of JSON.parse and refuses deep nesting elsewhere', () => {
+    const body = Buffer.from('{"id":"q","inputs":[{"name":"a","data":[[1,2],[3,4]],"shape":[2,2]},{"name":"b"}]}');
+    const { doc, data } = scanInferJson(body, body.byteLength);
+    assert.deepEqual(doc, { id: 'q', inputs: [{ name: 'a', data: null, shape: [2, 2] }, { name: 'b' }] });
+    const r = data.get(0)!;
+    assert.equal(body.subarray(r.start, r.end).toString(), '[[1,2],[3,4]]');
+    assert.equal(data.size, 1);
+    const deep = Buffer.from(`{"parameters":${'['.repeat(100_000)}${']'.repeat(100_000)}}`);
+    assert.throws(() => scanInferJson(deep, deep.byteLength), /nesting/);
+    const trailing = Buffer.from('{} {}');
+    assert.throws(() => scanInferJson(trailing, trailing.byteLength), ServeError);
+  });
+});
