@@ -1,11 +1,30 @@
 // Runs every compiled test file (<pkg>/dist/test/**/*.test.js) with node's test runner.
-// --unit skips the cross-process suites in e2e/.
+// --unit skips the cross-process suites in e2e/. --with=postgres,chromium adds optional set-up
+// steps of scripts/setup-tests.mjs; HLOSERVE_TEST_SETUP=0 skips the set-up (use what is on PATH).
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { DEFAULT_STEPS, SetupNeedsAction, setupTests } from './setup-tests.mjs';
 
 const unitOnly = process.argv.includes('--unit');
 const only = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+const extraSteps = process.argv
+  .filter((a) => a.startsWith('--with='))
+  .flatMap((a) => a.slice('--with='.length).split(','))
+  .filter(Boolean);
+
+// Set up first, and stop at once if the user must act: one clear message, not a cascade of failures.
+let toolEnv = {};
+if (process.env.HLOSERVE_TEST_SETUP !== '0') {
+  const t0 = performance.now();
+  try {
+    toolEnv = setupTests([...DEFAULT_STEPS, ...extraSteps]);
+  } catch (err) {
+    console.error(`run-tests: test set-up stopped: ${err.message}`);
+    process.exit(err instanceof SetupNeedsAction ? 2 : 1);
+  }
+  console.log(`run-tests: test set-up ready in ${((performance.now() - t0) / 1000).toFixed(2)} s`);
+}
 const pkgs = ['common', 'native', 'engine', 'gateway', 'client', 'proto', ...(unitOnly ? [] : ['e2e'])];
 
 function walk(dir, out) {
@@ -33,11 +52,19 @@ const r = spawnSync(
   // --expose-gc lets the lifetime tests measure RSS after a full collection.
   {
     stdio: 'inherit',
-    env: { ...process.env, HLOSERVE_TEST: '1', NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --expose-gc`.trim() },
+    env: {
+      ...process.env,
+      ...toolEnv,
+      HLOSERVE_TEST: '1',
+      NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --expose-gc`.trim(),
+    },
   },
 );
 if (r.status !== 0 || unitOnly || only.length) process.exit(r.status ?? 1);
 
-// The exporter is Python: its tests run with pytest (installed from export/requirements.txt).
-const py = spawnSync(process.env.PYTHON ?? 'python3', ['-m', 'pytest', '-q', 'export/tests'], { stdio: 'inherit' });
+// The exporter is Python: its tests run with pytest in the exporter's own environment.
+const exportPython = toolEnv.HLOSERVE_TEST_EXPORT_PYTHON ?? process.env.PYTHON ?? 'python3';
+const py = spawnSync(exportPython, ['-m', 'pytest', '-q', '-p', 'no:cacheprovider', 'export/tests'], {
+  stdio: 'inherit',
+});
 process.exit(py.status ?? 1);

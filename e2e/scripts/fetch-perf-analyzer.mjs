@@ -9,7 +9,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const cache = resolve(process.env.HLOSERVE_CACHE_DIR ?? join(root, '.cache'));
+const cache = join(root, '.cache');
 const PIN = {
   spec: 'tritonclient==2.47.0',
   wheel: 'tritonclient-2.47.0-py3-none-manylinux1_x86_64.whl',
@@ -19,14 +19,14 @@ const PIN = {
 
 export const perfAnalyzerPath = join(cache, 'tools', 'perf_analyzer-2.47.0', 'perf_analyzer');
 
-export function ensurePerfAnalyzer() {
+export function ensurePerfAnalyzer({ python = process.env.PYTHON ?? 'python3', log = console.log } = {}) {
   if (existsSync(perfAnalyzerPath)) return perfAnalyzerPath;
   const wheels = join(cache, 'wheels');
   mkdirSync(wheels, { recursive: true });
   const wheel = join(wheels, PIN.wheel);
-  const py = process.env.PYTHON ?? 'python3';
   if (!existsSync(wheel)) {
-    const r = spawnSync(py, ['-m', 'pip', 'download', '--no-deps', '--only-binary=:all:', '-d', wheels, PIN.spec], {
+    log(`fetch-perf-analyzer: downloading ${PIN.spec} (perf_analyzer) from PyPI`);
+    const r = spawnSync(python, ['-m', 'pip', 'download', '--no-deps', '--only-binary=:all:', '-d', wheels, PIN.spec], {
       stdio: 'inherit',
     });
     if (r.status !== 0) throw new Error(`pip download ${PIN.spec} failed`);
@@ -36,7 +36,7 @@ export function ensurePerfAnalyzer() {
   const out = dirname(perfAnalyzerPath);
   mkdirSync(out, { recursive: true });
   const unzip = `import sys, zipfile, shutil\nz = zipfile.ZipFile(sys.argv[1])\nwith z.open(sys.argv[2]) as s, open(sys.argv[3], 'wb') as d: shutil.copyfileobj(s, d)`;
-  const r = spawnSync(py, ['-c', unzip, wheel, PIN.member, perfAnalyzerPath], { stdio: 'inherit' });
+  const r = spawnSync(python, ['-c', unzip, wheel, PIN.member, perfAnalyzerPath], { stdio: 'inherit' });
   if (r.status !== 0) throw new Error('could not unpack perf_analyzer');
   chmodSync(perfAnalyzerPath, 0o755);
   return perfAnalyzerPath;

@@ -10,33 +10,20 @@ export interface PerfResult {
   rows: Map<number, { throughput: number; p50: number; p99: number }>;
 }
 
-function cudartDir(): string | null {
-  const r = spawnSync(
-    process.env.PYTHON ?? 'python3',
-    ['-c', 'import nvidia.cuda_runtime as m, os; print(os.path.join(list(m.__path__)[0], "lib"))'],
-    {
-      encoding: 'utf8',
-    },
-  );
-  return r.status === 0 ? r.stdout.trim() : null;
-}
-
+/** Set by scripts/setup-tests.mjs (npm test); the fallback is where it unpacks the binary. */
 export function perfAnalyzerBinary(): string {
-  const bin = join(
-    process.env.HLOSERVE_CACHE_DIR ?? join(repoRoot, '.cache'),
-    'tools',
-    'perf_analyzer-2.47.0',
-    'perf_analyzer',
-  );
+  const bin =
+    process.env.HLOSERVE_PERF_ANALYZER ?? join(repoRoot, '.cache', 'tools', 'perf_analyzer-2.47.0', 'perf_analyzer');
   if (!existsSync(bin))
-    throw new Error(`perf_analyzer is not installed: run 'node e2e/scripts/fetch-perf-analyzer.mjs'`);
+    throw new Error(`perf_analyzer is not installed: run 'node scripts/setup-tests.mjs perf-analyzer'`);
   return bin;
 }
 
 /** Runs Triton's perf_analyzer and parses its per-concurrency summary. */
 export function runPerfAnalyzer(args: readonly string[], timeoutMs = 300_000): PerfResult {
-  const lib = cudartDir();
-  if (!lib) throw new Error('perf_analyzer needs libcudart.so.12: pip install -r e2e/requirements.txt');
+  // libb64 and libcudart.so.12, unpacked by the set-up step (perf_analyzer never needs a GPU here).
+  const lib = process.env.HLOSERVE_PERF_ANALYZER_LD_PATH;
+  if (!lib) throw new Error("perf_analyzer's libraries are not set up: run the tests with npm test");
   const r = spawnSync(perfAnalyzerBinary(), args, {
     encoding: 'utf8',
     timeout: timeoutMs,

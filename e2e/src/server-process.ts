@@ -93,12 +93,22 @@ export async function startServer(env: Record<string, string> = {}, timeoutMs = 
   };
 }
 
+/**
+ * The Python the tests drive tritonclient with: the project-local environment scripts/setup-tests.mjs
+ * builds (npm test passes it as $PYTHON), else the one on PATH.
+ */
+export function testPython(): string {
+  return process.env.PYTHON ?? 'python3';
+}
+
 /** Runs a script of e2e/python and parses the JSON it prints last. Fails loudly without tritonclient. */
 export function runPython<T>(script: string, args: readonly string[], timeoutMs = 300_000): T {
-  const python = process.env.PYTHON ?? 'python3';
+  const python = testPython();
   const probe = spawnSync(python, ['-c', 'import tritonclient.grpc, tritonclient.http, numpy'], { encoding: 'utf8' });
   if (probe.status !== 0) {
-    throw new Error(`the e2e tests need Triton's Python client: pip install -r e2e/requirements.txt\n${probe.stderr}`);
+    throw new Error(
+      `the e2e tests need Triton's Python client: run them with npm test (scripts/setup-tests.mjs sets it up)\n${probe.stderr}`,
+    );
   }
   const r = spawnSync(python, [join(pythonDir, script), ...args], {
     encoding: 'utf8',

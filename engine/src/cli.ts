@@ -5,27 +5,54 @@ import { defaultConfig, loadNodeConfig, workerSettings } from './config/node-con
 import { createLogger } from './log.js';
 import { missingServerNodeFlags } from './node-flags.js';
 import { serve } from './serve.js';
+import { checkPath } from './cli/check.js';
+import { USAGE } from './cli/usage.js';
+import { versionText } from './cli/version.js';
 
-const USAGE = `usage: hloserve serve [--config node.yaml] [--model-repo DIR] [--worker NAME]
-
-  --config      node.yaml (see docs/configuration.md); HLOSERVE_* variables override it
-  --model-repo  serve this model repository with default settings (no node.yaml)
-  --worker      which worker of node.yaml to run (default: the first)`;
+class UsageError extends Error {}
 
 async function main(): Promise<number> {
-  const { values, positionals } = parseArgs({
-    allowPositionals: true,
-    options: {
-      config: { type: 'string' },
-      'model-repo': { type: 'string' },
-      worker: { type: 'string' },
-      help: { type: 'boolean' },
-    },
-  });
-  if (values.help || positionals[0] !== 'serve') {
-    console.error(USAGE);
-    return values.help ? 0 : 2;
+  let parsed;
+  try {
+    parsed = parseArgs({
+      allowPositionals: true,
+      options: {
+        config: { type: 'string' },
+        'model-repo': { type: 'string' },
+        worker: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (err) {
+    throw new UsageError((err as Error).message);
   }
+  const { values, positionals } = parsed;
+  const [command, ...rest] = positionals;
+  if (values.help || command === 'help') {
+    console.log(USAGE);
+    return 0;
+  }
+  switch (command) {
+    case 'serve':
+      if (rest.length) throw new UsageError(`serve takes no arguments, got '${rest.join(' ')}'`);
+      return runServe(values);
+    case 'check': {
+      if (rest.length !== 1) throw new UsageError('check takes one PATH: a bundle directory or a model repository');
+      const { lines, ok } = await checkPath(rest[0]!);
+      console.log(lines.join('\n'));
+      return ok ? 0 : 1;
+    }
+    case 'version':
+      console.log(versionText());
+      return 0;
+    case undefined:
+      throw new UsageError('no command given');
+    default:
+      throw new UsageError(`unknown command '${command}'`);
+  }
+}
+
+async function runServe(values: { config?: string; 'model-repo'?: string; worker?: string }): Promise<number> {
   const loaded = values.config
     ? await loadNodeConfig(resolve(values.config))
     : { config: defaultConfig(resolve(values['model-repo'] ?? 'examples/models')), appliedOverrides: [] };
@@ -69,6 +96,7 @@ main().then(
   (code) => process.exit(code),
   (err: Error) => {
     process.stderr.write(`hloserve: ${err.message}\n`);
-    process.exit(1);
+    if (err instanceof UsageError) process.stderr.write(`\n${USAGE}\n`);
+    process.exit(err instanceof UsageError ? 2 : 1);
   },
 );

@@ -22,4 +22,4 @@ export {
   type ProgramSignature,
   type TensorType,
 } from './mlir-signature.js';
-export { resolvePlugin, cpuPluginPath, cacheDir } from './plugin.js';
+export { resolvePlugin, cpuPluginPath, cacheDir, pluginDir, pinnedPluginDir } from './plugin.js';

@@ -18,15 +18,30 @@ function pins(): Record<string, PluginPin> {
   return JSON.parse(readFileSync(join(packageRoot, 'plugins.json'), 'utf8')) as Record<string, PluginPin>;
 }
 
+/** The default state directory (node.yaml `cache_dir`): $HLOSERVE_CACHE_DIR, else <install>/.cache. */
 export function cacheDir(): string {
   return resolve(process.env.HLOSERVE_CACHE_DIR ?? join(repoRoot, '.cache'));
 }
 
-/** Where the pinned CPU plugin is unpacked by `npm install`. */
-export function cpuPluginPath(name = 'cpu'): string {
+/**
+ * Where `npm install` unpacks the pinned plugins: installed software, not state, so it has its own
+ * setting ($HLOSERVE_PLUGIN_DIR, else <install>/.cache/plugins) that the installer and the server
+ * both read. Moving the state (cache_dir) never loses the plugin.
+ */
+export function pluginDir(): string {
+  return resolve(process.env.HLOSERVE_PLUGIN_DIR ?? join(repoRoot, '.cache', 'plugins'));
+}
+
+/** The directory of one pinned plugin package (native/plugins.json) under pluginDir(). */
+export function pinnedPluginDir(name = 'cpu'): string {
   const pin = pins()[name];
   if (!pin) throw new PluginLoadError(`no plugin pin named '${name}' in native/plugins.json`);
-  return join(cacheDir(), 'plugins', `${pin.package}-${pin.version}`, pin.library);
+  return join(pluginDir(), `${pin.package}-${pin.version}`);
+}
+
+/** Where the pinned CPU plugin is unpacked by `npm install`. */
+export function cpuPluginPath(name = 'cpu'): string {
+  return join(pinnedPluginDir(name), pins()[name]!.library);
 }
 
 function findCudaPlugin(): string {

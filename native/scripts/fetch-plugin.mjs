@@ -10,13 +10,20 @@ const here = dirname(fileURLToPath(import.meta.url));
 export const repoRoot = resolve(here, '..', '..');
 export const pins = JSON.parse(readFileSync(join(here, '..', 'plugins.json'), 'utf8'));
 
-export function cacheDir() {
-  return resolve(process.env.HLOSERVE_CACHE_DIR ?? join(repoRoot, '.cache'));
+// Plugins are installed software with their own location, apart from the server's state
+// (HLOSERVE_CACHE_DIR); native/lib/plugin.ts reads the same variable at run time.
+export function pluginRoot() {
+  return resolve(process.env.HLOSERVE_PLUGIN_DIR ?? join(repoRoot, '.cache', 'plugins'));
+}
+
+/** Downloaded wheels: the checkout's .cache/wheels, or .wheels inside a custom plugin dir. */
+function wheelDir() {
+  return process.env.HLOSERVE_PLUGIN_DIR ? join(pluginRoot(), '.wheels') : join(repoRoot, '.cache', 'wheels');
 }
 
 export function pluginDir(name) {
   const pin = pins[name];
-  return join(cacheDir(), 'plugins', `${pin.package}-${pin.version}`);
+  return join(pluginRoot(), `${pin.package}-${pin.version}`);
 }
 
 function sha256(file) {
@@ -61,13 +68,13 @@ export function ensurePlugin(name, log = console.log) {
   const stamp = join(dir, '.sha256');
   if (existsSync(lib) && existsSync(stamp) && readFileSync(stamp, 'utf8').trim() === pin.sha256) return lib;
   mkdirSync(dir, { recursive: true });
-  const wheelDir = join(cacheDir(), 'wheels');
-  mkdirSync(wheelDir, { recursive: true });
-  const wheel = join(wheelDir, pin.wheel);
+  const wheels = wheelDir();
+  mkdirSync(wheels, { recursive: true });
+  const wheel = join(wheels, pin.wheel);
   if (!existsSync(wheel) || sha256(wheel) !== pin.sha256) {
     log(`hloserve: fetching ${pin.package}==${pin.version} from PyPI`);
-    download(pin, wheelDir);
-    if (!readdirSync(wheelDir).includes(pin.wheel)) throw new Error(`pip did not produce ${pin.wheel}`);
+    download(pin, wheels);
+    if (!readdirSync(wheels).includes(pin.wheel)) throw new Error(`pip did not produce ${pin.wheel}`);
   }
   const got = sha256(wheel);
   if (got !== pin.sha256) {

@@ -4,13 +4,13 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { cacheDir } from '../lib/index.js';
+import { pinnedPluginDir } from '../lib/index.js';
 
 const pkg = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 test('our PJRT ABI declarations match the header shipped in the xla-cpu-pjrt wheel', () => {
   const pin = JSON.parse(readFileSync(join(pkg, 'plugins.json'), 'utf8'))['cpu-openxla'];
-  const header = join(cacheDir(), 'plugins', `${pin.package}-${pin.version}`, pin.header);
+  const header = join(pinnedPluginDir('cpu-openxla'), pin.header);
   assert.ok(existsSync(header), `reference header missing at ${header}: run 'npm install'`);
   const r = spawnSync(
     process.env.CXX ?? 'g++',

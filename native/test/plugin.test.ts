@@ -10,17 +10,29 @@ suite('plugin resolution and loading', () => {
     assert.match(resolvePlugin('cpu'), /lammps-jax-pjrt-cpu-0\.11\.2\/.*pjrt_c_api_cpu_plugin\.so$/);
   });
 
-  test('EXPECTED FAILURE - a missing plugin says what to run', () => {
+  test('a fresh state directory (HLOSERVE_CACHE_DIR) keeps the installed plugin', () => {
+    const installed = resolvePlugin('cpu');
     const saved = process.env.HLOSERVE_CACHE_DIR;
-    process.env.HLOSERVE_CACHE_DIR = mkdtempSync(join(tmpdir(), 'hlo-empty-cache-'));
+    process.env.HLOSERVE_CACHE_DIR = mkdtempSync(join(tmpdir(), 'hlo-fresh-state-'));
+    try {
+      assert.equal(resolvePlugin('cpu'), installed);
+    } finally {
+      if (saved === undefined) delete process.env.HLOSERVE_CACHE_DIR;
+      else process.env.HLOSERVE_CACHE_DIR = saved;
+    }
+  });
+
+  test('EXPECTED FAILURE - a missing plugin says what to run', () => {
+    const saved = process.env.HLOSERVE_PLUGIN_DIR;
+    process.env.HLOSERVE_PLUGIN_DIR = mkdtempSync(join(tmpdir(), 'hlo-empty-plugins-'));
     try {
       assert.throws(
         () => resolvePlugin('cpu'),
         (e: unknown) => e instanceof PluginLoadError && /run 'npm install'/.test(e.message),
       );
     } finally {
-      if (saved === undefined) delete process.env.HLOSERVE_CACHE_DIR;
-      else process.env.HLOSERVE_CACHE_DIR = saved;
+      if (saved === undefined) delete process.env.HLOSERVE_PLUGIN_DIR;
+      else process.env.HLOSERVE_PLUGIN_DIR = saved;
     }
     assert.throws(() => resolvePlugin('/nonexistent/plugin.so'), PluginLoadError);
   });

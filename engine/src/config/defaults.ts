@@ -28,8 +28,8 @@ export const LOG_LEVELS: readonly LogLevel[] = ['trace', 'debug', 'info', 'warn'
 export const PLUGIN_NAMES: readonly string[] = ['cpu', 'cpu-openxla', 'cuda'];
 
 /**
- * The default cache_dir is the directory native/ already uses for the pinned PJRT plugins
- * ($HLOSERVE_CACHE_DIR, else <install>/.cache), so that one variable moves every cache at once.
+ * The default cache_dir, hloserve's state ($HLOSERVE_CACHE_DIR, else <install>/.cache). The fetched
+ * plugins are installed software with their own setting ($HLOSERVE_PLUGIN_DIR, native/lib/plugin.ts).
  */
 export function defaultCacheDir(): string {
   return nativeCacheDir();

@@ -1,0 +1,17 @@
+/** `hloserve --help`. docs/cli.md quotes it verbatim and a test keeps the two equal. */
+export const USAGE = `usage: hloserve <command> [options]
+
+commands:
+  serve [--config FILE] [--model-repo DIR] [--worker NAME]
+              serve models over KServe V2 (gRPC, HTTP), with metrics and the console
+  check PATH  validate a bundle directory, or every bundle of a model repository,
+              and print each model's inputs and outputs or its errors
+  version     print the versions of hloserve, Node.js and the pinned CPU plugin
+  help        print this text (also --help, -h)
+
+serve options:
+  --config FILE     node.yaml (see docs/configuration.md); HLOSERVE_* variables override it
+  --model-repo DIR  serve this model repository with default settings (no node.yaml)
+  --worker NAME     which worker of node.yaml to run (default: the first)
+
+exit status: 0 success, 1 failure (check: a bundle is invalid), 2 usage error`;
