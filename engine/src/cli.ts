@@ -5,12 +5,15 @@ import { defaultConfig, loadNodeConfig, workerSettings } from './config/node-con
 import { createLogger } from './log.js';
 import { missingServerNodeFlags } from './node-flags.js';
 import { serve } from './serve.js';
+import { runSupervisor, wantsSupervisor } from './supervisor/run.js';
 
 const USAGE = `usage: hloserve serve [--config node.yaml] [--model-repo DIR] [--worker NAME]
+                     [--workers N|auto] [--routing MODE] [--base-port P] [--replicas model=n,...]
 
   --config      node.yaml (see docs/configuration.md); HLOSERVE_* variables override it
   --model-repo  serve this model repository with default settings (no node.yaml)
-  --worker      which worker of node.yaml to run (default: the first)`;
+  --worker      which worker of node.yaml to run (default: the first)
+  --workers     run N workers (or one per NVIDIA GPU) behind the gateway (docs/gateway.md)`;
 
 async function main(): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -19,6 +22,10 @@ async function main(): Promise<number> {
       config: { type: 'string' },
       'model-repo': { type: 'string' },
       worker: { type: 'string' },
+      workers: { type: 'string' },
+      routing: { type: 'string' },
+      'base-port': { type: 'string' },
+      replicas: { type: 'string' },
       help: { type: 'boolean' },
     },
   });
@@ -29,6 +36,11 @@ async function main(): Promise<number> {
   const loaded = values.config
     ? await loadNodeConfig(resolve(values.config))
     : { config: defaultConfig(resolve(values['model-repo'] ?? 'examples/models')), appliedOverrides: [] };
+  const flags = { ...values, basePort: values['base-port'] };
+  if (wantsSupervisor(loaded.config, flags)) {
+    const log = createLogger(loaded.config.global.logging.level, { worker: 'supervisor' });
+    return runSupervisor(loaded.config, values.config ? resolve(values.config) : null, flags, log);
+  }
   const settings = workerSettings(loaded.config, values.worker);
   const log = createLogger(settings.logging.level, {
     worker: values.worker ?? loaded.config.workers[0]?.name ?? 'worker0',

@@ -27,6 +27,11 @@ const BROKE_MID_CALL = /Connection dropped|ECONNRESET|RST_STREAM|Stream refused|
 /** The worker's admission refusals (common/errors: model not ready, shutting down). */
 const WORKER_REFUSED = /not ready|shutting down|is not loaded/i;
 
+/** True when grpc-js never reached the worker (the worker is down, not busy). */
+export function neverConnected(details: string): boolean {
+  return NEVER_CONNECTED.test(details);
+}
+
 /** Classifies a failed worker call; every code but UNAVAILABLE and NOT_FOUND is the worker's answer. */
 export function classifyFailure(f: WorkerFailure): Outcome {
   switch (f.code) {
