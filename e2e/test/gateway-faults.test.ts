@@ -27,13 +27,15 @@ suite('faults behind the gateway: kill -9 a worker under load', () => {
       'lpt_packing',
       '--replicas',
       'mlp=2',
+      '--spares',
+      '1',
     ]);
   });
   after(async () => {
     assert.equal(await server.stop(), 0);
   });
 
-  test('16 callers on a model with two replicas: zero failed requests, the worker back within 5 s', async () => {
+  test('16 callers on a model with two replicas: zero failed requests, the worker back within 5 s', async (t) => {
     const metricsUrl = `http://127.0.0.1:${server.ports.metrics}/metrics`;
     const placed = async () =>
       [
@@ -68,13 +70,14 @@ suite('faults behind the gateway: kill -9 a worker under load', () => {
     assert.ok(pid, `pid of ${victim}`);
     const killedAt = Date.now();
     process.kill(pid, 'SIGKILL');
-    // Back: the supervisor restarted it and it listens again.
+    // Back: a warm spare took the name, and the gateway's health round found it ready.
     let backMs = -1;
+    const readyRe = new RegExp(`^hloserve_gateway_worker_ready\\{worker="${victim}"\\} 1`, 'm');
     while (Date.now() - killedAt < 30_000) {
-      const relisten = server.logs.filter(
-        (l) => l.includes(`"worker":"${victim}"`) && l.includes('"msg":"worker listening"'),
+      const replaced = server.logs.some(
+        (l) => l.includes('a spare takes its place') && l.includes(`"name":"${victim}"`),
       );
-      if (relisten.length >= 2) {
+      if (replaced && readyRe.test(await (await fetch(metricsUrl)).text())) {
         backMs = Date.now() - killedAt;
         break;
       }
@@ -87,5 +90,7 @@ suite('faults behind the gateway: kill -9 a worker under load', () => {
     assert.ok(ok > before, 'requests kept completing');
     assert.ok(backMs > 0 && backMs <= 5000, `${victim} back in ${backMs} ms`);
     assert.deepEqual((await placed()).sort(), replicas.sort(), 'the placement still holds both replicas');
+    const retries = /^hloserve_gateway_retries_total (\d+)/m.exec(await (await fetch(metricsUrl)).text())?.[1];
+    t.diagnostic(`${ok} requests ok, ${failures.length} failed, ${retries} re-sent, ${victim} back in ${backMs} ms`);
   });
 });

@@ -8,7 +8,7 @@ import { serve } from './serve.js';
 import { runSupervisor, wantsSupervisor } from './supervisor/run.js';
 
 const USAGE = `usage: hloserve serve [--config node.yaml] [--model-repo DIR] [--worker NAME]
-                     [--workers N|auto] [--routing MODE] [--base-port P] [--replicas model=n,...]
+                     [--workers N|auto] [--routing MODE] [--base-port P] [--replicas m=n,...] [--spares N]
 
   --config      node.yaml (see docs/configuration.md); HLOSERVE_* variables override it
   --model-repo  serve this model repository with default settings (no node.yaml)
@@ -26,6 +26,7 @@ async function main(): Promise<number> {
       routing: { type: 'string' },
       'base-port': { type: 'string' },
       replicas: { type: 'string' },
+      spares: { type: 'string' },
       help: { type: 'boolean' },
     },
   });

@@ -13,6 +13,7 @@ export interface SuperviseFlags {
   readonly routing?: string;
   readonly basePort?: string;
   readonly replicas?: string;
+  readonly spares?: string;
   /** --worker NAME: run one worker of node.yaml, never a supervisor. */
   readonly worker?: string;
 }
@@ -54,6 +55,7 @@ export async function runSupervisor(
     basePort,
     mode,
     replicas: parseReplicas(flags.replicas),
+    spares: Number(flags.spares ?? 0) || 0,
     log,
   });
   let stopping: Promise<void> | null = null;

@@ -27,6 +27,12 @@ export interface SupervisorOptions {
   readonly mode: RoutingMode;
   /** Per-model replica counts for lpt_packing (model -> count). */
   readonly replicas: ReadonlyMap<string, number>;
+  /**
+   * Warm spares (count mode only): extra workers started and kept listening outside the gateway.
+   * When a worker dies, a listening spare takes its name at once and a new spare starts in the
+   * background, so recovery does not wait for a process start and model compiles.
+   */
+  readonly spares: number;
   readonly log: Logger;
   /** Where tagged child log lines go (default: stderr). */
   readonly write?: (line: string) => void;
@@ -34,7 +40,7 @@ export interface SupervisorOptions {
 
 interface Slot {
   readonly name: string;
-  readonly proc: WorkerProcess;
+  proc: WorkerProcess;
 }
 
 const CLI = fileURLToPath(new URL('../cli.js', import.meta.url));
@@ -46,64 +52,33 @@ const workerAddress = (host: string, p: WorkerPorts): WorkerSpec['address'] => {
 
 export class Supervisor {
   private readonly slots: Slot[] = [];
+  private readonly spares: WorkerProcess[] = [];
+  private spareSeq = 0;
   private gateway: RunningGateway | null = null;
+  private host = '127.0.0.1';
 
   constructor(private readonly opts: SupervisorOptions) {}
 
   /** Starts every worker, waits until each listens, then the gateway on the public ports. */
   async start(): Promise<RunningGateway> {
     const { config, log } = this.opts;
-    const write = this.opts.write ?? ((l: string) => process.stderr.write(l));
     const host = config.global.endpoints.host;
     const count = this.opts.devices?.length ?? config.workers.length;
-    const port = (offset: number, i: number) => (this.opts.basePort === 0 ? 0 : this.opts.basePort + offset + i);
     const firstListen = new Map<string, () => void>();
     const listening = new Map<string, Promise<void>>();
 
+    this.host = host;
     for (let i = 0; i < count; i++) {
       const explicit = this.opts.devices === null ? config.workers[i]! : null;
       const name = explicit?.name ?? `worker${i}`;
-      const env: Record<string, string> = { HLOSERVE_SUPERVISED: '1' };
-      const args = [...SERVER_NODE_FLAGS, CLI, 'serve'];
-      if (this.opts.configFile) args.push('--config', this.opts.configFile);
-      else args.push('--model-repo', config.modelRepo);
-      if (explicit && !explicit.implicit) {
-        // node.yaml gives each listed worker its own ports (it rejects collisions).
-        args.push('--worker', name);
-      } else {
-        env['HLOSERVE_ENDPOINTS_GRPC_PORT'] = String(port(0, i));
-        env['HLOSERVE_ENDPOINTS_HTTP_PORT'] = String(port(100, i));
-        env['HLOSERVE_ENDPOINTS_METRICS_PORT'] = String(port(200, i));
-        env['HLOSERVE_ENDPOINTS_CONSOLE_PORT'] = String(port(300, i));
-        const dev = this.opts.devices?.[i];
-        if (dev?.cudaVisibleDevices != null) {
-          env['CUDA_VISIBLE_DEVICES'] = dev.cudaVisibleDevices;
-          env['HLOSERVE_RUNTIME_DEVICE_ORDINAL'] = '0';
-        }
-      }
       listening.set(name, new Promise<void>((r) => firstListen.set(name, r)));
-      const proc = new WorkerProcess(
-        { name, command: process.execPath, args, env, stopGraceMs: 15_000 },
-        {
-          log: write,
-          started: (n, pid) => log.info('worker started', { name: n, pid }),
-          listening: (n, p) => {
-            firstListen.get(n)?.();
-            this.gateway?.gateway.setWorker({ name: n, address: workerAddress(host, p) });
-          },
-          exited: (n, code, signal, restartInMs) => {
-            if (restartInMs === null) log.info('worker stopped', { name: n, code, signal });
-            else {
-              log.warn('worker exited; restarting', { name: n, code, signal, restartInMs });
-              this.gateway?.gateway.fleet.markDown(n);
-            }
-          },
-        },
-      );
+      const proc = this.makeProcess(name, i, explicit !== null && !explicit.implicit, (n) => firstListen.get(n)?.());
       this.slots.push({ name, proc });
     }
     for (const s of this.slots) s.proc.start();
-    await Promise.all(listening.values());
+    const spares =
+      this.opts.devices === null ? [] : Array.from({ length: this.opts.spares }, (_, j) => this.startSpare(count + j));
+    await Promise.all([...listening.values(), ...spares]);
 
     const ep = config.global.endpoints;
     this.gateway = await serveGateway(
@@ -141,6 +116,85 @@ export class Supervisor {
     return this.gateway;
   }
 
+  private portFor(offset: number, i: number): number {
+    return this.opts.basePort === 0 ? 0 : this.opts.basePort + offset + i;
+  }
+
+  /** A worker process on port index `i`; a listed worker of node.yaml keeps its own ports. */
+  private makeProcess(name: string, i: number, listed: boolean, onFirstListen: (name: string) => void): WorkerProcess {
+    const { config, log } = this.opts;
+    const write = this.opts.write ?? ((l: string) => process.stderr.write(l));
+    const env: Record<string, string> = { HLOSERVE_SUPERVISED: '1' };
+    const args = [...SERVER_NODE_FLAGS, CLI, 'serve'];
+    if (this.opts.configFile) args.push('--config', this.opts.configFile);
+    else args.push('--model-repo', config.modelRepo);
+    if (listed) {
+      // node.yaml gives each listed worker its own ports (it rejects collisions).
+      args.push('--worker', name);
+    } else {
+      env['HLOSERVE_ENDPOINTS_GRPC_PORT'] = String(this.portFor(0, i));
+      env['HLOSERVE_ENDPOINTS_HTTP_PORT'] = String(this.portFor(100, i));
+      env['HLOSERVE_ENDPOINTS_METRICS_PORT'] = String(this.portFor(200, i));
+      env['HLOSERVE_ENDPOINTS_CONSOLE_PORT'] = String(this.portFor(300, i));
+      const dev = this.opts.devices?.[i];
+      if (dev?.cudaVisibleDevices != null) {
+        env['CUDA_VISIBLE_DEVICES'] = dev.cudaVisibleDevices;
+        env['HLOSERVE_RUNTIME_DEVICE_ORDINAL'] = '0';
+      }
+    }
+    const proc: WorkerProcess = new WorkerProcess(
+      { name, command: process.execPath, args, env, stopGraceMs: 15_000 },
+      {
+        log: write,
+        started: (n, pid) => log.info('worker started', { name: n, pid }),
+        listening: (n, p) => {
+          onFirstListen(n);
+          const slot = this.slots.find((s) => s.proc === proc);
+          if (slot) this.gateway?.gateway.setWorker({ name: slot.name, address: workerAddress(this.host, p) });
+        },
+        exited: (n, code, signal, restartInMs) => {
+          if (restartInMs === null) {
+            log.info('worker stopped', { name: n, code, signal });
+            return false;
+          }
+          const slot = this.slots.find((s) => s.proc === proc);
+          if (!slot) {
+            log.warn('spare exited; restarting', { name: n, code, signal, restartInMs });
+            return true;
+          }
+          this.gateway?.gateway.fleet.markDown(slot.name);
+          const spareAt = this.spares.findIndex((sp) => sp.ports !== null);
+          if (spareAt >= 0) {
+            const spare = this.spares.splice(spareAt, 1)[0]!;
+            slot.proc = spare;
+            log.warn('worker exited; a spare takes its place', {
+              name: slot.name,
+              spare: spare.spec.name,
+              code,
+              signal,
+            });
+            this.gateway?.gateway.setWorker({ name: slot.name, address: workerAddress(this.host, spare.ports!) });
+            // The dead worker's ports are free again: the new spare takes them.
+            void this.startSpare(this.slots.indexOf(slot));
+            return false;
+          }
+          log.warn('worker exited; restarting', { name: n, code, signal, restartInMs });
+          return true;
+        },
+      },
+    );
+    return proc;
+  }
+
+  /** Resolves when the spare first listens (startup waits for spares too: a spare still compiling is no spare). */
+  private startSpare(portIndex: number): Promise<void> {
+    return new Promise((resolve) => {
+      const p = this.makeProcess(`spare${this.spareSeq++}`, portIndex, false, () => resolve());
+      this.spares.push(p);
+      p.start();
+    });
+  }
+
   workerPid(name: string): number | undefined {
     return this.slots.find((s) => s.name === name)?.proc.pid;
   }
@@ -148,7 +202,7 @@ export class Supervisor {
   /** Drains the gateway (in-flight calls finish), then stops every worker (each drains). */
   async stop(): Promise<void> {
     await this.gateway?.stop();
-    await Promise.all(this.slots.map((s) => s.proc.stop()));
+    await Promise.all([...this.slots.map((s) => s.proc.stop()), ...this.spares.map((p) => p.stop())]);
     this.opts.log.info('stopped');
   }
 }

@@ -27,7 +27,11 @@ export interface WorkerProcessSpec {
 export interface WorkerEvents {
   started(name: string, pid: number | undefined): void;
   listening(name: string, ports: WorkerPorts): void;
-  exited(name: string, code: number | null, signal: NodeJS.Signals | null, restartInMs: number | null): void;
+  /**
+   * The process ended. Returning false means the supervisor replaced it (a spare took its place):
+   * it is not restarted. `restartInMs` is null when the exit was asked for.
+   */
+  exited(name: string, code: number | null, signal: NodeJS.Signals | null, restartInMs: number | null): boolean;
   log(line: string): void;
 }
 
@@ -81,7 +85,7 @@ export class WorkerProcess {
       this.consecutive++;
       this.restarts++;
       const delay = restartDelayMs(this.consecutive);
-      this.events.exited(this.spec.name, code, signal, delay);
+      if (!this.events.exited(this.spec.name, code, signal, delay)) return;
       this.restartTimer = setClampedTimeout(() => {
         this.restartTimer = null;
         if (!this.stopping) this.start();
