@@ -18,6 +18,7 @@ import {
   HealthCheckResponse,
   HealthCheckResponse_ServingStatus,
   HealthService,
+  ModelReadyResponse,
   RepositoryIndexRequest,
   RepositoryIndexResponse,
   type RepositoryIndexResponse_ModelIndex,
@@ -96,7 +97,26 @@ export function buildGatewayImplementation(gw: Gateway): UntypedServiceImplement
     serverLive: (_call: RawCall, cb: RawCb) => answer(cb, okBody(ServerLiveResponse.encode({ live: true }).finish())),
     serverReady: (_call: RawCall, cb: RawCb) =>
       answer(cb, okBody(ServerReadyResponse.encode({ ready: gw.fleet.anyReady() }).finish())),
-    modelReady: perModel('ModelReady'),
+    modelReady: (call: RawCall, cb: RawCb) => {
+      let name = '';
+      try {
+        name = peekInfer(call.request).modelName;
+      } catch {
+        /* answered by perModel */
+      }
+      // A model no worker holds is simply not ready (as a worker answers), not an error.
+      if (name !== '' && gw.fleet.holders(name).length === 0) {
+        void gw.fleet
+          .refresh()
+          .then(() =>
+            gw.fleet.holders(name).length === 0
+              ? answer(cb, okBody(ModelReadyResponse.encode({ ready: false }).finish()))
+              : perModel('ModelReady')(call, cb),
+          );
+        return;
+      }
+      perModel('ModelReady')(call, cb);
+    },
     serverMetadata: anyWorker('ServerMetadata'),
     modelMetadata: perModel('ModelMetadata'),
     modelConfig: perModel('ModelConfig'),

@@ -231,6 +231,11 @@ export async function startGatewayHttp(gw: Gateway, host: string, port: number):
     if (perModel && perModel[1] !== 'stats') {
       const model = decodeURIComponent(perModel[1]!);
       const isInfer = pathOnly.endsWith('/infer');
+      if (pathOnly.endsWith('/ready') && gw.fleet.holders(model).length === 0) {
+        await gw.fleet.refresh();
+        // Not held anywhere: not ready, as a worker answers for a model it does not know.
+        if (gw.fleet.holders(model).length === 0) return void res.writeHead(400).end();
+      }
       if (isInfer && gw.metrics.inFlight >= gw.opts.maxInFlight) {
         gw.metrics.shed++;
         return json(res, 429, { error: `the gateway has ${gw.opts.maxInFlight} requests in flight` });

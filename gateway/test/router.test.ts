@@ -86,6 +86,15 @@ suite('measured load', () => {
     assert.ok(e.utilisation(['a']).get('a')! >= 0);
   });
 
+  test('before any traffic, models spread evenly by count; replicas take distinct workers', () => {
+    const c = new PlacementController({ ...DEFAULT_PLACEMENT, replicas: new Map([['a', 2]]) });
+    const p = c.startup(['a', 'b', 'c', 'd'], ['w0', 'w1', 'w2'], new Map());
+    assert.deepEqual(p.placement.get('a')!.workers, ['w0', 'w1']);
+    const singles = ['b', 'c', 'd'].map((m) => p.placement.get(m)!.workers[0]);
+    assert.deepEqual(singles, ['w2', 'w0', 'w1']);
+    assert.deepEqual([...p.computeLoad.values()], [1.5, 1.5, 1]);
+  });
+
   test('the controller repacks after enough fleet compute, never on an idle fleet', () => {
     const c = new PlacementController({
       ...DEFAULT_PLACEMENT,

@@ -35,13 +35,16 @@ export class PlacementController {
     this.estimator = new LoadEstimator(settings.rebalanceComputeSeconds);
   }
 
-  /** The initial placement before any traffic: models spread by memory alone. */
+  /**
+   * The placement before any traffic is measured: every model assumed equally hot, so models
+   * spread evenly by count (with zero for all, every model would tie onto the first worker).
+   */
   startup(
     models: readonly string[],
     workers: readonly string[],
     memoryCap: ReadonlyMap<string, number>,
   ): PackingResult {
-    return this.pack(new Map(models.map((m) => [m, 0])), workers, memoryCap);
+    return this.pack(new Map(models.map((m) => [m, 1])), workers, memoryCap);
   }
 
   /**
