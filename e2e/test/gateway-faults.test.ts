@@ -93,4 +93,60 @@ suite('faults behind the gateway: kill -9 a worker under load', () => {
     const retries = /^hloserve_gateway_retries_total (\d+)/m.exec(await (await fetch(metricsUrl)).text())?.[1];
     t.diagnostic(`${ok} requests ok, ${failures.length} failed, ${retries} re-sent, ${victim} back in ${backMs} ms`);
   });
+
+  test('a worker that hangs (SIGSTOP) is detected by health, killed and replaced; the replicated model never fails', async (t) => {
+    const metricsUrl = `http://127.0.0.1:${server.ports.metrics}/metrics`;
+    const text = await (await fetch(metricsUrl)).text();
+    const replicas = [...text.matchAll(/^hloserve_gateway_placement\{model="mlp",worker="(\w+)"\} 1/gm)].map(
+      (m) => m[1]!,
+    );
+    // worker0 was replaced by a spare in the test above; hang the other replica.
+    const victim = replicas.find((w) => w !== 'worker0') ?? replicas[1]!;
+    const pid = workerPids(server.logs).get(victim);
+    assert.ok(pid, `pid of ${victim}`);
+    const x = new Float32Array(784).fill(0.5);
+    let ok = 0;
+    const failures: string[] = [];
+    let running = true;
+    const caller = async () => {
+      const c = new Fp32Client(server.grpcUrl());
+      while (running) {
+        try {
+          await c.infer('mlp', 'x', [1, 784], x);
+          ok++;
+        } catch (err) {
+          failures.push((err as Error).message);
+        }
+      }
+      c.close();
+    };
+    const callers = Array.from({ length: 4 }, caller);
+    await sleep(1000);
+    const stoppedAt = Date.now();
+    process.kill(pid, 'SIGSTOP');
+    let detectedMs = -1;
+    let backMs = -1;
+    const readyRe = new RegExp(`^hloserve_gateway_worker_ready\\{worker="${victim}"\\} 1`, 'm');
+    while (Date.now() - stoppedAt < 90_000) {
+      if (
+        detectedMs < 0 &&
+        server.logs.some((l) => l.includes('stopped answering health') && l.includes(`"name":"${victim}"`))
+      )
+        detectedMs = Date.now() - stoppedAt;
+      if (detectedMs >= 0 && readyRe.test(await (await fetch(metricsUrl)).text())) {
+        backMs = Date.now() - stoppedAt;
+        break;
+      }
+      await sleep(100);
+    }
+    await sleep(1000);
+    running = false;
+    await Promise.all(callers);
+    t.diagnostic(
+      `${ok} requests ok, ${failures.length} failed; hang detected after ${detectedMs} ms, serving again after ${backMs} ms`,
+    );
+    assert.ok(detectedMs > 0, 'the hang was detected');
+    assert.ok(backMs > 0, 'the worker serves again');
+    assert.deepEqual(failures.slice(0, 5), [], `${failures.length} failed requests`);
+  });
 });
