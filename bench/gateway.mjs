@@ -3,7 +3,7 @@
 // worker, alternating within one run; (2) how evenly lpt_packing spreads skewed traffic over
 // workers against round_robin: a simulation of larger fleets from the packing code itself, and
 // a measured run of three CPU workers behind the supervisor.
-// Usage: npm run build && nice -n 10 node bench/gateway.mjs [--window-ms 3000] [--rounds 2] [--skip-measured-spread]
+// Usage: npm run build && nice -n 10 node bench/gateway.mjs [--rounds 3] [--skip-measured-spread]
 import { spawn } from 'node:child_process';
 import { get } from 'node:http';
 import { createInterface } from 'node:readline';
@@ -18,8 +18,7 @@ const arg = (name, dflt) => {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 ? process.argv[i + 1] : dflt;
 };
-const windowMs = arg('window-ms', '3000');
-const rounds = Number(arg('rounds', '2'));
+const rounds = Number(arg('rounds', '3'));
 
 console.log(`# bench/gateway, machine: ${machine()}`);
 
@@ -64,6 +63,8 @@ function startGateway(workers, extra = []) {
   });
 }
 
+// A fixed request count, not perf_analyzer's stability search, which a busy 2-core VM rarely
+// satisfies; direct and gateway runs alternate so drift hits both alike.
 function perf(url, c) {
   const r = runPerfAnalyzer([
     '-m',
@@ -74,12 +75,8 @@ function perf(url, c) {
     'grpc',
     '--concurrency-range',
     String(c),
-    '-p',
-    windowMs,
-    '-s',
-    '20',
-    '-r',
-    '6',
+    '--request-count',
+    String(c === 1 ? 2000 : 6000),
   ]);
   if (r.status !== 0) throw new Error(`perf_analyzer failed:\n${r.output}`);
   return r.rows.get(c);
@@ -158,6 +155,7 @@ function perf(url, c) {
 // example models, per-worker device time from each worker's statistics.
 if (!process.argv.includes('--skip-measured-spread')) {
   const shares = { mlp: 16, fno: 3, resnet: 1 };
+  const counts = { mlp: 4000, fno: 300, resnet: 40 };
   console.log(
     '\n## work spread, measured (3 CPU workers, perf_analyzer per model at concurrency mlp 8, fno 2, resnet 1)\n',
   );
@@ -179,7 +177,7 @@ if (!process.argv.includes('--skip-measured-spread')) {
                 const c = Math.max(1, Math.round(w / 2));
                 const child = spawn(process.execPath, [
                   '-e',
-                  `import('${join(repoRoot, 'e2e', 'dist', 'src', 'perf-analyzer.js')}').then(({runPerfAnalyzer})=>{const r=runPerfAnalyzer(['-m','${m}','-u','${url}','-i','grpc','--concurrency-range','${c}','-p','4000','-s','50','-r','3']);process.exit(r.status??1)})`,
+                  `import('${join(repoRoot, 'e2e', 'dist', 'src', 'perf-analyzer.js')}').then(({runPerfAnalyzer})=>{const r=runPerfAnalyzer(['-m','${m}','-u','${url}','-i','grpc','--concurrency-range','${c}','--request-count','${counts[m]}']);process.exit(r.status??1)})`,
                 ]);
                 child.once('exit', resolve);
               }),
@@ -212,6 +210,15 @@ if (!process.argv.includes('--skip-measured-spread')) {
         return { s, models };
       });
       const mean = perWorker.reduce((a, b) => a + b.s, 0) / 3;
+      const gwText = await httpText(`http://127.0.0.1:${node.ports.metrics}/metrics`);
+      const placement = [...gwText.matchAll(/^hloserve_gateway_placement\{model="(\w+)",worker="(\w+)"\} 1/gm)].map(
+        (m) => `${m[1]}@${m[2]}`,
+      );
+      const repacks = /^hloserve_gateway_repacks_total (\d+)/m.exec(gwText)?.[1];
+      if (mode === 'lpt_packing')
+        console.error(
+          `lpt_packing: ${repacks} packings (the first is the startup one), placement ${placement.join(' ')}`,
+        );
       console.log(
         `| ${mode} | ${perWorker.map((p) => fmt(p.s, 2)).join(', ')} | ${fmt(Math.max(...perWorker.map((p) => p.s)) / mean, 3)} | ${perWorker.map((p) => p.models).join(', ')} |`,
       );
