@@ -5,6 +5,7 @@
  * a worker that comes back). Transports (grpc-server.ts, http-server.ts) call into it.
  */
 import { type Metadata, status as Status } from '@grpc/grpc-js';
+import { ModelConfigRequest, ModelConfigResponse } from '@hloserve/proto';
 import { Fleet, INFER_SERVICE, type WorkerSpec } from './fleet.js';
 import { GatewayMetrics } from './gateway-metrics.js';
 import { DEFAULT_PLACEMENT, PlacementController, type PlacementSettings } from './placement/placement-controller.js';
@@ -61,6 +62,8 @@ export class Gateway {
   /** Shared-memory registrations made through the gateway: region name -> register request bytes. */
   private readonly shmRegions = new Map<string, Buffer>();
   private placementTimer: ReturnType<typeof setInterval> | null = null;
+  /** Largest batch per model (from a holder's ModelConfig), sizing each model's fill quantum. */
+  private readonly maxBatch = new Map<string, number>();
 
   constructor(readonly opts: GatewayOptions) {
     this.router = new Router(opts.mode, opts.fill);
@@ -89,7 +92,8 @@ export class Gateway {
       const models = this.fleet.models();
       const workers = [...this.fleet.workers.keys()];
       const first = this.placement.startup(models, workers, new Map());
-      this.router.setPlacement(first.placement, new Map());
+      await this.learnMaxBatch(models);
+      this.router.setPlacement(first.placement, this.maxBatch);
       // The first poll is the baseline the rates are measured from.
       await this.placementTick();
       this.placementTimer = setInterval(() => void this.placementTick(), this.opts.placementIntervalMs);
@@ -113,7 +117,31 @@ export class Gateway {
       new Map(),
       force,
     );
-    if (result) this.router.setPlacement(result.placement, new Map());
+    if (result) {
+      await this.learnMaxBatch(this.fleet.models());
+      this.router.setPlacement(result.placement, this.maxBatch);
+    }
+  }
+
+  private async learnMaxBatch(models: readonly string[]): Promise<void> {
+    const body = (name: string) => Buffer.from(ModelConfigRequest.encode({ name, version: '' }).finish());
+    await Promise.all(
+      models
+        .filter((m) => !this.maxBatch.has(m))
+        .map(async (m) => {
+          const w = this.fleet.workers.get(this.fleet.holders(m)[0] ?? '');
+          if (!w) return;
+          const a = await w.call(
+            `${INFER_SERVICE}/ModelConfig`,
+            body(m),
+            Date.now() + 2000,
+            undefined,
+            undefined,
+            true,
+          );
+          if (a.ok) this.maxBatch.set(m, ModelConfigResponse.decode(a.body!).config?.maxBatchSize ?? 0);
+        }),
+    );
   }
 
   /** Forwards one ModelInfer body; the answer is the worker's, bytes untouched. */
