@@ -29,7 +29,11 @@ export interface ServerProcess {
  * Starts `hloserve serve` as a child process on free ports (every port 0) and resolves once it
  * logs that it is listening. `env` adds HLOSERVE_* overrides.
  */
-export async function startServer(env: Record<string, string> = {}, timeoutMs = 120_000): Promise<ServerProcess> {
+export async function startServer(
+  env: Record<string, string> = {},
+  timeoutMs = 120_000,
+  args: readonly string[] = [],
+): Promise<ServerProcess> {
   const child = spawn(
     process.execPath,
     [
@@ -38,6 +42,7 @@ export async function startServer(env: Record<string, string> = {}, timeoutMs = 
       'serve',
       '--config',
       join(repoRoot, 'examples', 'node.yaml'),
+      ...args,
     ],
     {
       env: {

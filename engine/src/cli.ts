@@ -8,6 +8,7 @@ import { serve } from './serve.js';
 import { checkPath } from './cli/check.js';
 import { USAGE } from './cli/usage.js';
 import { versionText } from './cli/version.js';
+import { runSupervisor, wantsSupervisor } from './supervisor/run.js';
 
 class UsageError extends Error {}
 
@@ -20,6 +21,11 @@ async function main(): Promise<number> {
         config: { type: 'string' },
         'model-repo': { type: 'string' },
         worker: { type: 'string' },
+        workers: { type: 'string' },
+        routing: { type: 'string' },
+        'base-port': { type: 'string' },
+        replicas: { type: 'string' },
+        spares: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -52,10 +58,28 @@ async function main(): Promise<number> {
   }
 }
 
-async function runServe(values: { config?: string; 'model-repo'?: string; worker?: string }): Promise<number> {
+interface ServeValues {
+  config?: string;
+  'model-repo'?: string;
+  worker?: string;
+  workers?: string;
+  routing?: string;
+  'base-port'?: string;
+  replicas?: string;
+  spares?: string;
+}
+
+async function runServe(values: ServeValues): Promise<number> {
   const loaded = values.config
     ? await loadNodeConfig(resolve(values.config))
     : { config: defaultConfig(resolve(values['model-repo'] ?? 'examples/models')), appliedOverrides: [] };
+  // Several workers (node.yaml's workers, --workers N|auto): the supervisor starts them with the
+  // gateway in front; one worker serves the public ports itself (docs/gateway.md).
+  const flags = { ...values, basePort: values['base-port'] };
+  if (wantsSupervisor(loaded.config, flags)) {
+    const log = createLogger(loaded.config.global.logging.level, { worker: 'supervisor' });
+    return runSupervisor(loaded.config, values.config ? resolve(values.config) : null, flags, log);
+  }
   const settings = workerSettings(loaded.config, values.worker);
   const log = createLogger(settings.logging.level, {
     worker: values.worker ?? loaded.config.workers[0]?.name ?? 'worker0',

@@ -13,5 +13,10 @@ serve options:
   --config FILE     node.yaml (see docs/configuration.md); HLOSERVE_* variables override it
   --model-repo DIR  serve this model repository with default settings (no node.yaml)
   --worker NAME     which worker of node.yaml to run (default: the first)
+  --workers N|auto  run N workers (auto: one per NVIDIA GPU) behind the gateway (docs/gateway.md)
+  --routing MODE    gateway routing: round_robin, least_outstanding, lpt_packing
+  --base-port P     first port of the workers behind the gateway (default 8100)
+  --replicas m=n,.. replicas per model under lpt_packing
+  --spares N        warm spare workers that take a failed worker's place
 
 exit status: 0 success, 1 failure (check: a bundle is invalid), 2 usage error`;

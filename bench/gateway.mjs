@@ -1,0 +1,229 @@
+// bench/gateway: (1) what the gateway adds to a request: perf_analyzer on the MLP at concurrency
+// 1 and 16 against one worker directly and through a gateway process in front of that same
+// worker, alternating within one run; (2) how evenly lpt_packing spreads skewed traffic over
+// workers against round_robin: a simulation of larger fleets from the packing code itself, and
+// a measured run of three CPU workers behind the supervisor.
+// Usage: npm run build && nice -n 10 node bench/gateway.mjs [--rounds 3] [--skip-measured-spread]
+import { spawn } from 'node:child_process';
+import { get } from 'node:http';
+import { createInterface } from 'node:readline';
+import { join } from 'node:path';
+import { SERVER_NODE_FLAGS } from '../engine/dist/src/node-flags.js';
+import { computeAssignment } from '../gateway/dist/src/placement/lpt-packing.js';
+import { runPerfAnalyzer } from '../e2e/dist/src/perf-analyzer.js';
+import { repoRoot, startServer } from '../e2e/dist/src/server-process.js';
+import { fmt, machine } from './stats.mjs';
+
+const arg = (name, dflt) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : dflt;
+};
+const rounds = Number(arg('rounds', '3'));
+
+console.log(`# bench/gateway, machine: ${machine()}`);
+
+const httpText = (url) =>
+  new Promise((resolve, reject) =>
+    get(url, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c) => (body += c));
+      res.on('end', () => resolve(body));
+    }).on('error', reject),
+  );
+
+/** Starts the standalone gateway in its own process; resolves with its ports once it listens. */
+function startGateway(workers, extra = []) {
+  const child = spawn(
+    process.execPath,
+    [
+      ...SERVER_NODE_FLAGS,
+      join(repoRoot, 'gateway', 'dist', 'src', 'cli.js'),
+      ...workers.flatMap((w) => ['--worker', w]),
+      '--grpc-port',
+      '0',
+      '--http-port',
+      '0',
+      '--metrics-port',
+      '0',
+      ...extra,
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  return new Promise((resolve, reject) => {
+    createInterface({ input: child.stderr }).on('line', (line) => {
+      try {
+        const rec = JSON.parse(line);
+        if (rec.msg === 'listening') resolve({ child, ports: rec });
+      } catch {
+        /* not a record */
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`gateway exited ${code}`)));
+  });
+}
+
+// A fixed request count, not perf_analyzer's stability search, which a busy 2-core VM rarely
+// satisfies; direct and gateway runs alternate so drift hits both alike.
+function perf(url, c) {
+  const r = runPerfAnalyzer([
+    '-m',
+    'mlp',
+    '-u',
+    url,
+    '-i',
+    'grpc',
+    '--concurrency-range',
+    String(c),
+    '--request-count',
+    String(c === 1 ? 2000 : 6000),
+  ]);
+  if (r.status !== 0) throw new Error(`perf_analyzer failed:\n${r.output}`);
+  return r.rows.get(c);
+}
+
+// 1. Added latency.
+{
+  const worker = await startServer({
+    HLOSERVE_MODELS_INCLUDE: 'mlp',
+    HLOSERVE_ENDPOINTS_MAX_CONCURRENT_REQUESTS: '1024',
+  });
+  const gw = await startGateway(
+    [`w0=127.0.0.1:${worker.ports.grpc},127.0.0.1:${worker.ports.http}`],
+    ['--routing', 'round_robin'],
+  );
+  const rows = [];
+  try {
+    for (const c of [1, 16]) {
+      for (let r = 0; r < rounds; r++) {
+        rows.push({ c, via: 'direct', ...perf(worker.grpcUrl(), c) });
+        rows.push({ c, via: 'gateway', ...perf(`127.0.0.1:${gw.ports.grpc}`, c) });
+      }
+    }
+  } finally {
+    gw.child.kill('SIGTERM');
+    await worker.stop();
+  }
+  console.log('\n## added latency (perf_analyzer, mlp batch 1, gRPC, one worker; direct and gateway alternate)\n');
+  console.log('| concurrency | path | throughput infer/s | p50 µs | p99 µs |');
+  console.log('|---|---|---|---|---|');
+  for (const r of rows) console.log(`| ${r.c} | ${r.via} | ${fmt(r.throughput)} | ${r.p50} | ${r.p99} |`);
+  console.log('\n| concurrency | median p50 direct µs | median p50 gateway µs | added p50 µs | added p99 µs |');
+  console.log('|---|---|---|---|---|');
+  const med = (xs) => xs.sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
+  for (const c of [1, 16]) {
+    const d = rows.filter((r) => r.c === c && r.via === 'direct');
+    const g = rows.filter((r) => r.c === c && r.via === 'gateway');
+    const [d50, g50] = [med(d.map((r) => r.p50)), med(g.map((r) => r.p50))];
+    const [d99, g99] = [med(d.map((r) => r.p99)), med(g.map((r) => r.p99))];
+    console.log(`| ${c} | ${d50} | ${g50} | ${g50 - d50} | ${g99 - d99} |`);
+  }
+}
+
+// 2a. Work spread, simulated: Zipf(1) traffic over M models on W workers, the hottest models
+// with two replicas, memory caps that hold a third of the models per worker under round robin's
+// every-model-everywhere rule. Load = share of the fleet's compute.
+{
+  console.log('\n## work spread over skewed traffic, simulated (Zipf(1) utilisation, packing code of gateway/)\n');
+  console.log('| workers | models | mode | max/mean load | models held per worker (max) |');
+  console.log('|---|---|---|---|---|');
+  for (const [W, M] of [
+    [4, 24],
+    [8, 64],
+    [16, 200],
+  ]) {
+    const u = new Map(Array.from({ length: M }, (_, i) => [`m${i}`, 1 / (i + 1)]));
+    const total = [...u.values()].reduce((a, b) => a + b, 0);
+    const mean = total / W;
+    // Any model hotter than a worker's fair share gets enough replicas to fit under it.
+    const replicas = new Map(
+      [...u].filter(([, x]) => x > mean * 0.5).map(([m, x]) => [m, Math.min(W, Math.ceil((2 * x) / mean))]),
+    );
+    const workers = Array.from({ length: W }, (_, i) => `w${String(i).padStart(2, '0')}`);
+    const res = computeAssignment({ utilisation: u, workers, replicas });
+    const loads = [...res.computeLoad.values()];
+    const held = new Map(workers.map((w) => [w, 0]));
+    for (const p of res.placement.values()) for (const w of p.workers) held.set(w, held.get(w) + 1);
+    console.log(
+      `| ${W} | ${M} | lpt_packing | ${fmt(Math.max(...loads) / (loads.reduce((a, b) => a + b, 0) / W), 3)} | ${Math.max(...held.values())} |`,
+    );
+    console.log(`| ${W} | ${M} | round_robin | 1.000 | ${M} |`);
+  }
+}
+
+// 2b. Work spread, measured: three workers behind the supervisor, skewed traffic on the three
+// example models, per-worker device time from each worker's statistics.
+if (!process.argv.includes('--skip-measured-spread')) {
+  const shares = { mlp: 16, fno: 3, resnet: 1 };
+  const counts = { mlp: 4000, fno: 300, resnet: 40 };
+  console.log(
+    '\n## work spread, measured (3 CPU workers, perf_analyzer per model at concurrency mlp 8, fno 2, resnet 1)\n',
+  );
+  console.log('| mode | compute s per worker (w0, w1, w2) | max/mean | models receiving traffic per worker |');
+  console.log('|---|---|---|---|');
+  for (const [mode, extra] of [
+    ['round_robin', []],
+    ['lpt_packing', ['--replicas', 'mlp=2']],
+  ]) {
+    const node = await startServer({}, 600_000, ['--workers', '3', '--base-port', '0', '--routing', mode, ...extra]);
+    try {
+      const url = node.grpcUrl();
+      // Warm up so the placement sees traffic, then measure.
+      const run = () =>
+        Promise.all(
+          Object.entries(shares).map(
+            ([m, w]) =>
+              new Promise((resolve) => {
+                const c = Math.max(1, Math.round(w / 2));
+                const child = spawn(process.execPath, [
+                  '-e',
+                  `import('${join(repoRoot, 'e2e', 'dist', 'src', 'perf-analyzer.js')}').then(({runPerfAnalyzer})=>{const r=runPerfAnalyzer(['-m','${m}','-u','${url}','-i','grpc','--concurrency-range','${c}','--request-count','${counts[m]}']);process.exit(r.status??1)})`,
+                ]);
+                child.once('exit', resolve);
+              }),
+          ),
+        );
+      const stats = async () => {
+        const text = await httpText(`http://127.0.0.1:${node.ports.metrics}/metrics`);
+        const per = new Map();
+        for (const m of text.matchAll(
+          /^nv_inference_compute_infer_duration_us\{worker="(\w+)",model="(\w+)"[^}]*\} ([\d.e+]+)/gm,
+        )) {
+          const w = per.get(m[1]) ?? new Map();
+          w.set(m[2], Number(m[3]) / 1e6);
+          per.set(m[1], w);
+        }
+        return per;
+      };
+      await run();
+      const before = await stats();
+      await run();
+      const after = await stats();
+      const perWorker = ['worker0', 'worker1', 'worker2'].map((w) => {
+        let s = 0;
+        let models = 0;
+        for (const [m, v] of after.get(w) ?? []) {
+          const d = v - (before.get(w)?.get(m) ?? 0);
+          s += d;
+          if (d > 0.01) models++;
+        }
+        return { s, models };
+      });
+      const mean = perWorker.reduce((a, b) => a + b.s, 0) / 3;
+      const gwText = await httpText(`http://127.0.0.1:${node.ports.metrics}/metrics`);
+      const placement = [...gwText.matchAll(/^hloserve_gateway_placement\{model="(\w+)",worker="(\w+)"\} 1/gm)].map(
+        (m) => `${m[1]}@${m[2]}`,
+      );
+      const repacks = /^hloserve_gateway_repacks_total (\d+)/m.exec(gwText)?.[1];
+      if (mode === 'lpt_packing')
+        console.error(
+          `lpt_packing: ${repacks} packings (the first is the startup one), placement ${placement.join(' ')}`,
+        );
+      console.log(
+        `| ${mode} | ${perWorker.map((p) => fmt(p.s, 2)).join(', ')} | ${fmt(Math.max(...perWorker.map((p) => p.s)) / mean, 3)} | ${perWorker.map((p) => p.models).join(', ')} |`,
+      );
+    } finally {
+      await node.stop();
+    }
+  }
+}

@@ -1,0 +1,63 @@
+import assert from 'node:assert/strict';
+import { after, before, suite, test } from 'node:test';
+import { runPerfAnalyzer } from '../src/perf-analyzer.js';
+import { examplesDir, runPython, startServer, type ServerProcess } from '../src/server-process.js';
+
+interface Report {
+  checks: { name: string; ok: boolean; detail: string }[];
+  models: Record<string, Record<string, number>>;
+}
+
+const metric = (text: string, re: RegExp) => [...text.matchAll(re)].map((m) => Number(m[1]));
+
+suite('three CPU workers behind the supervisor and the gateway, one endpoint', () => {
+  let server: ServerProcess;
+  before(async () => {
+    server = await startServer({}, 300_000, ['--workers', '3', '--base-port', '0', '--routing', 'round_robin']);
+  });
+  after(async () => {
+    assert.equal(await server.stop(), 0, 'SIGTERM drains the gateway and every worker, exit 0');
+    const stopped = server.logs.filter((l) => l.includes('"msg":"stopped"'));
+    assert.equal(stopped.length, 4, 'three workers and the supervisor log that they stopped');
+  });
+
+  test("Triton's Python clients pass every check through the gateway (gRPC, HTTP, system shared memory)", async () => {
+    const report = runPython<Report>('infer_examples.py', [server.grpcUrl(), server.httpUrl(), examplesDir]);
+    const failed = report.checks.filter((c) => !c.ok && c.name !== 'server metadata names hloserve');
+    assert.deepEqual(failed, []);
+    for (const [model, errs] of Object.entries(report.models)) {
+      for (const [k, v] of Object.entries(errs)) assert.ok(v < 1e-4, `${model} ${k}: relative error ${v}`);
+    }
+    // Round robin spread the traffic: every worker served some of it.
+    const text = await (await fetch(`http://127.0.0.1:${server.ports.metrics}/metrics`)).text();
+    for (const w of ['worker0', 'worker1', 'worker2']) {
+      const served = metric(
+        text,
+        new RegExp(`^nv_inference_request_success\\{worker="${w}",model="mlp"[^}]*\\} (\\d+)`, 'gm'),
+      );
+      assert.ok(served.length === 1 && served[0]! > 0, `${w} served mlp: ${served}`);
+    }
+    assert.match(text, /^hloserve_gateway_requests_total\{protocol="grpc",model="mlp",code="OK"\} \d+/m);
+  });
+
+  test('perf_analyzer through the one endpoint: zero errors, inline and shared memory', () => {
+    const common = [
+      '-m',
+      'mlp',
+      '-u',
+      server.grpcUrl(),
+      '-i',
+      'grpc',
+      '--concurrency-range',
+      '8',
+      '--request-count',
+      '1500',
+    ];
+    for (const extra of [[], ['--shared-memory', 'system', '--output-shared-memory-size', '4096']]) {
+      const r = runPerfAnalyzer([...common, ...extra]);
+      assert.equal(r.status, 0, r.output);
+      assert.doesNotMatch(r.output, /error|failed/i);
+      assert.ok(r.rows.get(8)!.throughput > 0, r.output);
+    }
+  });
+});

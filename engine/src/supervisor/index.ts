@@ -1,0 +1,4 @@
+export { Supervisor, type SupervisorOptions } from './supervisor.js';
+export { resolveWorkerDevices, detectGpus, type WorkerDevice } from './devices.js';
+export { restartDelayMs } from './backoff.js';
+export { tagLine } from './log-mux.js';

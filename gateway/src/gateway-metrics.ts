@@ -1,0 +1,63 @@
+/** The gateway's own counters, exposed in Prometheus text. */
+
+export class GatewayMetrics {
+  readonly requests = new Map<string, number>();
+  inFlight = 0;
+  shed = 0;
+  retries = 0;
+  private latencySum = 0;
+  private latencyCount = 0;
+
+  count(protocol: string, model: string, code: string, seconds: number): void {
+    const key = `protocol="${protocol}",model="${model.replace(/["\\\n]/g, '_')}",code="${code}"`;
+    this.requests.set(key, (this.requests.get(key) ?? 0) + 1);
+    this.latencySum += seconds;
+    this.latencyCount++;
+  }
+
+  render(state: {
+    maxInFlight: number;
+    workers: { name: string; ready: boolean; outstanding: number }[];
+    placement: ReadonlyMap<string, readonly string[]>;
+    routes: number;
+    repacks: number;
+  }): string {
+    const l: string[] = [];
+    l.push('# HELP hloserve_gateway_requests_total Requests answered by the gateway, by protocol, model and status.');
+    l.push('# TYPE hloserve_gateway_requests_total counter');
+    for (const [k, v] of this.requests) l.push(`hloserve_gateway_requests_total{${k}} ${v}`);
+    l.push('# HELP hloserve_gateway_request_seconds Time from arrival to answer at the gateway.');
+    l.push('# TYPE hloserve_gateway_request_seconds summary');
+    l.push(`hloserve_gateway_request_seconds_sum ${this.latencySum}`);
+    l.push(`hloserve_gateway_request_seconds_count ${this.latencyCount}`);
+    l.push('# HELP hloserve_gateway_inflight_requests Requests inside the gateway now.');
+    l.push('# TYPE hloserve_gateway_inflight_requests gauge');
+    l.push(`hloserve_gateway_inflight_requests ${this.inFlight}`);
+    l.push('# HELP hloserve_gateway_max_inflight_requests The inbound in-flight cap.');
+    l.push('# TYPE hloserve_gateway_max_inflight_requests gauge');
+    l.push(`hloserve_gateway_max_inflight_requests ${state.maxInFlight}`);
+    l.push('# HELP hloserve_gateway_requests_shed_total Requests refused at the inbound cap.');
+    l.push('# TYPE hloserve_gateway_requests_shed_total counter');
+    l.push(`hloserve_gateway_requests_shed_total ${this.shed}`);
+    l.push('# HELP hloserve_gateway_retries_total Requests sent to another replica after one could not run them.');
+    l.push('# TYPE hloserve_gateway_retries_total counter');
+    l.push(`hloserve_gateway_retries_total ${this.retries}`);
+    l.push('# HELP hloserve_gateway_worker_ready Whether a worker answered ready on the last health round.');
+    l.push('# TYPE hloserve_gateway_worker_ready gauge');
+    for (const w of state.workers) l.push(`hloserve_gateway_worker_ready{worker="${w.name}"} ${w.ready ? 1 : 0}`);
+    l.push('# HELP hloserve_gateway_worker_outstanding Requests the gateway has in flight on a worker.');
+    l.push('# TYPE hloserve_gateway_worker_outstanding gauge');
+    for (const w of state.workers) l.push(`hloserve_gateway_worker_outstanding{worker="${w.name}"} ${w.outstanding}`);
+    l.push('# HELP hloserve_gateway_placement Model replicas placed on a worker by lpt_packing (1 = placed).');
+    l.push('# TYPE hloserve_gateway_placement gauge');
+    for (const [m, ws] of state.placement)
+      for (const w of ws) l.push(`hloserve_gateway_placement{model="${m}",worker="${w}"} 1`);
+    l.push('# HELP hloserve_gateway_routed_models Models in the routing table.');
+    l.push('# TYPE hloserve_gateway_routed_models gauge');
+    l.push(`hloserve_gateway_routed_models ${state.routes}`);
+    l.push('# HELP hloserve_gateway_repacks_total Placements computed from measured load.');
+    l.push('# TYPE hloserve_gateway_repacks_total counter');
+    l.push(`hloserve_gateway_repacks_total ${state.repacks}`);
+    return l.join('\n') + '\n';
+  }
+}

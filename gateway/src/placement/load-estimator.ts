@@ -1,0 +1,87 @@
+/**
+ * Measured load per model, from the counters every worker already reports (Triton model
+ * statistics: requests served and compute time). Cost per request and arrival rate are smoothed
+ * by EWMAs whose decay runs on fleet compute, so the estimate moves as fast as work is done.
+ * Unlike the reference, the first rate sample is adopted outright (as the cost is): starting the
+ * rate at zero made the first repack see a seventh of the real traffic.
+ */
+import { ewma } from './ewma.js';
+
+export interface ModelCounters {
+  /** Requests served since the worker started (monotone while it lives). */
+  readonly requests: number;
+  /** Device time spent on the model since the worker started, seconds. */
+  readonly computeSeconds: number;
+  /** Weight bytes of the model on that worker. */
+  readonly weightBytes: number;
+}
+
+/** One poll: worker -> model -> counters. */
+export type FleetSample = ReadonlyMap<string, ReadonlyMap<string, ModelCounters>>;
+
+interface ModelEstimate {
+  rate: number | null;
+  cost: number | null;
+}
+
+export class LoadEstimator {
+  private last: FleetSample | null = null;
+  private lastMs = 0;
+  private readonly models = new Map<string, ModelEstimate>();
+  private readonly memory = new Map<string, number>();
+
+  constructor(private readonly halflifeComputeSeconds: number) {}
+
+  /** Folds in one poll; returns the fleet compute (device-seconds) done since the previous one. */
+  observe(sample: FleetSample, nowMs: number): number {
+    const prev = this.last;
+    const wallS = (nowMs - this.lastMs) / 1000;
+    this.last = sample;
+    this.lastMs = nowMs;
+    const perModel = new Map<string, { dReq: number; dCompute: number }>();
+    let fleetCompute = 0;
+    for (const [worker, models] of sample) {
+      const before = prev?.get(worker);
+      for (const [m, c] of models) {
+        this.memory.set(m, Math.max(this.memory.get(m) ?? 0, c.weightBytes));
+        const b = before?.get(m);
+        if (!b) continue;
+        const dReq = c.requests - b.requests;
+        const dCompute = c.computeSeconds - b.computeSeconds;
+        // A worker that restarted counts from zero again: re-baseline, never a negative sample.
+        if (dReq < 0 || dCompute < 0) continue;
+        const acc = perModel.get(m) ?? { dReq: 0, dCompute: 0 };
+        acc.dReq += dReq;
+        acc.dCompute += dCompute;
+        perModel.set(m, acc);
+        fleetCompute += dCompute;
+      }
+    }
+    if (prev === null || !(wallS > 0)) return 0;
+    for (const [m, d] of perModel) {
+      const e = this.models.get(m) ?? { rate: null, cost: null };
+      const rate = d.dReq / wallS;
+      e.rate = e.rate === null ? rate : ewma(e.rate, rate, fleetCompute, this.halflifeComputeSeconds);
+      if (d.dReq > 0) {
+        const cost = d.dCompute / d.dReq;
+        e.cost = e.cost === null ? cost : ewma(e.cost, cost, fleetCompute, this.halflifeComputeSeconds);
+      }
+      this.models.set(m, e);
+    }
+    return fleetCompute;
+  }
+
+  /** u = rate x cost per model (device-seconds per second); 0 until both are measured. */
+  utilisation(models: Iterable<string>): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const m of models) {
+      const e = this.models.get(m);
+      out.set(m, e && e.rate !== null && e.cost !== null && e.rate > 0 && e.cost > 0 ? e.rate * e.cost : 0);
+    }
+    return out;
+  }
+
+  weightBytes(): ReadonlyMap<string, number> {
+    return this.memory;
+  }
+}

@@ -1,0 +1,91 @@
+/**
+ * When to repack: after a fixed amount of fleet compute (device-seconds), a smaller amount for
+ * the first traffic-driven repack, never on an idle fleet. Placement is computed from measured
+ * load (LoadEstimator), never from a file the operator maintains.
+ */
+import { LoadEstimator, type FleetSample } from './load-estimator.js';
+import { computeAssignment, type PackingResult } from './lpt-packing.js';
+
+export interface PlacementSettings {
+  readonly firstRebalanceComputeSeconds: number;
+  readonly rebalanceComputeSeconds: number;
+  readonly hysteresis: number;
+  readonly defaultReplicas: number;
+  readonly replicas: ReadonlyMap<string, number>;
+  readonly forbidMemoryOversubscription: boolean;
+}
+
+export const DEFAULT_PLACEMENT: PlacementSettings = {
+  firstRebalanceComputeSeconds: 60,
+  rebalanceComputeSeconds: 300,
+  hysteresis: 0.1,
+  defaultReplicas: 1,
+  replicas: new Map(),
+  forbidMemoryOversubscription: true,
+};
+
+export class PlacementController {
+  readonly estimator: LoadEstimator;
+  private accumulated = 0;
+  private trafficRepacks = 0;
+  private previous = new Map<string, readonly string[]>();
+  repacks = 0;
+
+  constructor(private readonly settings: PlacementSettings) {
+    this.estimator = new LoadEstimator(settings.rebalanceComputeSeconds);
+  }
+
+  /**
+   * The placement before any traffic is measured: every model assumed equally hot, so models
+   * spread evenly by count (with zero for all, every model would tie onto the first worker).
+   */
+  startup(
+    models: readonly string[],
+    workers: readonly string[],
+    memoryCap: ReadonlyMap<string, number>,
+  ): PackingResult {
+    return this.pack(new Map(models.map((m) => [m, 1])), workers, memoryCap);
+  }
+
+  /**
+   * Folds in a poll; repacks when enough compute has passed (or `force`). Returns the new
+   * placement, or null when nothing was recomputed.
+   */
+  tick(
+    sample: FleetSample,
+    nowMs: number,
+    models: readonly string[],
+    workers: readonly string[],
+    memoryCap: ReadonlyMap<string, number>,
+    force = false,
+  ): PackingResult | null {
+    this.accumulated += this.estimator.observe(sample, nowMs);
+    const threshold =
+      this.trafficRepacks === 0 ? this.settings.firstRebalanceComputeSeconds : this.settings.rebalanceComputeSeconds;
+    if (!force && this.accumulated < threshold) return null;
+    if (!force) this.trafficRepacks++;
+    this.accumulated = 0;
+    return this.pack(this.estimator.utilisation(models), workers, memoryCap);
+  }
+
+  private pack(
+    u: Map<string, number>,
+    workers: readonly string[],
+    memoryCap: ReadonlyMap<string, number>,
+  ): PackingResult {
+    const result = computeAssignment({
+      utilisation: u,
+      workers: [...workers].sort(),
+      previous: this.previous,
+      memory: this.estimator.weightBytes(),
+      memoryCap,
+      replicas: this.settings.replicas,
+      defaultReplicas: this.settings.defaultReplicas,
+      hysteresis: this.settings.hysteresis,
+      forbidMemoryOversubscription: this.settings.forbidMemoryOversubscription,
+    });
+    this.previous = new Map([...result.placement].map(([m, p]) => [m, p.workers]));
+    this.repacks++;
+    return result;
+  }
+}

@@ -1,0 +1,103 @@
+/**
+ * Reads the two facts routing needs from a ModelInferRequest's bytes without decoding the rest:
+ * the model name (field 1) and the batch extent of the first input (inputs = field 5, its shape
+ * = field 3, leading dimension; hloserve's wire shapes put the batch axis first). The body is
+ * then forwarded as it came, tensor bytes untouched.
+ */
+
+export interface InferPeek {
+  readonly modelName: string;
+  /** Leading dimension of the first input, or 1 when the request has no shaped input. */
+  readonly items: number;
+}
+
+class Reader {
+  pos = 0;
+  constructor(
+    readonly buf: Uint8Array,
+    readonly end = buf.length,
+  ) {}
+  varint(): number {
+    let result = 0;
+    let shift = 1;
+    for (let i = 0; i < 10; i++) {
+      if (this.pos >= this.end) throw new Error('truncated varint');
+      const b = this.buf[this.pos++]!;
+      result += (b & 0x7f) * shift;
+      if (b < 0x80) return result;
+      shift *= 128;
+    }
+    throw new Error('varint too long');
+  }
+  skip(wireType: number): void {
+    switch (wireType) {
+      case 0:
+        this.varint();
+        return;
+      case 1:
+        this.pos += 8;
+        break;
+      case 2: {
+        // Read the length first: `pos += varint()` would add to the pos before the varint.
+        const len = this.varint();
+        this.pos += len;
+        break;
+      }
+      case 5:
+        this.pos += 4;
+        break;
+      default:
+        throw new Error(`unsupported wire type ${wireType}`);
+    }
+    if (this.pos > this.end) throw new Error('truncated field');
+  }
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: false });
+
+function firstDim(buf: Uint8Array, start: number, end: number): number | null {
+  const r = new Reader(buf, end);
+  r.pos = start;
+  while (r.pos < end) {
+    const tag = r.varint();
+    const field = Math.floor(tag / 8);
+    const wt = tag & 7;
+    if (field === 3 && wt === 2) {
+      const len = r.varint();
+      if (len === 0) return null;
+      return r.varint();
+    }
+    if (field === 3 && wt === 0) return r.varint();
+    r.skip(wt);
+  }
+  return null;
+}
+
+/** Throws on bytes that are not a protobuf message (the gateway answers INVALID_ARGUMENT). */
+export function peekInfer(buf: Uint8Array): InferPeek {
+  const r = new Reader(buf);
+  let modelName = '';
+  let items: number | null = null;
+  while (r.pos < r.end) {
+    const tag = r.varint();
+    const field = Math.floor(tag / 8);
+    const wt = tag & 7;
+    if (field === 1 && wt === 2) {
+      const len = r.varint();
+      if (r.pos + len > r.end) throw new Error('truncated model_name');
+      modelName = utf8.decode(buf.subarray(r.pos, r.pos + len));
+      r.pos += len;
+    } else if (field === 5 && wt === 2 && items === null) {
+      const len = r.varint();
+      if (r.pos + len > r.end) throw new Error('truncated input tensor');
+      items = firstDim(buf, r.pos, r.pos + len);
+      r.pos += len;
+    } else if (field === 7 && wt === 2 && modelName !== '' && items !== null) {
+      // Raw tensor contents come last; nothing routing needs follows them.
+      break;
+    } else {
+      r.skip(wt);
+    }
+  }
+  return { modelName, items: items !== null && items > 0 ? items : 1 };
+}

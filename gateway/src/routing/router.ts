@@ -1,0 +1,115 @@
+/**
+ * Picks the worker for each request. Three modes:
+ *   round_robin        rotate over the workers that hold the model
+ *   least_outstanding  the worker with the least work in flight (items, across every model)
+ *   lpt_packing        the placement computed from measured load (placement/), each model's
+ *                      replicas filled by its fill plan; a model not placed yet rotates
+ * Every pick returns the whole failover order: the chosen worker first.
+ */
+import {
+  type FillMode,
+  type FillPolicy,
+  fillQuantum,
+  ReplicaRouter,
+  type Reservation,
+  WorkerLoad,
+} from '../placement/fill-plan.js';
+import type { ModelPlacement } from '../placement/lpt-packing.js';
+
+export type RoutingMode = 'round_robin' | 'least_outstanding' | 'lpt_packing';
+export const ROUTING_MODES: readonly RoutingMode[] = ['round_robin', 'least_outstanding', 'lpt_packing'];
+
+export interface FillSettings {
+  readonly mode: FillMode;
+  readonly policy: FillPolicy;
+  readonly factor: number;
+}
+
+const NO_RELEASE = () => {};
+
+export class Router {
+  private readonly cursors = new Map<string, number>();
+  readonly load = new WorkerLoad();
+  private replicas = new Map<string, ReplicaRouter>();
+
+  constructor(
+    readonly mode: RoutingMode,
+    private readonly fill: FillSettings = { mode: 'run', policy: 'fill_least', factor: 1 },
+  ) {}
+
+  /**
+   * `discovered` are the workers whose repository index lists the model as ready, sorted.
+   * Returns null when no worker holds the model.
+   */
+  route(model: string, items: number, discovered: readonly string[]): Reservation | null {
+    if (this.mode === 'lpt_packing') {
+      const rr = this.replicas.get(model);
+      if (rr) {
+        const live = rr.workers.filter((w) => discovered.includes(w));
+        if (live.length > 0) {
+          const res = rr.route(items, items);
+          // A placed replica that is down goes last; discovered non-placement holders follow.
+          const order = [
+            ...res.order.filter((w) => live.includes(w)),
+            ...discovered.filter((w) => !rr.workers.includes(w)),
+            ...res.order.filter((w) => !live.includes(w)),
+          ];
+          return { order, release: res.release };
+        }
+      }
+    }
+    if (discovered.length === 0) return null;
+    if (this.mode === 'least_outstanding') {
+      const order = [...discovered].sort(
+        (a, b) => this.load.quantised(a) - this.load.quantised(b) || (a < b ? -1 : a > b ? 1 : 0),
+      );
+      const w = order[0]!;
+      this.load.add(w, items);
+      let released = false;
+      return {
+        order,
+        release: () => {
+          if (released) return;
+          released = true;
+          this.load.add(w, -items);
+        },
+      };
+    }
+    const c = this.cursors.get(model) ?? 0;
+    this.cursors.set(model, (c + 1) % discovered.length);
+    const i = c % discovered.length;
+    const order = [...discovered.slice(i), ...discovered.slice(0, i)];
+    if (this.mode !== 'lpt_packing') return { order, release: NO_RELEASE };
+    // Unplaced models still charge their worker so fill_least sees cross-model load.
+    const w = order[0]!;
+    this.load.add(w, items);
+    let released = false;
+    return {
+      order,
+      release: () => {
+        if (released) return;
+        released = true;
+        this.load.add(w, -items);
+      },
+    };
+  }
+
+  /**
+   * Installs a new placement. A model whose replica set is unchanged keeps its router (and its
+   * in-flight counts); others start fresh. `maxBatch` sizes each model's fill quantum.
+   */
+  setPlacement(placement: ReadonlyMap<string, ModelPlacement>, maxBatch: ReadonlyMap<string, number>): void {
+    const next = new Map<string, ReplicaRouter>();
+    for (const [m, p] of placement) {
+      const old = this.replicas.get(m);
+      const q = fillQuantum(maxBatch.get(m) ?? 0, this.fill.factor);
+      if (old && old.workers.join('\0') === p.workers.join('\0')) next.set(m, old);
+      else next.set(m, new ReplicaRouter(p.workers, q, this.fill.mode, this.fill.policy, this.load));
+    }
+    this.replicas = next;
+  }
+
+  placement(): ReadonlyMap<string, readonly string[]> {
+    return new Map([...this.replicas].map(([m, r]) => [m, r.workers]));
+  }
+}

@@ -1,0 +1,58 @@
+/** Starts a Gateway and its listeners: KServe gRPC, KServe HTTP, and /metrics + health. */
+import { createServer, type Server } from 'node:http';
+import { DEFAULT_GATEWAY, Gateway, type GatewayOptions } from './gateway.js';
+import { startGatewayGrpc } from './grpc-server.js';
+import { startGatewayHttp } from './http-server.js';
+
+export interface GatewayListen {
+  readonly host: string;
+  readonly grpcPort: number;
+  readonly httpPort: number;
+  /** -1: no metrics listener. */
+  readonly metricsPort: number;
+}
+
+export interface RunningGateway {
+  readonly gateway: Gateway;
+  readonly ports: { readonly grpc: number; readonly http: number; readonly metrics: number };
+  stop(): Promise<void>;
+}
+
+export async function serveGateway(
+  options: Partial<GatewayOptions> & Pick<GatewayOptions, 'workers'>,
+  listen: GatewayListen,
+): Promise<RunningGateway> {
+  const gateway = new Gateway({ ...DEFAULT_GATEWAY, ...options });
+  await gateway.start();
+  const grpc = await startGatewayGrpc(gateway, listen.host, listen.grpcPort);
+  const http = await startGatewayHttp(gateway, listen.host, listen.httpPort);
+  let metrics: { server: Server; port: number } | null = null;
+  if (listen.metricsPort >= 0) {
+    const server = createServer((req, res) => {
+      const url = (req.url ?? '').split('?')[0];
+      if (url === '/metrics') {
+        void gateway.metricsText().then(
+          (text) => res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(text),
+          (err: Error) => res.writeHead(500).end(err.message),
+        );
+      } else if (url === '/healthz' || url === '/v2/health/live') res.writeHead(200).end('ok\n');
+      else if (url === '/readyz' || url === '/v2/health/ready')
+        res.writeHead(gateway.fleet.anyReady() ? 200 : 503).end();
+      else res.writeHead(404).end();
+    });
+    const port = await new Promise<number>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(listen.metricsPort, listen.host, () => resolve((server.address() as { port: number }).port));
+    });
+    metrics = { server, port };
+  }
+  return {
+    gateway,
+    ports: { grpc: grpc.port, http: http.port, metrics: metrics?.port ?? -1 },
+    stop: async () => {
+      await Promise.all([grpc.close(), http.close()]);
+      metrics?.server.close();
+      gateway.stop();
+    },
+  };
+}
