@@ -54,6 +54,11 @@ export const ERROR_CATALOGUE = {
   HLO_ERR_CONFIG_INVALID: { grpc: GrpcStatus.INVALID_ARGUMENT, http: 400, description: 'invalid configuration' },
   HLO_ERR_RUNTIME: { grpc: GrpcStatus.INTERNAL, http: 500, description: 'the device runtime failed' },
   HLO_ERR_INTERNAL: { grpc: GrpcStatus.INTERNAL, http: 500, description: 'internal error' },
+  HLO_ERR_NOT_FOUND: {
+    grpc: GrpcStatus.NOT_FOUND,
+    http: 404,
+    description: 'unknown resource other than a model (route, token, upload)',
+  },
   HLO_ERR_UNAUTHENTICATED: {
     grpc: GrpcStatus.UNAUTHENTICATED,
     http: 401,
