@@ -57,6 +57,13 @@ export class FeedHub {
     return this.#clients.size;
   }
 
+  /** Clients now left out of delta fan-out until their buffer drains. */
+  markedForResync(): number {
+    let n = 0;
+    for (const c of this.#clients) if (c.markedForResync) n++;
+    return n;
+  }
+
   attach(socket: FeedSocket): FeedClient {
     const c = new FeedClient(socket, this.#limits);
     this.#clients.add(c);
@@ -80,7 +87,12 @@ export class FeedHub {
   }
 
   #fanOut(t: Topic, text: string): void {
-    for (const c of this.#clients) if (c.topics.has(t)) c.deliver(text);
+    for (const c of this.#clients) {
+      if (!c.topics.has(t)) continue;
+      // A client that was behind gets its snapshot instead of this delta once it has caught up.
+      if (c.markedForResync) c.maybeRecover();
+      else c.deliver(text);
+    }
   }
 
   close(): void {
