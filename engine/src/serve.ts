@@ -30,7 +30,9 @@ export async function serve(modelRepo: string, settings: WorkerSettings, log: Lo
     const httpPort = (http.server.address() as { port: number }).port;
     metrics = ep.metricsPort >= 0 ? await startMetricsServer(worker, ep.host, ep.metricsPort) : undefined;
     consoleSrv =
-      ep.consolePort >= 0 ? await startConsoleServer(worker, settings, ep.host, ep.consolePort, log) : undefined;
+      ep.consolePort >= 0
+        ? await startConsoleServer(worker, modelRepo, settings, ep.host, ep.consolePort, log)
+        : undefined;
     const ports = { grpc: grpc.port, http: httpPort, metrics: metrics?.port ?? -1, console: consoleSrv?.port ?? -1 };
     log.info('listening', { host: ep.host, ...ports, models: worker.repositoryIndex(true).map((m) => m.name) });
     let stopping: Promise<void> | null = null;

@@ -5,6 +5,7 @@ import type { TokenService } from '../auth/token-service.js';
 import type { EventLog } from '../events/event-log.js';
 import type { FeedHub } from '../feed/feed-hub.js';
 import type { DesiredState } from '../reconcile/desired-state.js';
+import type { UploadConfig, UploadService } from '../uploads/upload-service.js';
 import type { ModelPort } from './model-port.js';
 
 export interface ControlOptions {
@@ -13,6 +14,8 @@ export interface ControlOptions {
   /** Origins allowed to open the live feed besides the console's own (scheme://host:port). */
   readonly allowedOrigins: readonly string[];
   readonly feed: { readonly sampleMs: number; readonly heartbeatMs: number; readonly highWaterBytes: number };
+  /** Absent: the upload routes answer 501. */
+  readonly uploads?: UploadConfig;
 }
 
 /** What the route plugins share; each fact has its one owner in here. */
@@ -24,6 +27,7 @@ export interface ControlContext {
   readonly hub: FeedHub;
   readonly events: EventLog;
   readonly desired: DesiredState;
+  readonly uploads: UploadService | null;
   readonly options: ControlOptions;
   readonly log: Logger;
 }

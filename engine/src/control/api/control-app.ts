@@ -21,6 +21,8 @@ import { modelRoutes } from '../routes/model-routes.js';
 import { recordRoutes } from '../routes/record-routes.js';
 import { FEED_SUBPROTOCOL, streamRoute } from '../routes/stream-route.js';
 import { systemRoutes } from '../routes/system-routes.js';
+import { uploadRoutes } from '../routes/upload-routes.js';
+import { UploadService } from '../uploads/upload-service.js';
 import { installAuth } from './auth-hook.js';
 import type { ControlContext, ControlOptions } from './context.js';
 import { installErrorHandler } from './error-handler.js';
@@ -59,7 +61,9 @@ export async function buildControlApp(o: ControlAppOptions): Promise<ControlApp>
   const events = new EventLog(o.store, o.port, hub.topic('events'), o.log);
   const history = new MetricHistory(o.store, o.port, hub.topic('metrics'), o.log, o.metricIntervalMs ?? 1000);
   const desired = new DesiredState(o.store, o.port, now);
+  const uploads = o.options.uploads ? new UploadService(o.store, o.options.uploads, now) : null;
   const context: ControlContext = {
+    uploads,
     port: o.port,
     store: o.store,
     tokens,
@@ -100,6 +104,7 @@ export async function buildControlApp(o: ControlAppOptions): Promise<ControlApp>
       await api.register(modelRoutes(context));
       await api.register(recordRoutes(context));
       await api.register(streamRoute(context));
+      await api.register(uploadRoutes(context));
       api.get('/openapi.json', { config: { scope: 'public' }, schema: { hide: true } }, async () => app.swagger());
     },
     { prefix: '/api/v1' },
