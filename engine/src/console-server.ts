@@ -4,6 +4,7 @@ import type { WorkerSettings } from './config/types.js';
 import { buildControlApp, type ControlApp } from './control/api/control-app.js';
 import { WorkerModelPort } from './control/api/worker-model-port.js';
 import type { Logger } from './log.js';
+import { trialCompiler } from './control/uploads/trial-compile.js';
 import { DEFAULT_UPLOAD_LIMITS } from './control/uploads/upload-service.js';
 import { openStore } from './state/open-store.js';
 import type { Worker } from './worker/worker.js';
@@ -38,7 +39,12 @@ export async function startConsoleServer(
         setupTokenFile: join(settings.cacheDir, 'console-setup-token'),
         allowedOrigins: (process.env.HLOSERVE_CONSOLE_ORIGINS ?? '').split(',').filter(Boolean),
         feed: { sampleMs: 250, heartbeatMs: 15_000, highWaterBytes: 1 << 20 },
-        uploads: { stagingDir: join(settings.cacheDir, 'uploads'), modelRepo, limits: DEFAULT_UPLOAD_LIMITS },
+        uploads: {
+          stagingDir: join(settings.cacheDir, 'uploads'),
+          modelRepo,
+          limits: DEFAULT_UPLOAD_LIMITS,
+          trialCompile: trialCompiler(worker.runtime),
+        },
       },
     });
     if (control.setupToken !== null)

@@ -36,7 +36,7 @@ const uploadSchema = S.obj({
   sizeBytes: S.int,
   offsetBytes: S.int,
   sha256: S.nullable(S.str),
-  state: { type: 'string', enum: ['receiving', 'validating', 'installed', 'rejected', 'cancelled'] },
+  state: { type: 'string', enum: ['receiving', 'validating', 'compiling', 'installed', 'rejected', 'cancelled'] },
   error: S.nullable(S.str),
   createdAt: S.int,
   createdBy: S.str,

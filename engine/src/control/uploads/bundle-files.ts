@@ -14,7 +14,7 @@ export function bundleFiles(entries: readonly ArchiveEntry[], o: { allowHooks: b
   for (const e of entries) {
     const n = e.name;
     if (n.length === 0) throw rejected('an entry has an empty name');
-    if (/[\u0000-\u001f\\]/.test(n))
+    if (n.includes('\\') || [...n].some((c) => c.charCodeAt(0) < 0x20))
       throw rejected(`${JSON.stringify(n)}: control characters and backslashes are not allowed in names`);
     if (n.startsWith('/') || /^[A-Za-z]:/.test(n)) throw rejected(`${n}: absolute paths are not allowed`);
     const parts = n.replace(/\/$/, '').split('/');

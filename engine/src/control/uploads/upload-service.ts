@@ -33,6 +33,8 @@ export interface UploadConfig {
   readonly stagingDir: string;
   readonly modelRepo: string;
   readonly limits: UploadLimits;
+  /** Compiles the staged bundle before it is installed (trial-compile.ts); absent: no trial. */
+  readonly trialCompile?: (bundleDir: string) => Promise<void>;
 }
 
 const MODEL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
@@ -151,6 +153,8 @@ export class UploadService {
         await mkdir(staged, { recursive: true, mode: 0o700 });
         for (const [name, data] of files) await writeFile(join(staged, name), data, { flag: 'wx' });
         await loadBundle(staged);
+        await this.#store.updateUpload(id, { state: 'compiling', updatedAt: this.#now() });
+        await this.#cfg.trialCompile?.(staged);
         await this.#install(id, staged, row.model);
         await this.#store.updateUpload(id, { state: 'installed', sha256: sha, updatedAt: this.#now() });
       } catch (err) {
