@@ -49,7 +49,7 @@ export class AuditedMutations {
       throw new ServeError('HLO_ERR_INVALID_ARGUMENT', 'Idempotency-Key must be 1-200 printable ASCII characters');
     const slot = `${ctx.principal.actor}\n${key}`;
     const pending = this.#inflight.get(slot);
-    if (pending) return this.#replayOf(await pending, m) as MutationAnswer<T>;
+    if (pending) return { ...(await pending), replayed: true } as MutationAnswer<T>;
     const done = (async (): Promise<MutationAnswer<unknown>> => {
       const prior = await this.#store.auditByKey(ctx.principal.actor, key);
       if (prior) {
@@ -70,11 +70,6 @@ export class AuditedMutations {
     } finally {
       this.#inflight.delete(slot);
     }
-  }
-
-  #replayOf(first: MutationAnswer<unknown>, m: Mutation<unknown>): MutationAnswer<unknown> {
-    void m;
-    return { ...first, replayed: true };
   }
 
   async #once<T>(ctx: MutationContext, m: Mutation<T>): Promise<MutationAnswer<T>> {

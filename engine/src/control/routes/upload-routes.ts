@@ -135,6 +135,15 @@ export const uploadRoutes =
           throw new ServeError('HLO_ERR_INVALID_ARGUMENT', `content-type must be ${CHUNK_CONTENT_TYPE}`);
         const offset = Number(req.headers['upload-offset']);
         const row = await svc().append((req.params as { id: string }).id, offset, req.body);
+        // Progress on the live feed's events topic: each tenth of the upload, not every chunk.
+        const tenth = (n: number) => Math.floor((n * 10) / row.sizeBytes);
+        if (tenth(row.offsetBytes) > tenth(offset))
+          void ctx.events.record({
+            at: Date.now(),
+            kind: 'upload.progress',
+            model: row.model,
+            data: { upload: row.id, offsetBytes: row.offsetBytes, sizeBytes: row.sizeBytes },
+          });
         reply.header('upload-offset', String(row.offsetBytes));
         return { data: view(row) };
       },
