@@ -59,6 +59,21 @@ export const ERROR_CATALOGUE = {
   },
   HLO_ERR_RUNTIME: { grpc: GrpcStatus.INTERNAL, http: 500, description: 'the device runtime failed' },
   HLO_ERR_INTERNAL: { grpc: GrpcStatus.INTERNAL, http: 500, description: 'internal error' },
+  HLO_ERR_NOT_FOUND: {
+    grpc: GrpcStatus.NOT_FOUND,
+    http: 404,
+    description: 'unknown resource other than a model (route, token, upload)',
+  },
+  HLO_ERR_UNAUTHENTICATED: {
+    grpc: GrpcStatus.UNAUTHENTICATED,
+    http: 401,
+    description: 'no valid credentials (missing, unknown, expired or revoked token)',
+  },
+  HLO_ERR_PERMISSION_DENIED: {
+    grpc: GrpcStatus.PERMISSION_DENIED,
+    http: 403,
+    description: "the token's scope does not allow this operation",
+  },
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;

@@ -1,40 +1,74 @@
-import { readFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import { listen } from './listen.js';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import type { WorkerSettings } from './config/types.js';
+import { buildControlApp, type ControlApp } from './control/api/control-app.js';
+import { WorkerModelPort } from './control/api/worker-model-port.js';
+import type { ControlService } from './control/control-service.js';
+import type { Logger } from './log.js';
+import { trialCompiler } from './control/uploads/trial-compile.js';
+import { DEFAULT_UPLOAD_LIMITS } from './control/uploads/upload-service.js';
+import { openStore } from './state/open-store.js';
 import type { Worker } from './worker/worker.js';
 
-const consoleDir = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'console', 'public');
+export interface ConsoleServer {
+  readonly app: FastifyInstance;
+  readonly control: ControlApp;
+  readonly port: number;
+  close(): Promise<void>;
+}
 
 /**
- * The console's listener. Until the React console lands it serves a placeholder page and a
- * read-only JSON view of models, residency and queues.
+ * The console's listener: the control API (REST + the live feed) and the console's files. The
+ * operations store is SQLite under cache_dir, or PostgreSQL when HLOSERVE_STATE_URL names one.
  */
-export function startConsoleServer(
+export async function startConsoleServer(
   worker: Worker,
+  facade: ControlService,
+  modelRepo: string,
+  settings: WorkerSettings,
   host: string,
   port: number,
-): Promise<{ server: Server; port: number }> {
-  const server = createServer((req, res) => {
-    const url = (req.url ?? '/').split('?')[0];
-    if (req.method === 'GET' && url === '/api/models') {
-      const cache = worker.cache.stats();
-      const body = worker.repositoryIndex(false).map((m) => ({
-        ...m,
-        residency: cache.models.find((c) => c.model === m.name) ?? null,
-        scheduling: worker.scheduler.stats(m.name) ?? null,
-      }));
-      return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-    }
-    if (req.method === 'GET' && (url === '/' || url === '/index.html')) {
-      readFile(join(consoleDir, 'index.html')).then(
-        (html) => res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(html),
-        () => res.writeHead(404).end(),
-      );
-      return;
-    }
-    res.writeHead(404).end();
-  });
-  return listen(server, host, port);
+  log: Logger,
+): Promise<ConsoleServer> {
+  const store = await openStore({ url: process.env.HLOSERVE_STATE_URL ?? null, cacheDir: settings.cacheDir });
+  let control: ControlApp | undefined;
+  try {
+    control = await buildControlApp({
+      port: new WorkerModelPort(worker, settings, facade),
+      store,
+      log,
+      options: {
+        setupTokenFile: join(settings.cacheDir, 'console-setup-token'),
+        allowedOrigins: (process.env.HLOSERVE_CONSOLE_ORIGINS ?? '').split(',').filter(Boolean),
+        feed: { sampleMs: 250, heartbeatMs: 15_000, highWaterBytes: 1 << 20 },
+        uploads: {
+          stagingDir: join(settings.cacheDir, 'uploads'),
+          modelRepo,
+          limits: DEFAULT_UPLOAD_LIMITS,
+          trialCompile: trialCompiler(worker.runtime),
+        },
+      },
+    });
+    if (control.setupToken !== null)
+      log.warn('console setup: exchange this one-time token for an admin token (POST /api/v1/setup)', {
+        setupToken: control.setupToken,
+        file: join(settings.cacheDir, 'console-setup-token'),
+        url: `http://${host}:${port}/#setup=${control.setupToken}`,
+      });
+    await control.app.listen({ host, port });
+  } catch (err) {
+    await control?.close();
+    await store.close();
+    throw err;
+  }
+  const c = control;
+  return {
+    app: c.app,
+    control: c,
+    port: (c.app.server.address() as { port: number }).port,
+    close: async () => {
+      await c.close();
+      await store.close();
+    },
+  };
 }

@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import type { WorkerSettings } from './config/types.js';
-import { startConsoleServer } from './console-server.js';
+import { type ConsoleServer, startConsoleServer } from './console-server.js';
 import { addControlService } from './control/control-grpc.js';
 import { ControlService } from './control/control-service.js';
 import { type GrpcServerHandle, startGrpcServer } from './kserve/grpc-server.js';
@@ -32,7 +32,7 @@ export async function serve(
   let grpc: GrpcServerHandle | undefined;
   let http: FastifyInstance | undefined;
   let metrics: { server: Server; port: number } | undefined;
-  let consoleSrv: { server: Server; port: number } | undefined;
+  let consoleSrv: ConsoleServer | undefined;
   try {
     grpc = await startGrpcServer(worker, ep.host, ep.grpcPort, (server) => addControlService(server, control));
     http = buildHttpServer(worker, {
@@ -43,7 +43,10 @@ export async function serve(
     await http.listen({ host: ep.host, port: ep.httpPort });
     const httpPort = (http.server.address() as { port: number }).port;
     metrics = ep.metricsPort >= 0 ? await startMetricsServer(worker, ep.host, ep.metricsPort) : undefined;
-    consoleSrv = ep.consolePort >= 0 ? await startConsoleServer(worker, ep.host, ep.consolePort) : undefined;
+    consoleSrv =
+      ep.consolePort >= 0
+        ? await startConsoleServer(worker, control, modelRepo, settings, ep.host, ep.consolePort, log)
+        : undefined;
     const ports = { grpc: grpc.port, http: httpPort, metrics: metrics?.port ?? -1, console: consoleSrv?.port ?? -1 };
     log.info('listening', { host: ep.host, ...ports, models: worker.repositoryIndex(true).map((m) => m.name) });
     let stopping: Promise<void> | null = null;
@@ -54,10 +57,10 @@ export async function serve(
       stop: (drain = true) =>
         (stopping ??= (async () => {
           // Stop taking new calls first, then let the worker finish what it accepted.
-          const closing = Promise.all([grpc!.close(), http!.close()]);
+          const closing = Promise.all([grpc!.close(), http!.close(), consoleSrv?.close()]);
           await worker.stop(drain);
           await closing;
-          await Promise.all([metrics, consoleSrv].map((s) => s && new Promise<void>((r) => s.server.close(() => r()))));
+          if (metrics) await new Promise<void>((r) => metrics!.server.close(() => r()));
           log.info('stopped');
         })()),
     };
@@ -65,7 +68,7 @@ export async function serve(
     await grpc?.close(0);
     await http?.close();
     metrics?.server.close();
-    consoleSrv?.server.close();
+    await consoleSrv?.close();
     await worker.stop(false);
     throw err;
   }

@@ -651,6 +651,12 @@ export class Worker implements InferenceService {
     arena.setLimit(arenaLimit(this.cache.budgetBytes, weightBytes));
   }
 
+  /** The device arena's counters, or null without one (the control API's device memory view). */
+  arenaStats(): { readonly limitBytes: number; readonly mappedBytes: number; readonly usedBytes: number } | null {
+    const arena = this.#backend.arena;
+    return arena !== null && !arena.disposed ? arena.stats() : null;
+  }
+
   /** Refreshes the gauges that are read at scrape time. */
   refreshGauges(): void {
     const s = this.cache.stats();

@@ -1,0 +1,134 @@
+/**
+ * The control API: a Fastify app of encapsulated plugins under /api/v1, with its OpenAPI
+ * document at /api/v1/openapi.json and the console's files at /. Routes: docs/control-api.md.
+ */
+import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Fastify, { type FastifyInstance } from 'fastify';
+import swagger from '@fastify/swagger';
+import websocket from '@fastify/websocket';
+import type { Logger } from '../../log.js';
+import type { Store } from '../../state/store.js';
+import { AuditedMutations } from '../audit/audited-mutation.js';
+import { TokenService } from '../auth/token-service.js';
+import { EventLog } from '../events/event-log.js';
+import { MetricHistory } from '../events/metric-history.js';
+import { FeedHub } from '../feed/feed-hub.js';
+import { DesiredState } from '../reconcile/desired-state.js';
+import { modelRoutes } from '../routes/model-routes.js';
+import { recordRoutes } from '../routes/record-routes.js';
+import { FEED_SUBPROTOCOL, streamRoute } from '../routes/stream-route.js';
+import { systemRoutes } from '../routes/system-routes.js';
+import { uploadRoutes } from '../routes/upload-routes.js';
+import { UploadService } from '../uploads/upload-service.js';
+import { installAuth } from './auth-hook.js';
+import type { ControlContext, ControlOptions } from './context.js';
+import { installErrorHandler } from './error-handler.js';
+import type { ModelPort } from './model-port.js';
+
+const consoleDir = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', '..', '..', 'console', 'public');
+
+export interface ControlAppOptions {
+  readonly port: ModelPort;
+  readonly store: Store;
+  readonly log: Logger;
+  readonly options: ControlOptions;
+  readonly now?: () => number;
+  /** 0 turns the 1 Hz metric sampler off (tests drive it by hand). */
+  readonly metricIntervalMs?: number;
+}
+
+export interface ControlApp {
+  readonly app: FastifyInstance;
+  readonly context: ControlContext;
+  readonly history: MetricHistory;
+  /** The setup token printed at first start (null once an admin token exists). */
+  readonly setupToken: string | null;
+  close(): Promise<void>;
+}
+
+export async function buildControlApp(o: ControlAppOptions): Promise<ControlApp> {
+  const now = o.now ?? Date.now;
+  const tokens = new TokenService(o.store, now);
+  const mutations = new AuditedMutations(o.store, now);
+  const hub = new FeedHub({
+    port: o.port,
+    sampleMs: o.options.feed.sampleMs,
+    limits: { highWaterBytes: o.options.feed.highWaterBytes, lowWaterBytes: o.options.feed.highWaterBytes / 4 },
+  });
+  const events = new EventLog(o.store, o.port, hub.topic('events'), o.log);
+  const history = new MetricHistory(o.store, o.port, hub.topic('metrics'), o.log, o.metricIntervalMs ?? 1000);
+  const desired = new DesiredState(o.store, o.port, now);
+  const uploads = o.options.uploads ? new UploadService(o.store, o.options.uploads, now) : null;
+  const context: ControlContext = {
+    uploads,
+    port: o.port,
+    store: o.store,
+    tokens,
+    mutations,
+    hub,
+    events,
+    desired,
+    options: o.options,
+    log: o.log,
+  };
+
+  const app = Fastify({
+    logger: false,
+    bodyLimit: 1 << 20,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && /^[\x21-\x7e]{1,100}$/.test(given) ? given : randomUUID();
+    },
+  });
+  installErrorHandler(app);
+  installAuth(app, tokens);
+  await app.register(swagger, {
+    openapi: {
+      info: { title: 'hloserve control API', version: '1' },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      security: [{ bearer: [] }],
+    },
+  });
+  await app.register(websocket, {
+    options: {
+      maxPayload: 64 * 1024,
+      handleProtocols: (protocols: Set<string>) => (protocols.has(FEED_SUBPROTOCOL) ? FEED_SUBPROTOCOL : false),
+    },
+  });
+  await app.register(
+    async (api) => {
+      await api.register(systemRoutes(context));
+      await api.register(modelRoutes(context));
+      await api.register(recordRoutes(context));
+      await api.register(streamRoute(context));
+      await api.register(uploadRoutes(context));
+      api.get('/openapi.json', { config: { scope: 'public' }, schema: { hide: true } }, async () => app.swagger());
+    },
+    { prefix: '/api/v1' },
+  );
+  app.get('/', { config: { scope: 'public' }, schema: { hide: true } }, async (_req, reply) => {
+    const html = await readFile(join(consoleDir, 'index.html')).catch(() => null);
+    if (html === null) return reply.code(404).send({ error: 'the console is not built', code: 'HLO_ERR_NOT_FOUND' });
+    return reply.type('text/html; charset=utf-8').send(html);
+  });
+  await app.ready();
+
+  const setupToken = await tokens.issueSetupToken(o.options.setupTokenFile);
+  await desired.reconcile(mutations);
+
+  return {
+    app,
+    context,
+    history,
+    setupToken,
+    close: async () => {
+      hub.close();
+      await app.close();
+      await history.close();
+      await events.close();
+    },
+  };
+}

@@ -1,0 +1,110 @@
+/**
+ * What the control API needs from the engine, and nothing more. The routes, the live feed and the
+ * reconciler see only this interface; worker-model-port.ts implements it over today's Worker, and
+ * the lifecycle's ControlService facade replaces that adapter without touching the routes.
+ */
+import type { Discipline, Residency } from '../../config/types.js';
+
+export type ModelLifecycleState = 'UNKNOWN' | 'READY' | 'UNAVAILABLE' | 'LOADING' | 'UNLOADING';
+
+export interface ModelPolicyView {
+  readonly residency: Residency;
+  readonly weight: number;
+  /** null: the largest compiled size. */
+  readonly maxBatchSize: number | null;
+  /** Batching window; null: the scheduler's default. */
+  readonly maxQueueDelayUs: number | null;
+}
+
+export type ModelPolicyPatch = Partial<ModelPolicyView>;
+
+export interface ModelResidencyView {
+  /** The floor: unpinned (evictable), system (pinned in host memory), device (pinned on device). */
+  readonly floor: Residency;
+  readonly weightBytes: number;
+  readonly deviceResident: boolean;
+  readonly hostResident: boolean;
+  readonly loading: boolean;
+  readonly leases: number;
+  readonly loads: number;
+  readonly evictions: number;
+}
+
+export interface ModelQueueView {
+  readonly depth: number;
+  readonly rows: number;
+  readonly inflight: number;
+}
+
+export interface ModelStatsView {
+  readonly requestsServed: number;
+  readonly rowsServed: number;
+  readonly paddedRows: number;
+  readonly dispatchCount: number;
+  readonly failedDispatches: number;
+  readonly computeSecondsTotal: number;
+  readonly queueWaitSecondsTotal: number;
+  /** Learned execution cost per compiled batch size, seconds. */
+  readonly costSeconds: Readonly<Record<string, number>>;
+}
+
+export interface ModelView {
+  readonly name: string;
+  readonly version: string;
+  readonly state: ModelLifecycleState;
+  readonly reason: string;
+  readonly batchSizes: readonly number[];
+  readonly residency: ModelResidencyView | null;
+  readonly policy: ModelPolicyView | null;
+  readonly queue: ModelQueueView | null;
+  readonly stats: ModelStatsView | null;
+}
+
+export interface DeviceMemoryView {
+  readonly ordinal: number;
+  readonly platform: string;
+  /** Device memory the runtime reports (null where it reports none, e.g. the CPU plugin). */
+  readonly totalBytes: number | null;
+  /** Weight-cache budget for evictable weights (null: unlimited). */
+  readonly budgetBytes: number | null;
+  readonly residentBytes: number;
+  readonly pinnedBytes: number;
+  /** Bytes the weight arena has mapped (null without an arena). */
+  readonly arenaBytes: number | null;
+  /** Budget left for evictable weights (null: unlimited). */
+  readonly freeBytes: number | null;
+}
+
+export interface WorkerView {
+  readonly name: string;
+  readonly version: string;
+  readonly platform: string;
+  readonly modelControlMode: string;
+  readonly discipline: Discipline;
+  readonly ready: boolean;
+  readonly inflight: number;
+  readonly devices: readonly DeviceMemoryView[];
+}
+
+/** Something that happened in the engine; the control layer numbers, stores and streams it. */
+export interface EngineEvent {
+  readonly at: number;
+  readonly kind: string;
+  readonly model: string | null;
+  readonly data: Readonly<Record<string, unknown>>;
+}
+
+export type ModelAction = 'load' | 'unload' | 'reload' | 'drain';
+
+export interface ModelPort {
+  worker(): WorkerView;
+  models(): ModelView[];
+  /** undefined: no such model known to the engine. */
+  model(name: string): ModelView | undefined;
+  /** Resolves when the action is done; failures are ServeErrors from the catalogue. */
+  act(name: string, action: ModelAction, signal?: AbortSignal): Promise<void>;
+  /** Applies a live policy change and resolves once it holds (a residency floor may upload). */
+  setPolicy(name: string, patch: ModelPolicyPatch): Promise<ModelPolicyView>;
+  setDiscipline(discipline: Discipline): void;
+  subscribe(listener: (event: EngineEvent) => void): () => void;
+}

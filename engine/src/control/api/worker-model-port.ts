@@ -1,0 +1,153 @@
+/**
+ * The ModelPort over the engine: models, actions, policies and events come from the lifecycle's
+ * ControlService facade (the one the gRPC ControlService serves too), memory from the Worker's
+ * weight cache and runtime. What the engine cannot do yet (drain) is refused here, and only here,
+ * with the reason.
+ */
+import { ServeError } from '@hloserve/common/errors';
+import type { Discipline, ModelPolicy, WorkerSettings } from '../../config/types.js';
+import { ControlService, type ModelControlView } from '../control-service.js';
+import type { LifecycleEvent } from '../../registry/lifecycle-events.js';
+import type { Worker } from '../../worker/worker.js';
+import type {
+  DeviceMemoryView,
+  EngineEvent,
+  ModelAction,
+  ModelPolicyPatch,
+  ModelPolicyView,
+  ModelPort,
+  ModelView,
+  WorkerView,
+} from './model-port.js';
+
+export class WorkerModelPort implements ModelPort {
+  readonly #worker: Worker;
+  readonly #settings: WorkerSettings;
+  readonly #control: ControlService;
+
+  constructor(worker: Worker, settings: WorkerSettings, control: ControlService = new ControlService(worker)) {
+    this.#worker = worker;
+    this.#settings = settings;
+    this.#control = control;
+  }
+
+  worker(): WorkerView {
+    const w = this.#worker;
+    const cache = w.cache.stats();
+    const mem = w.runtime.memoryStats(0);
+    const arena = w.arenaStats();
+    const budget = Number.isFinite(cache.budgetBytes) ? cache.budgetBytes : null;
+    const device: DeviceMemoryView = {
+      ordinal: this.#settings.runtime.deviceOrdinal,
+      platform: w.runtime.platformName,
+      totalBytes: mem?.bytesLimit ?? null,
+      budgetBytes: budget,
+      residentBytes: cache.residentBytes,
+      pinnedBytes: cache.pinnedBytes,
+      arenaBytes: arena?.mappedBytes ?? null,
+      freeBytes: budget === null ? null : Math.max(0, budget - cache.residentBytes),
+    };
+    let inflight = 0;
+    for (const s of w.scheduler.allStats()) inflight += s.inflightRequests;
+    const meta = w.serverMetadata();
+    return {
+      name: meta.name,
+      version: meta.version,
+      platform: w.runtime.platformName,
+      modelControlMode: this.#control.mode,
+      discipline: w.scheduler.discipline,
+      ready: w.serverReady(),
+      inflight,
+      devices: [device],
+    };
+  }
+
+  models(): ModelView[] {
+    return this.#control.models().map(view);
+  }
+
+  model(name: string): ModelView | undefined {
+    const m = this.#control.model(name);
+    return m && view(m);
+  }
+
+  async act(name: string, action: ModelAction, signal?: AbortSignal): Promise<void> {
+    const c = this.#control;
+    switch (action) {
+      case 'drain':
+        throw new ServeError('HLO_ERR_FAILED_PRECONDITION', `drain of '${name}' is not available yet`);
+      case 'unload':
+        if (!c.model(name)) throw new ServeError('HLO_ERR_MODEL_NOT_FOUND', `unknown model '${name}'`);
+        return c.unload(name);
+      case 'reload':
+        if (!c.model(name)) throw new ServeError('HLO_ERR_MODEL_NOT_FOUND', `unknown model '${name}' (load it first)`);
+        return c.reload(name, signal);
+      case 'load':
+        return c.load(name, signal);
+    }
+  }
+
+  async setPolicy(name: string, patch: ModelPolicyPatch): Promise<ModelPolicyView> {
+    if (!this.#control.model(name)) throw new ServeError('HLO_ERR_MODEL_NOT_FOUND', `unknown model '${name}'`);
+    return policyView(await this.#control.setPolicy(name, patch));
+  }
+
+  setDiscipline(discipline: Discipline): void {
+    this.#control.setDiscipline(discipline);
+  }
+
+  /** The lifecycle's numbered events from now on, as the control layer's engine events. */
+  subscribe(listener: (event: EngineEvent) => void): () => void {
+    return this.#control.subscribe(this.#control.lastSeq, (e: LifecycleEvent) => {
+      const { seq: _seq, at, type, model, ...data } = e;
+      listener({ at, kind: `model.${type}`, model, data });
+    });
+  }
+}
+
+function policyView(p: ModelPolicy): ModelPolicyView {
+  return {
+    residency: p.residency,
+    weight: p.weight,
+    maxBatchSize: p.maxBatchSize,
+    maxQueueDelayUs: p.maxQueueDelayUs,
+  };
+}
+
+function view(m: ModelControlView): ModelView {
+  const c = m.weights;
+  const s = m.scheduling;
+  return {
+    name: m.name,
+    version: String(m.generation ?? 0),
+    state: m.state,
+    reason: m.reason,
+    batchSizes: m.batchSizes,
+    residency: c
+      ? {
+          floor: c.residency,
+          weightBytes: c.bytes,
+          deviceResident: c.deviceResident,
+          hostResident: c.hostResident,
+          loading: c.loading,
+          leases: c.leases,
+          loads: c.loads,
+          evictions: c.evictions,
+        }
+      : null,
+    policy: policyView(m.policy),
+    queue: s ? { depth: s.queueDepth, rows: s.queuedRows, inflight: s.inflightRequests } : null,
+    stats: s
+      ? {
+          requestsServed: s.requestsServed,
+          rowsServed: s.rowsServed,
+          paddedRows: s.paddedRows,
+          dispatchCount: s.dispatchCount,
+          failedDispatches: s.failedDispatches,
+          computeSecondsTotal: s.computeSecondsTotal,
+          queueWaitSecondsTotal: s.queueWaitSecondsTotal,
+          costSeconds: { ...s.costEstimates },
+        }
+      : null,
+  };
+}

@@ -1,0 +1,72 @@
+import { mkdirSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
+import { drizzle as drizzleSqlite, type BetterSQLite3Database } from 'drizzle-orm/better-sqlite3';
+import { migrate as migrateSqlite } from 'drizzle-orm/better-sqlite3/migrator';
+import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
+import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
+import pg from 'pg';
+import { ServeError } from '@hloserve/common/errors';
+import * as pgSchema from './schema-pg.js';
+import * as sqliteSchema from './schema-sqlite.js';
+import { Store } from './store.js';
+
+// The committed migrations stay in the source tree (tsc does not copy them); from
+// engine/dist/src/state/ that is engine/src/state/migrations/.
+const migrationsRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'src', 'state', 'migrations');
+
+export interface StoreLocation {
+  /** postgres:// or postgresql:// URL; otherwise SQLite. */
+  readonly url?: string | null;
+  /** SQLite file (default `<cacheDir>/state/hloserve.sqlite`); ':memory:' for a throwaway store. */
+  readonly sqlitePath?: string;
+  readonly cacheDir: string;
+}
+
+export const isPostgresUrl = (url: string | null | undefined): boolean =>
+  url !== null && url !== undefined && /^postgres(ql)?:\/\//.test(url);
+
+/** Opens the store and applies the committed migrations before anything reads it. */
+export async function openStore(loc: StoreLocation): Promise<Store> {
+  if (loc.url && isPostgresUrl(loc.url)) {
+    const url = loc.url;
+    const pool = new pg.Pool({ connectionString: url, max: 4 });
+    try {
+      const db = drizzlePg(pool);
+      await migratePg(db, { migrationsFolder: join(migrationsRoot, 'pg') });
+      // One implementation serves both dialects (store.ts says why); the cast is only of types.
+      return new Store(
+        'postgres',
+        db as unknown as BetterSQLite3Database,
+        pgSchema as unknown as typeof sqliteSchema,
+        () => pool.end(),
+      );
+    } catch (err) {
+      await pool.end().catch(() => undefined);
+      throw new ServeError('HLO_ERR_CONFIG_INVALID', `state store ${redact(url)}: ${(err as Error).message}`, {
+        cause: err,
+      });
+    }
+  }
+  if (loc.url && !loc.url.startsWith('sqlite:'))
+    throw new ServeError(
+      'HLO_ERR_CONFIG_INVALID',
+      `state store URL must be postgres://… or sqlite:<path>, got '${redact(loc.url)}'`,
+    );
+  const path = loc.url
+    ? loc.url.slice('sqlite:'.length)
+    : (loc.sqlitePath ?? join(loc.cacheDir, 'state', 'hloserve.sqlite'));
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  const sqlite = new Database(path);
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('busy_timeout = 5000');
+  const db = drizzleSqlite(sqlite);
+  migrateSqlite(db, { migrationsFolder: join(migrationsRoot, 'sqlite') });
+  return new Store('sqlite', db, sqliteSchema, async () => void sqlite.close());
+}
+
+/** A URL for messages: the password is never logged. */
+export function redact(url: string): string {
+  return url.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@');
+}

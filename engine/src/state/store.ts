@@ -1,0 +1,227 @@
+/**
+ * The operations store: every read and write of operations state goes through this class, on
+ * SQLite or PostgreSQL alike. Both schemas declare the same tables with the same keys and JS
+ * types, and drizzle's query builders share their shape across dialects, so one implementation
+ * serves both (open-store.ts hands PostgreSQL's database and tables in under the SQLite types).
+ * Queries are awaited, never run synchronously, so the same code is correct on either driver.
+ *
+ * The audit log is append-only: this class has no way to change or delete an audit record.
+ */
+import { and, asc, desc, eq, gt, gte, lt, sql } from 'drizzle-orm';
+import type { BetterSQLite3Database } from 'drizzle-orm/better-sqlite3';
+import * as schema from './schema-sqlite.js';
+
+export type TokenRow = typeof schema.tokens.$inferSelect;
+export type AuditRow = typeof schema.audit.$inferSelect;
+export type AuditInsert = Omit<typeof schema.audit.$inferInsert, 'seq'>;
+export type EventRow = typeof schema.events.$inferSelect;
+export type UploadRow = typeof schema.uploads.$inferSelect;
+export type PolicyRow = typeof schema.policies.$inferSelect;
+export type SettingRow = typeof schema.settings.$inferSelect;
+export type MetricSampleRow = typeof schema.metricSamples.$inferSelect;
+export type MetricSampleInsert = Omit<typeof schema.metricSamples.$inferInsert, 'id'>;
+
+export type StoreDialect = 'sqlite' | 'postgres';
+
+export class Store {
+  readonly dialect: StoreDialect;
+  readonly #db: BetterSQLite3Database;
+  readonly #t: typeof schema;
+  readonly #close: () => Promise<void>;
+
+  /** @internal made by openStore() */
+  constructor(dialect: StoreDialect, db: BetterSQLite3Database, tables: typeof schema, close: () => Promise<void>) {
+    this.dialect = dialect;
+    this.#db = db;
+    this.#t = tables;
+    this.#close = close;
+  }
+
+  close(): Promise<void> {
+    return this.#close();
+  }
+
+  // ---- tokens ---------------------------------------------------------------------------------
+
+  async insertToken(row: TokenRow): Promise<void> {
+    await this.#db.insert(this.#t.tokens).values(row);
+  }
+
+  async tokenByHash(hash: string): Promise<TokenRow | undefined> {
+    const t = this.#t.tokens;
+    const rows = await this.#db.select().from(t).where(eq(t.hash, hash)).limit(1);
+    return rows[0];
+  }
+
+  async token(id: string): Promise<TokenRow | undefined> {
+    const t = this.#t.tokens;
+    const rows = await this.#db.select().from(t).where(eq(t.id, id)).limit(1);
+    return rows[0];
+  }
+
+  async listTokens(): Promise<TokenRow[]> {
+    const t = this.#t.tokens;
+    return this.#db.select().from(t).orderBy(asc(t.createdAt), asc(t.id));
+  }
+
+  /** Marks a token revoked (the row stays for the audit trail); false if unknown or already revoked. */
+  async revokeToken(id: string, at: number): Promise<boolean> {
+    const t = this.#t.tokens;
+    const rows = await this.#db
+      .update(t)
+      .set({ revokedAt: at })
+      .where(and(eq(t.id, id), sql`${t.revokedAt} is null`))
+      .returning({ id: t.id });
+    return rows.length === 1;
+  }
+
+  async touchToken(id: string, at: number): Promise<void> {
+    const t = this.#t.tokens;
+    await this.#db.update(t).set({ lastUsedAt: at }).where(eq(t.id, id));
+  }
+
+  // ---- audit (append-only) ----------------------------------------------------------------------
+
+  async appendAudit(rec: AuditInsert): Promise<number> {
+    const a = this.#t.audit;
+    const rows = await this.#db.insert(a).values(rec).returning({ seq: a.seq });
+    return rows[0]!.seq;
+  }
+
+  async auditByKey(actor: string, idempotencyKey: string): Promise<AuditRow | undefined> {
+    const a = this.#t.audit;
+    const rows = await this.#db
+      .select()
+      .from(a)
+      .where(and(eq(a.actor, actor), eq(a.idempotencyKey, idempotencyKey)))
+      .limit(1);
+    return rows[0];
+  }
+
+  /** Newest first; `beforeSeq` pages backwards. */
+  async listAudit(o: { beforeSeq?: number; limit: number; target?: string }): Promise<AuditRow[]> {
+    const a = this.#t.audit;
+    const where = and(
+      o.beforeSeq !== undefined ? lt(a.seq, o.beforeSeq) : undefined,
+      o.target !== undefined ? eq(a.target, o.target) : undefined,
+    );
+    return this.#db.select().from(a).where(where).orderBy(desc(a.seq)).limit(o.limit);
+  }
+
+  // ---- lifecycle events -------------------------------------------------------------------------
+
+  async appendEvent(e: { at: number; kind: string; model: string | null; data: unknown }): Promise<number> {
+    const ev = this.#t.events;
+    const rows = await this.#db
+      .insert(ev)
+      .values({ at: e.at, kind: e.kind, model: e.model, data: JSON.stringify(e.data) })
+      .returning({ seq: ev.seq });
+    return rows[0]!.seq;
+  }
+
+  /** Oldest first after `afterSeq`. */
+  async listEvents(o: { afterSeq?: number; limit: number; model?: string }): Promise<EventRow[]> {
+    const ev = this.#t.events;
+    const where = and(
+      o.afterSeq !== undefined ? gt(ev.seq, o.afterSeq) : undefined,
+      o.model !== undefined ? eq(ev.model, o.model) : undefined,
+    );
+    return this.#db.select().from(ev).where(where).orderBy(asc(ev.seq)).limit(o.limit);
+  }
+
+  // ---- desired policies ---------------------------------------------------------------------------
+
+  async upsertPolicy(row: PolicyRow): Promise<void> {
+    const p = this.#t.policies;
+    const { model: _model, ...set } = row;
+    await this.#db.insert(p).values(row).onConflictDoUpdate({ target: p.model, set });
+  }
+
+  async policy(model: string): Promise<PolicyRow | undefined> {
+    const p = this.#t.policies;
+    const rows = await this.#db.select().from(p).where(eq(p.model, model)).limit(1);
+    return rows[0];
+  }
+
+  async listPolicies(): Promise<PolicyRow[]> {
+    const p = this.#t.policies;
+    return this.#db.select().from(p).orderBy(asc(p.model));
+  }
+
+  async deletePolicy(model: string): Promise<boolean> {
+    const p = this.#t.policies;
+    const rows = await this.#db.delete(p).where(eq(p.model, model)).returning({ model: p.model });
+    return rows.length === 1;
+  }
+
+  // ---- settings ---------------------------------------------------------------------------------
+
+  async setting(key: string): Promise<SettingRow | undefined> {
+    const s = this.#t.settings;
+    const rows = await this.#db.select().from(s).where(eq(s.key, key)).limit(1);
+    return rows[0];
+  }
+
+  async listSettings(): Promise<SettingRow[]> {
+    const s = this.#t.settings;
+    return this.#db.select().from(s).orderBy(asc(s.key));
+  }
+
+  async setSetting(row: SettingRow): Promise<void> {
+    const s = this.#t.settings;
+    const { key: _key, ...set } = row;
+    await this.#db.insert(s).values(row).onConflictDoUpdate({ target: s.key, set });
+  }
+
+  /** Deletes only if the stored value is `value` (a compare-and-delete); true if it did. */
+  async takeSetting(key: string, value: string): Promise<boolean> {
+    const s = this.#t.settings;
+    const rows = await this.#db
+      .delete(s)
+      .where(and(eq(s.key, key), eq(s.value, value)))
+      .returning({ key: s.key });
+    return rows.length === 1;
+  }
+
+  // ---- uploads ----------------------------------------------------------------------------------
+
+  async insertUpload(row: UploadRow): Promise<void> {
+    await this.#db.insert(this.#t.uploads).values(row);
+  }
+
+  async updateUpload(id: string, patch: Partial<Omit<UploadRow, 'id'>>): Promise<void> {
+    const u = this.#t.uploads;
+    await this.#db.update(u).set(patch).where(eq(u.id, id));
+  }
+
+  async upload(id: string): Promise<UploadRow | undefined> {
+    const u = this.#t.uploads;
+    const rows = await this.#db.select().from(u).where(eq(u.id, id)).limit(1);
+    return rows[0];
+  }
+
+  async listUploads(limit: number): Promise<UploadRow[]> {
+    const u = this.#t.uploads;
+    return this.#db.select().from(u).orderBy(desc(u.createdAt)).limit(limit);
+  }
+
+  // ---- metric history ---------------------------------------------------------------------------
+
+  async appendMetricSamples(rows: readonly MetricSampleInsert[]): Promise<void> {
+    if (rows.length > 0) await this.#db.insert(this.#t.metricSamples).values([...rows]);
+  }
+
+  async listMetricSamples(model: string, resolution: 's' | 'm', sinceAt: number): Promise<MetricSampleRow[]> {
+    const m = this.#t.metricSamples;
+    return this.#db
+      .select()
+      .from(m)
+      .where(and(eq(m.model, model), eq(m.resolution, resolution), gte(m.at, sinceAt)))
+      .orderBy(asc(m.at));
+  }
+
+  async pruneMetricSamples(resolution: 's' | 'm', beforeAt: number): Promise<void> {
+    const m = this.#t.metricSamples;
+    await this.#db.delete(m).where(and(eq(m.resolution, resolution), lt(m.at, beforeAt)));
+  }
+}
