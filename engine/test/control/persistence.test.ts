@@ -1,3 +1,4 @@
+import { ControlService } from '../../src/control/control-service.js';
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { after, suite, test } from 'node:test';
@@ -24,11 +25,7 @@ suite('desired state survives a restart', () => {
 
     // Second life: a fresh worker reads node.yaml (no policy for mlp); the store brings the rest.
     worker = await startMlpWorker();
-    assert.equal(
-      worker.cache.modelStats('mlp')!.residency,
-      'system',
-      'node.yaml alone would leave it unpinned on device',
-    );
+    assert.equal(new ControlService(worker).model('mlp')!.policy.weight, 1, 'node.yaml alone gives weight 1');
     h = await startControl(worker, dir);
     try {
       assert.equal(h.control.setupToken, null, 'an admin exists: no new setup token');
@@ -36,7 +33,11 @@ suite('desired state survives a restart', () => {
       assert.equal(m.policy.residency, 'device');
       assert.equal(m.policy.weight, 4);
       assert.equal(m.residency.floor, 'device');
-      assert.equal(worker.cache.modelStats('mlp')!.residency, 'device', 'the weight cache holds the pin');
+      assert.equal(
+        new ControlService(worker).model('mlp')!.weights!.residency,
+        'device',
+        'the weight cache holds the pin',
+      );
       assert.equal(worker.scheduler.stats('mlp')!.weight, 4, 'the scheduler holds the weight');
       assert.equal(worker.scheduler.discipline, 'fifo');
       const audit = (await h.control.app.inject({ url: '/api/v1/audit?limit=50', headers: as(op.token) })).json()

@@ -24,6 +24,8 @@ export class WorkerModelPort implements ModelPort {
   readonly #worker: Worker;
   readonly #settings: WorkerSettings;
   readonly #control: ControlService;
+  /** Policy changes are operations events too, though not lifecycle ones: told to these. */
+  readonly #listeners = new Set<(event: EngineEvent) => void>();
 
   constructor(worker: Worker, settings: WorkerSettings, control: ControlService = new ControlService(worker)) {
     this.#worker = worker;
@@ -89,7 +91,10 @@ export class WorkerModelPort implements ModelPort {
 
   async setPolicy(name: string, patch: ModelPolicyPatch): Promise<ModelPolicyView> {
     if (!this.#control.model(name)) throw new ServeError('HLO_ERR_MODEL_NOT_FOUND', `unknown model '${name}'`);
-    return policyView(await this.#control.setPolicy(name, patch));
+    const policy = policyView(await this.#control.setPolicy(name, patch));
+    const event: EngineEvent = { at: Date.now(), kind: 'model.policy', model: name, data: { ...policy } };
+    for (const l of this.#listeners) l(event);
+    return policy;
   }
 
   setDiscipline(discipline: Discipline): void {
@@ -98,10 +103,15 @@ export class WorkerModelPort implements ModelPort {
 
   /** The lifecycle's numbered events from now on, as the control layer's engine events. */
   subscribe(listener: (event: EngineEvent) => void): () => void {
-    return this.#control.subscribe(this.#control.lastSeq, (e: LifecycleEvent) => {
+    this.#listeners.add(listener);
+    const off = this.#control.subscribe(this.#control.lastSeq, (e: LifecycleEvent) => {
       const { seq: _seq, at, type, model, ...data } = e;
       listener({ at, kind: `model.${type}`, model, data });
     });
+    return () => {
+      this.#listeners.delete(listener);
+      off();
+    };
   }
 }
 
