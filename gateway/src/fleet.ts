@@ -93,7 +93,9 @@ export class Fleet {
 
   /** One health round now (or joins the running one); `force` ignores the rate limit. */
   refresh(force = false): Promise<void> {
-    if (this.round) return this.round;
+    // A forced round (a worker moved) must start after the change: one already running may have
+    // asked the old address.
+    if (this.round) return force ? this.round.then(() => this.refresh(true)) : this.round;
     if (!force && Date.now() - this.lastRoundMs < this.opts.minRefreshMs) return Promise.resolve();
     this.round = this.healthRound().finally(() => {
       this.lastRoundMs = Date.now();

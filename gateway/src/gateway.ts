@@ -108,19 +108,41 @@ export class Gateway {
   }
 
   async placementTick(force = false): Promise<void> {
-    const sample = await this.fleet.sample();
+    const [sample, caps] = await Promise.all([this.fleet.sample(), this.memoryCaps()]);
     const result = this.placement.tick(
       sample,
       Date.now(),
       this.fleet.models(),
       [...this.fleet.workers.keys()],
-      new Map(),
+      caps,
       force,
     );
     if (result) {
       await this.learnMaxBatch(this.fleet.models());
       this.router.setPlacement(result.placement, this.maxBatch);
     }
+  }
+
+  /**
+   * Each worker's weight-cache budget (hloserve_weight_budget_bytes from its /metrics), the memory
+   * cap of the packing; absent or unlimited (-1) means unconstrained.
+   */
+  private async memoryCaps(): Promise<Map<string, number>> {
+    const caps = new Map<string, number>();
+    await Promise.all(
+      [...this.fleet.workers.values()].map(async (w) => {
+        if (!w.address.metrics || !w.ready) return;
+        try {
+          const r = await fetch(`http://${w.address.metrics}/metrics`, { signal: AbortSignal.timeout(2000) });
+          const m = /^hloserve_weight_budget_bytes(?:\{[^}]*\})? (\S+)/m.exec(await r.text());
+          const v = m ? Number(m[1]) : NaN;
+          if (v > 0) caps.set(w.name, v);
+        } catch {
+          /* no cap known: unconstrained */
+        }
+      }),
+    );
+    return caps;
   }
 
   private async learnMaxBatch(models: readonly string[]): Promise<void> {
