@@ -1,0 +1,50 @@
+import { useState } from 'react';
+import { ApiError } from './api/errors.js';
+import { tokenStore } from './api/token-store.js';
+import { takeSetupTokenFromUrl } from './app/first-run.js';
+import { Layout } from './app/Layout.js';
+import { usePath } from './app/router.js';
+import { useSession, useToken } from './app/session.js';
+import { Activity } from './views/Activity.js';
+import { MemoryMap } from './views/MemoryMap.js';
+import { ModelDetails } from './views/models/Details.js';
+import { ModelList } from './views/models/List.js';
+import { Overview } from './views/Overview.js';
+import { Settings } from './views/Settings.js';
+import { Setup } from './views/Setup.js';
+
+// Taken before the first render so the fragment is gone before anything can log or capture the URL.
+const setupFromUrl =
+  typeof location === 'undefined' ? null : takeSetupTokenFromUrl(location, (u) => history.replaceState(null, '', u));
+
+export function App() {
+  const token = useToken();
+  const session = useSession();
+  const [setupToken] = useState(setupFromUrl);
+  if (token === null) return <Setup initialSetupToken={setupToken} />;
+  if (session.error instanceof ApiError && session.error.isAuth) {
+    tokenStore.set(null);
+    return <Setup initialSetupToken={null} reason="Your token was refused (revoked or expired): sign in again." />;
+  }
+  return (
+    <Layout>
+      <Screen />
+    </Layout>
+  );
+}
+
+function Screen() {
+  const path = usePath().split('?')[0]!;
+  if (path === '/' || path === '/overview') return <Overview />;
+  if (path === '/models') return <ModelList />;
+  if (path.startsWith('/models/')) return <ModelDetails name={decodeURIComponent(path.slice('/models/'.length))} />;
+  if (path === '/memory') return <MemoryMap />;
+  if (path === '/activity') return <Activity />;
+  if (path === '/settings') return <Settings />;
+  return (
+    <>
+      <h1>Not found</h1>
+      <p className="muted">No screen at {path}.</p>
+    </>
+  );
+}

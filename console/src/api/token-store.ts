@@ -1,0 +1,31 @@
+/**
+ * Where the console keeps its bearer token. localStorage, so every tab of one browser shares the
+ * login (an appliance user opens many); the token never goes in a URL.
+ */
+const KEY = 'hloserve.token';
+type Listener = (token: string | null) => void;
+const listeners = new Set<Listener>();
+
+function storage(): Storage | null {
+  try {
+    return typeof localStorage === 'undefined' ? null : localStorage;
+  } catch {
+    return null;
+  }
+}
+
+export const tokenStore = {
+  get(): string | null {
+    return storage()?.getItem(KEY) ?? null;
+  },
+  set(token: string | null): void {
+    const s = storage();
+    if (token === null) s?.removeItem(KEY);
+    else s?.setItem(KEY, token);
+    for (const l of listeners) l(token);
+  },
+  subscribe(listener: Listener): () => void {
+    listeners.add(listener);
+    return () => listeners.delete(listener);
+  },
+};
