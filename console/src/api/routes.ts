@@ -1,22 +1,23 @@
-/** Every control API path the console calls, in one place (the engine's routes under /api/v1). */
-import type { ModelAction } from './types.js';
-
+/** Every control API path the console calls (the engine's routes under /api/v1), in one place. */
 const base = '/api/v1';
 const enc = encodeURIComponent;
 
 export const routes = {
+  health: `${base}/health`,
   setup: `${base}/setup`,
   session: `${base}/session`,
   workers: `${base}/workers`,
+  settings: `${base}/settings`,
   models: `${base}/models`,
   model: (name: string) => `${base}/models/${enc(name)}`,
-  modelAction: (name: string, action: ModelAction) => `${base}/models/${enc(name)}:${action}`,
-  policy: (name: string) => `${base}/policies/${enc(name)}`,
-  metrics: `${base}/metrics/series`,
-  audit: `${base}/audit`,
-  events: `${base}/events`,
+  /** POST: load, unload, reload, drain, pin (body {residency}), unpin. */
+  modelAction: (name: string, action: string) => `${base}/models/${enc(name)}/${action}`,
+  /** PATCH with the fields that change. */
+  modelPolicy: (name: string) => `${base}/models/${enc(name)}/policy`,
+  modelMetrics: (name: string) => `${base}/models/${enc(name)}/metrics?resolution=s`,
+  events: (model?: string) => `${base}/events?limit=1000${model ? `&model=${enc(model)}` : ''}`,
+  audit: `${base}/audit?limit=500`,
   tokens: `${base}/tokens`,
   token: (id: string) => `${base}/tokens/${enc(id)}`,
-  settings: `${base}/settings`,
   stream: `${base}/stream`,
 } as const;

@@ -23,18 +23,24 @@ class FakeSocket implements SocketLike {
     this.readyState = 1;
     this.onopen?.({});
   }
-  serverClose(): void {
+  serverClose(code = 1006): void {
     this.readyState = 3;
-    this.onclose?.({});
+    this.onclose?.({ code });
+  }
+  control(msg: object): void {
+    this.onmessage?.({ data: JSON.stringify(msg) });
   }
   push(msg: StreamMessage): void {
     this.onmessage?.({ data: JSON.stringify(msg) });
   }
+  /** What was sent, compactly: "auth", "subscribe models@6,audit", "unsubscribe models". */
   ops(): string[] {
-    return this.sent.map(
-      (m) =>
-        `${m.op as string}${m.topic ? ' ' + (m.topic as string) : ''}${'since' in m ? '@' + (m.since as number) : ''}`,
-    );
+    return this.sent.map((m) => {
+      if (m.type === 'auth') return 'auth';
+      const since = (m.since ?? {}) as Record<string, number>;
+      const topics = (m.topics as string[]).map((t) => (t in since ? `${t}@${since[t]}` : t));
+      return `${m.type as string} ${topics.join(',')}`;
+    });
   }
 }
 
@@ -81,8 +87,9 @@ describe('StreamClient', () => {
     client.subscribe('workers', a);
     expect(sockets).toHaveLength(1);
     last().open();
-    expect(last().ops()).toEqual(['auth', 'subscribe models', 'subscribe workers']);
-    expect(last().sent[0]).toEqual({ op: 'auth', token: 'tok' });
+    expect(last().ops()).toEqual(['auth', 'subscribe models,workers']);
+    expect(last().sent[0]).toEqual({ type: 'auth', token: 'tok' });
+    last().control({ type: 'ready', actor: 'token:1', scope: 'admin' });
     last().push(snap('models', 1, ['x']));
     expect(a).toHaveBeenCalledTimes(1);
     expect(b).toHaveBeenCalledTimes(1);
@@ -125,7 +132,7 @@ describe('StreamClient', () => {
     vi.advanceTimersByTime(30_000);
     expect(sockets).toHaveLength(2);
     last().open();
-    expect(last().ops()).toEqual(['auth', 'subscribe models@6', 'subscribe audit@2']);
+    expect(last().ops()).toEqual(['auth', 'subscribe models@6,audit@2']);
     expect(client.getStatus().state).toBe('live');
     last().push(delta('models', 7));
     expect(client.seqOf('models')).toBe(7);
@@ -147,14 +154,36 @@ describe('StreamClient', () => {
     expect(client.getStatus().state).toBe('live');
   });
 
-  test('a resync message from the server re-subscribes the topic without a seq', () => {
+  test('a resync from the server (a slow client) drops deltas until the snapshot that follows it', () => {
     const { client, last } = setup();
-    client.subscribe('events', vi.fn());
+    const h = vi.fn();
+    client.subscribe('events', h);
     last().open();
     last().push(snap('events', 3));
-    last().push({ topic: 'events', seq: 0, kind: 'resync', data: null });
-    expect(last().ops().at(-1)).toBe('subscribe events');
+    last().push({ topic: 'events', seq: 9, kind: 'resync', data: null });
     expect(client.seqOf('events')).toBeNull();
+    last().push(delta('events', 10));
+    expect(h).toHaveBeenCalledTimes(1);
+    last().push(snap('events', 9));
+    expect(h).toHaveBeenCalledTimes(2);
+    expect(client.getStatus().state).toBe('resynced');
+    last().push(delta('events', 10));
+    expect(h).toHaveBeenCalledTimes(3);
+    expect(last().ops()).toEqual(['auth', 'subscribe events']); // the server sends the snapshot unasked
+  });
+
+  test('a refused token or origin (4401/4403) stops reconnecting and says why', () => {
+    const { client, sockets, last } = setup();
+    client.subscribe('models', vi.fn());
+    last().open();
+    last().control({ type: 'error', code: 'HLO_ERR_UNAUTHENTICATED', error: 'token revoked' });
+    last().serverClose(4401);
+    vi.advanceTimersByTime(120_000);
+    expect(sockets).toHaveLength(1);
+    expect(client.getStatus()).toMatchObject({ state: 'denied', error: 'token revoked' });
+    client.reconnectNow(); // after signing in with a new token
+    expect(sockets).toHaveLength(2);
+    expect(client.getStatus().error).toBeNull();
   });
 
   test('reconnects with exponential backoff, jittered and capped, and resets after a successful open', () => {

@@ -2,10 +2,13 @@
  * One shared WebSocket to /api/v1/stream for the whole console. Topics are reference-counted (many
  * components, one wire subscription), unsubscribes are debounced (a remount does not churn the
  * wire), every topic resumes from its last seq after a reconnect, a gap in seq asks for a fresh
- * snapshot (resync), and reconnects back off exponentially with jitter.
+ * snapshot, and reconnects back off exponentially with jitter.
  *
- * Wire protocol (client -> server): {op:'auth', token}, {op:'subscribe', topic, since?},
- * {op:'unsubscribe', topic}. Server -> client: {topic, seq, kind: snapshot|delta|tick|resync, data}.
+ * Wire protocol (the engine's docs/control-api.md). Client -> server: {type:'auth', token} first,
+ * then {type:'subscribe', topics, since?: {topic: seq}} and {type:'unsubscribe', topics}.
+ * Server -> client: feed messages {topic, seq, kind: snapshot|delta|resync, data} (a resync is
+ * followed by a fresh snapshot), and control messages {type: ready|heartbeat|pong|error}. The
+ * socket closes with 4401/4403 when the token or the origin is refused: no reconnect then.
  */
 import type { StreamMessage } from './types.js';
 
@@ -20,7 +23,7 @@ export interface SocketLike {
   onerror: ((ev: unknown) => void) | null;
 }
 
-export type ConnectionState = 'idle' | 'connecting' | 'live' | 'reconnecting' | 'resynced';
+export type ConnectionState = 'idle' | 'connecting' | 'live' | 'reconnecting' | 'resynced' | 'denied';
 
 export interface StreamStatus {
   readonly state: ConnectionState;
@@ -30,6 +33,8 @@ export interface StreamStatus {
   readonly nextRetryAtMs: number | null;
   /** The highest seq seen on any topic: shown in the banner as a watermark. */
   readonly watermark: number;
+  /** Why the engine refused the feed, when state is 'denied'. */
+  readonly error: string | null;
 }
 
 export type TopicHandler = (msg: StreamMessage) => void;
@@ -56,6 +61,8 @@ interface Topic {
   seq: number | null;
   /** A subscribe is on the wire and not yet answered by a snapshot. */
   awaitingSnapshot: boolean;
+  /** The server said resync: the snapshot that follows replaces what we had. */
+  resyncPending: boolean;
   unsubscribeTimer: ReturnType<typeof setTimeout> | null;
 }
 
@@ -72,7 +79,7 @@ export class StreamClient {
   private socket: SocketLike | null = null;
   private reconnectTimer: ReturnType<typeof setTimeout> | null = null;
   private resyncedTimer: ReturnType<typeof setTimeout> | null = null;
-  private status: StreamStatus = { state: 'idle', attempt: 0, nextRetryAtMs: null, watermark: 0 };
+  private status: StreamStatus = { state: 'idle', attempt: 0, nextRetryAtMs: null, watermark: 0, error: null };
   private everOpened = false;
   private disposed = false;
 
@@ -92,7 +99,14 @@ export class StreamClient {
   subscribe(topic: string, handler: TopicHandler): () => void {
     let t = this.topics.get(topic);
     if (!t) {
-      t = { refs: 0, handlers: new Set(), seq: null, awaitingSnapshot: false, unsubscribeTimer: null };
+      t = {
+        refs: 0,
+        handlers: new Set(),
+        seq: null,
+        awaitingSnapshot: false,
+        resyncPending: false,
+        unsubscribeTimer: null,
+      };
       this.topics.set(topic, t);
     }
     t.refs++;
@@ -137,7 +151,7 @@ export class StreamClient {
   reconnectNow(): void {
     this.clearReconnect();
     this.dropSocket();
-    this.setStatus({ attempt: 0 });
+    this.setStatus({ attempt: 0, error: null });
     if (this.topics.size > 0) this.connect();
   }
 
@@ -161,7 +175,7 @@ export class StreamClient {
       t.unsubscribeTimer = null;
       if (t.refs > 0) return;
       this.topics.delete(topic);
-      this.send({ op: 'unsubscribe', topic });
+      this.send({ type: 'unsubscribe', topics: [topic] });
     }, this.opts.unsubscribeDelayMs);
   }
 
@@ -180,8 +194,8 @@ export class StreamClient {
       const resumed = this.everOpened;
       this.everOpened = true;
       const token = this.opts.token?.();
-      if (token) socket.send(JSON.stringify({ op: 'auth', token }));
-      for (const [name, t] of this.topics) this.sendSubscribe(name, t);
+      if (token) socket.send(JSON.stringify({ type: 'auth', token }));
+      this.subscribeAll();
       this.setStatus({ state: resumed ? this.status.state : 'live', attempt: 0, nextRetryAtMs: null });
       if (!resumed) return;
       // Reconnected: live once every resumed topic answered; a snapshot among the answers means resync.
@@ -191,9 +205,15 @@ export class StreamClient {
       if (this.socket !== socket) return;
       this.onMessage(ev.data);
     };
-    socket.onclose = () => {
+    socket.onclose = (ev) => {
       if (this.socket !== socket) return;
       this.socket = null;
+      const code = (ev as { code?: number } | null)?.code;
+      if (code === 4401 || code === 4403) {
+        // Refused, not lost: retrying with the same token would only be refused again.
+        this.setStatus({ state: 'denied', nextRetryAtMs: null, error: this.status.error ?? `refused (${code})` });
+        return;
+      }
       this.scheduleReconnect();
     };
     socket.onerror = () => {
@@ -217,36 +237,45 @@ export class StreamClient {
   }
 
   private onMessage(raw: unknown): void {
-    let msg: StreamMessage;
+    let msg: StreamMessage & { type?: string; error?: string };
     try {
-      msg = JSON.parse(typeof raw === 'string' ? raw : String(raw)) as StreamMessage;
+      msg = JSON.parse(typeof raw === 'string' ? raw : String(raw)) as StreamMessage & {
+        type?: string;
+        error?: string;
+      };
     } catch {
       return;
+    }
+    if (msg.type !== undefined) {
+      if (msg.type === 'error') this.setStatus({ error: msg.error ?? 'feed error' });
+      return; // ready, heartbeat, pong
     }
     const t = this.topics.get(msg.topic);
     if (!t) return;
     switch (msg.kind) {
       case 'snapshot': {
-        const wasResync = this.everOpened && t.seq !== null;
+        const wasResync = t.resyncPending || t.seq !== null;
         t.seq = msg.seq;
         t.awaitingSnapshot = false;
+        t.resyncPending = false;
         this.deliver(t, msg);
         if (wasResync) this.markResynced();
         else this.settleIfAnswered();
         return;
       }
       case 'resync':
-        // The server could not replay from our seq (ring overrun, slow client): start over.
+        // The server could not replay from our seq (ring overrun, slow client); its snapshot follows.
         t.seq = null;
-        this.sendSubscribe(msg.topic, t);
+        t.awaitingSnapshot = true;
+        t.resyncPending = true;
         return;
-      case 'delta':
-      case 'tick': {
+      case 'delta': {
         if (t.seq === null) return; // no snapshot to apply it to yet
         if (msg.seq <= t.seq) return; // replayed twice: already applied
         if (msg.seq !== t.seq + 1) {
           // A gap: something was missed; never apply past it.
           t.seq = null;
+          t.resyncPending = true;
           this.sendSubscribe(msg.topic, t);
           return;
         }
@@ -282,7 +311,23 @@ export class StreamClient {
 
   private sendSubscribe(topic: string, t: Topic): void {
     t.awaitingSnapshot = t.seq === null;
-    this.send(t.seq === null ? { op: 'subscribe', topic } : { op: 'subscribe', topic, since: t.seq });
+    this.send(
+      t.seq === null
+        ? { type: 'subscribe', topics: [topic] }
+        : { type: 'subscribe', topics: [topic], since: { [topic]: t.seq } },
+    );
+  }
+
+  /** After (re)connecting: every held topic in one message, each from its last seq where known. */
+  private subscribeAll(): void {
+    if (this.topics.size === 0) return;
+    const since: Record<string, number> = {};
+    for (const [name, t] of this.topics) {
+      t.awaitingSnapshot = t.seq === null;
+      if (t.seq !== null) since[name] = t.seq;
+    }
+    const topics = [...this.topics.keys()];
+    this.send(Object.keys(since).length ? { type: 'subscribe', topics, since } : { type: 'subscribe', topics });
   }
 
   private send(msg: object): void {

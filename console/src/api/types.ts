@@ -1,173 +1,191 @@
 /**
- * The control API's shapes as the console reads them, in one file so they can be aligned with the
- * engine's JSON schemas (GET /api/v1/openapi.json) in one place. Every REST answer is `{data, seq}`.
+ * The control API's shapes, mirroring engine/src/control/api/schemas.ts (its JSON schemas; the
+ * OpenAPI document is GET /api/v1/openapi.json). One file, so aligning with the engine is one edit.
+ * REST lists answer `{data, seq}`; seq is the live feed's position for that resource.
  */
 
 export type Scope = 'viewer' | 'operator' | 'admin';
+export type Residency = 'unpinned' | 'system' | 'device';
+export type Discipline = 'fair' | 'fifo' | 'edf';
+export type ModelControlMode = 'static' | 'dynamic' | 'explicit';
 
 export interface Envelope<T> {
   readonly data: T;
-  readonly seq: number;
+  readonly seq?: number;
 }
 
+/** GET /session: who the presented token is. */
 export interface Session {
+  readonly actor: string;
+  readonly tokenId: string | null;
+  readonly name: string;
   readonly scope: Scope;
-  readonly tokenName: string;
-  /** static: the repository decides; dynamic: it is watched; explicit: load/unload only by request. */
-  readonly controlMode: 'static' | 'dynamic' | 'explicit';
 }
 
-export type ModelState = 'registered' | 'validating' | 'compiling' | 'loading' | 'ready' | 'unloaded' | 'failed';
-export type Residency = 'unpinned' | 'system' | 'device';
-
-export interface ModelSummary {
-  readonly name: string;
-  readonly version: string;
-  readonly state: ModelState;
-  /** Where the weights are held now (the outcome, never the request). */
-  readonly resident: 'device' | 'host' | 'none';
+export interface DeviceMemory {
+  readonly ordinal: number;
+  readonly platform: string;
+  /** Device memory the runtime reports (null where it reports none, e.g. the CPU plugin). */
+  readonly totalBytes: number | null;
+  /** Weight-cache budget for evictable weights (null: unlimited). */
+  readonly budgetBytes: number | null;
   readonly residentBytes: number;
-  readonly pin: Residency;
-  readonly weight: number;
-  readonly batchSizes: readonly number[];
-  readonly queueDepth: number;
-  readonly inFlight: number;
-  readonly requestsPerSecond: number;
-  readonly p99Ms: number | null;
-  readonly loads: number;
-  readonly evictions: number;
-  /** Epoch milliseconds, null when never used. */
-  readonly lastUsedMs: number | null;
-}
-
-export interface TensorSpec {
-  readonly name: string;
-  readonly dtype: string;
-  /** Named axes in the manifest's column-major, batch-last order, e.g. "whcn". */
-  readonly shape: string;
-  readonly dims: readonly number[];
-}
-
-export interface CompiledSize {
-  readonly batchSize: number;
-  readonly bytes: number;
-  /** Learned device cost of one call at this size, null until measured. */
-  readonly costMs: number | null;
-}
-
-export interface Policy {
-  readonly pin: Residency;
-  readonly weight: number;
-  readonly priority: number;
-  readonly maxQueue: number;
-  readonly ttlSeconds: number | null;
-}
-
-export interface ResidencyEvent {
-  readonly timeMs: number;
-  readonly kind: 'load' | 'evict' | 'pin' | 'unpin' | 'reload';
-  readonly reason: string;
-  readonly durationMs: number | null;
-}
-
-export interface ModelDetail extends ModelSummary {
-  readonly inputs: readonly TensorSpec[];
-  readonly outputs: readonly TensorSpec[];
-  readonly compiled: readonly CompiledSize[];
-  readonly policy: Policy;
-  readonly versions: readonly { readonly version: string; readonly isDefault: boolean; readonly createdMs: number }[];
-  readonly residencyLog: readonly ResidencyEvent[];
-  readonly hooks: readonly string[];
-}
-
-export interface DeviceModelBlock {
-  readonly model: string;
-  readonly bytes: number;
-  readonly pinned: boolean;
-  readonly lastUsedMs: number | null;
+  readonly pinnedBytes: number;
+  readonly arenaBytes: number | null;
+  /** Budget left for evictable weights (null: unlimited). */
+  readonly freeBytes: number | null;
 }
 
 export interface WorkerInfo {
   readonly name: string;
-  readonly device: string;
-  readonly plugin: string;
-  readonly memory: {
-    readonly totalBytes: number;
-    readonly budgetBytes: number;
-    readonly arenaBytes: number;
-    readonly freeBytes: number;
-    readonly models: readonly DeviceModelBlock[];
-  };
+  readonly version: string;
+  readonly platform: string;
+  readonly modelControlMode: ModelControlMode | string;
+  readonly discipline: Discipline;
+  readonly ready: boolean;
+  readonly inflight: number;
+  readonly devices: readonly DeviceMemory[];
 }
 
-/** One metrics tick (the server aggregates to at most 1 Hz). */
-export interface MetricsTick {
-  readonly timeMs: number;
+export type ModelState = 'UNKNOWN' | 'READY' | 'UNAVAILABLE' | 'LOADING' | 'UNLOADING';
+
+export interface ModelPolicy {
+  readonly residency: Residency;
+  readonly weight: number;
+  /** null: the largest compiled size. */
+  readonly maxBatchSize: number | null;
+  /** Batching window; null: the scheduler's default. */
+  readonly maxQueueDelayUs: number | null;
+}
+
+export interface ModelResidency {
+  /** The floor: unpinned (evictable), system (pinned in host memory), device (pinned on device). */
+  readonly floor: Residency;
+  readonly weightBytes: number;
+  readonly deviceResident: boolean;
+  readonly hostResident: boolean;
+  readonly loading: boolean;
+  readonly leases: number;
+  readonly loads: number;
+  readonly evictions: number;
+}
+
+export interface ModelQueue {
+  readonly depth: number;
+  readonly rows: number;
+  readonly inflight: number;
+}
+
+export interface ModelStats {
+  readonly requestsServed: number;
+  readonly rowsServed: number;
+  readonly paddedRows: number;
+  readonly dispatchCount: number;
+  readonly failedDispatches: number;
+  readonly computeSecondsTotal: number;
+  readonly queueWaitSecondsTotal: number;
+  /** Learned execution cost per compiled batch size, seconds. */
+  readonly costSeconds: Readonly<Record<string, number>>;
+}
+
+export interface ModelInfo {
+  readonly name: string;
+  readonly version: string;
+  readonly state: ModelState;
+  readonly reason: string;
+  readonly batchSizes: readonly number[];
+  readonly residency: ModelResidency | null;
+  readonly policy: ModelPolicy | null;
+  readonly queue: ModelQueue | null;
+  readonly stats: ModelStats | null;
+}
+
+/** One model's sample in a metrics tick (1 Hz). */
+export interface MetricSample {
+  readonly at: number;
   readonly requestsPerSecond: number;
   readonly p50Ms: number | null;
   readonly p99Ms: number | null;
-  readonly errorsPerSecond: number;
-  readonly loadsPerMinute: number;
-  readonly evictionsPerMinute: number;
+  readonly queueDepth: number;
+  readonly residentBytes: number;
+  /** Counters since start. */
+  readonly loads: number;
+  readonly evictions: number;
 }
 
-export interface AuditEntry {
-  readonly id: string;
-  readonly timeMs: number;
+/** A delta of the `metrics` topic: every model's sample at one instant. */
+export interface MetricsTick {
+  readonly at: number;
+  readonly models: Readonly<Record<string, MetricSample>>;
+}
+
+export interface AuditRecord {
+  readonly seq: number;
+  readonly at: number;
   readonly actor: string;
   readonly action: string;
   readonly target: string;
   readonly before: unknown;
   readonly after: unknown;
-  readonly result: 'ok' | 'refused' | 'failed';
+  readonly result: string;
   readonly requestId: string;
+  readonly idempotencyKey: string | null;
 }
 
-export interface EngineEvent {
-  readonly id: string;
-  readonly timeMs: number;
+export interface EventRecord {
+  readonly seq: number;
+  readonly at: number;
   readonly kind: string;
   readonly model: string | null;
-  readonly message: string;
+  readonly data: Readonly<Record<string, unknown>>;
 }
 
 export interface TokenInfo {
   readonly id: string;
   readonly name: string;
   readonly scope: Scope;
-  readonly createdMs: number;
-  readonly lastUsedMs: number | null;
+  readonly createdAt: number;
+  readonly createdBy: string;
+  readonly expiresAt: number | null;
+  readonly revokedAt: number | null;
+  readonly lastUsedAt: number | null;
 }
 
-export interface CreatedToken extends TokenInfo {
-  /** The secret, returned once. */
+/** POST /setup and POST /tokens: the secret, returned once. */
+export interface CreatedToken {
   readonly token: string;
+  readonly tokenInfo: TokenInfo;
 }
 
 export interface Settings {
-  readonly controlMode: Session['controlMode'];
-  readonly tls: boolean;
-  readonly persistence: { readonly driver: 'sqlite' | 'postgres'; readonly location: string };
-  readonly version: string;
-  /** Where clients reach the inference endpoints, for the "try it" snippets. */
-  readonly endpoints?: { readonly http: string; readonly grpc: string };
+  readonly discipline: Discipline;
+  readonly modelControlMode: ModelControlMode | string;
+  readonly stateStore: 'sqlite' | 'postgres';
+  readonly feed: { readonly metricsIntervalMs: number; readonly heartbeatMs: number };
 }
 
-export type ModelAction = 'load' | 'unload' | 'reload' | 'pin' | 'unpin';
+export type ModelAction = 'load' | 'unload' | 'reload' | 'drain' | 'pin' | 'unpin';
 
-/** Messages on the WebSocket /api/v1/stream. */
+/** Feed messages on WebSocket /api/v1/stream. */
 export interface StreamMessage<T = unknown> {
   readonly topic: string;
   readonly seq: number;
-  readonly kind: 'snapshot' | 'delta' | 'tick' | 'resync';
+  readonly kind: 'snapshot' | 'delta' | 'resync';
   readonly data: T;
 }
 
-/** Delta shapes per topic kind. */
-export interface ListDelta<T> {
-  readonly upsert?: readonly T[];
-  readonly remove?: readonly string[];
+/** A keyed topic (models, residency, queues): its snapshot and its deltas. */
+export interface KeyedSnapshot<T> {
+  readonly items: Readonly<Record<string, T>>;
 }
-export interface AppendDelta<T> {
-  readonly append: readonly T[];
+export interface KeyedDelta<T> {
+  readonly upsert: Readonly<Record<string, T>>;
+  readonly remove: readonly string[];
 }
+/** A log topic (events, metrics): its snapshot holds the last few entries; each delta is one entry. */
+export interface LogSnapshot<T> {
+  readonly items: readonly T[];
+}
+
+/** What the models topic carries per model (the rest comes on residency and queues). */
+export type ModelEntry = Pick<ModelInfo, 'name' | 'version' | 'state' | 'reason' | 'batchSizes' | 'policy'>;

@@ -3,6 +3,7 @@ import { tokenStore } from '../api/token-store.js';
 import { ConnectionBanner } from '../components/ConnectionBanner.js';
 import { Link, usePath } from './router.js';
 import { useSession } from './session.js';
+import { useControlMode } from './data.js';
 import { useTheme } from './theme.js';
 
 const screens = [
@@ -16,6 +17,7 @@ const screens = [
 export function Layout({ children }: { children: ReactNode }) {
   const path = usePath().split('?')[0]!;
   const session = useSession();
+  const controlMode = useControlMode();
   const [theme, toggleTheme] = useTheme();
   const current = (to: string) => (to === '/' ? path === '/' : path === to || path.startsWith(to + '/'));
   return (
@@ -28,7 +30,8 @@ export function Layout({ children }: { children: ReactNode }) {
         <span className="spacer" />
         {session.data && (
           <span className="who muted" data-testid="who">
-            {session.data.tokenName} · <strong>{session.data.scope}</strong> · {session.data.controlMode} mode
+            {session.data.name} · <strong>{session.data.scope}</strong>
+            {controlMode ? ` · ${controlMode} mode` : ''}
           </span>
         )}
         <button

@@ -11,30 +11,102 @@ import {
   topics,
   workerKeys,
 } from '../api/keys.js';
+import { foldDevices, foldLog, foldModels, foldQueues, foldResidency, foldTicks } from '../api/reducers.js';
 import { routes } from '../api/routes.js';
 import type {
-  AuditEntry,
+  AuditRecord,
   CreatedToken,
-  EngineEvent,
+  EventRecord,
+  MetricSample,
+  MetricsTick,
   ModelAction,
-  ModelDetail,
-  ModelSummary,
-  Policy,
+  ModelInfo,
+  ModelPolicy,
   Scope,
   Settings,
   TokenInfo,
   WorkerInfo,
 } from '../api/types.js';
-import { useLiveAppend, useLiveList, useLiveTicks, useLiveValue } from './live.js';
+import { useTopic } from './live.js';
 import { useToken } from './session.js';
 
-export const useModels = () => useLiveList<ModelSummary>(modelKeys.list(), routes.models, topics.models);
-export const useWorkers = () => useLiveList<WorkerInfo>(workerKeys.list(), routes.workers, topics.workers);
-export const useMetrics = () => useLiveTicks(metricsKeys.series(), routes.metrics, topics.metrics);
-export const useAudit = () => useLiveAppend<AuditEntry>(auditKeys.list(), routes.audit, topics.audit);
-export const useEvents = () => useLiveAppend<EngineEvent>(eventKeys.list(), routes.events, topics.events);
-export const useModel = (name: string) =>
-  useLiveValue<ModelDetail>(modelKeys.detail(name), routes.model(name), topics.model(name));
+/** Every model, kept current by the models, residency and queues topics. */
+export function useModels<R = readonly ModelInfo[]>(select?: (models: readonly ModelInfo[]) => R) {
+  const token = useToken();
+  const key = modelKeys.list();
+  useTopic(topics.models, key, foldModels);
+  useTopic(topics.residency, key, foldResidency);
+  useTopic(topics.queues, key, foldQueues);
+  return useQuery({
+    queryKey: key,
+    queryFn: ({ signal }) => apiGet<readonly ModelInfo[]>(routes.models, signal),
+    enabled: token !== null,
+    staleTime: Infinity,
+    select,
+  });
+}
+
+/** One model: a view of the same list (one owner per fact, no second copy). */
+export function useModel(name: string) {
+  return useModels((list) => list.find((m) => m.name === name) ?? null);
+}
+
+export function useWorkers() {
+  const token = useToken();
+  const key = workerKeys.list();
+  useTopic(topics.residency, key, foldDevices);
+  return useQuery({
+    queryKey: key,
+    queryFn: ({ signal }) => apiGet<readonly WorkerInfo[]>(routes.workers, signal),
+    enabled: token !== null,
+    staleTime: Infinity,
+  });
+}
+
+/** The last five minutes of 1 Hz ticks, from the feed only (the engine keeps per-model history). */
+export function useTicks() {
+  const qc = useQueryClient();
+  const key = metricsKeys.ticks();
+  useTopic(topics.metrics, key, foldTicks);
+  return useQuery({
+    queryKey: key,
+    queryFn: () => qc.getQueryData<readonly MetricsTick[]>(key) ?? [],
+    staleTime: Infinity,
+  });
+}
+
+export function useModelMetrics(name: string) {
+  const token = useToken();
+  return useQuery({
+    queryKey: modelKeys.metrics(name),
+    queryFn: ({ signal }) => apiGet<readonly MetricSample[]>(routes.modelMetrics(name), signal),
+    enabled: token !== null,
+    refetchInterval: 5_000,
+  });
+}
+
+export function useEvents() {
+  const token = useToken();
+  const key = eventKeys.list();
+  useTopic(topics.events, key, (prev: readonly EventRecord[] | undefined, msg) => foldLog(prev, msg));
+  return useQuery({
+    queryKey: key,
+    queryFn: async ({ signal }) =>
+      [...(await apiGet<readonly EventRecord[]>(routes.events(), signal))].sort((a, b) => b.seq - a.seq),
+    enabled: token !== null,
+    staleTime: Infinity,
+  });
+}
+
+/** The audit log has no topic: it is refetched while shown and after every mutation. */
+export function useAudit(enabled: boolean) {
+  return useQuery({
+    queryKey: auditKeys.list(),
+    queryFn: ({ signal }) => apiGet<readonly AuditRecord[]>(routes.audit, signal),
+    enabled,
+    refetchInterval: 10_000,
+  });
+}
 
 export function useSettings() {
   const token = useToken();
@@ -42,6 +114,7 @@ export function useSettings() {
     queryKey: settingsKeys.all(),
     queryFn: ({ signal }) => apiGet<Settings>(routes.settings, signal),
     enabled: token !== null,
+    staleTime: 60_000,
   });
 }
 
@@ -53,29 +126,43 @@ export function useTokens(enabled: boolean) {
   });
 }
 
+/** A model action; the answer (the model after it) lands in the list at once, the feed follows. */
 export function useModelAction() {
   const qc = useQueryClient();
   return useMutation({
-    mutationFn: ({ name, action }: { name: string; action: ModelAction }) =>
-      apiRequest(routes.modelAction(name, action), { method: 'POST' }),
-    onSettled: (_d, _e, v) => {
-      void qc.invalidateQueries({ queryKey: modelKeys.detail(v.name) });
+    mutationFn: ({ name, action, pinTo }: { name: string; action: ModelAction; pinTo?: 'system' | 'device' }) =>
+      apiRequest<ModelInfo | { model: string; state: string }>(routes.modelAction(name, action), {
+        method: 'POST',
+        body: action === 'pin' ? { residency: pinTo ?? 'device' } : undefined,
+      }),
+    onSuccess: (res) => {
+      const m = res.data;
+      if ('batchSizes' in m)
+        qc.setQueryData<readonly ModelInfo[]>(modelKeys.list(), (prev) =>
+          prev?.map((x) => (x.name === m.name ? m : x)),
+        );
     },
+    onSettled: () => void qc.invalidateQueries({ queryKey: auditKeys.list() }),
   });
 }
 
 export function usePolicyUpdate(name: string) {
   const qc = useQueryClient();
   return useMutation({
-    mutationFn: (policy: Policy) => apiRequest<Policy>(routes.policy(name), { method: 'PUT', body: policy }),
-    onSuccess: () => void qc.invalidateQueries({ queryKey: modelKeys.detail(name) }),
+    mutationFn: (patch: Partial<ModelPolicy>) =>
+      apiRequest<ModelInfo>(routes.modelPolicy(name), { method: 'PATCH', body: patch }),
+    onSuccess: (res) =>
+      qc.setQueryData<readonly ModelInfo[]>(modelKeys.list(), (prev) =>
+        prev?.map((x) => (x.name === res.data.name ? res.data : x)),
+      ),
+    onSettled: () => void qc.invalidateQueries({ queryKey: auditKeys.list() }),
   });
 }
 
 export function useCreateToken() {
   const qc = useQueryClient();
   return useMutation({
-    mutationFn: async (body: { name: string; scope: Scope }) =>
+    mutationFn: async (body: { name: string; scope: Scope; ttlSeconds?: number }) =>
       (await apiRequest<CreatedToken>(routes.tokens, { method: 'POST', body })).data,
     onSuccess: () => void qc.invalidateQueries({ queryKey: tokenKeys.list() }),
   });
@@ -87,4 +174,9 @@ export function useRevokeToken() {
     mutationFn: (id: string) => apiRequest(routes.token(id), { method: 'DELETE' }),
     onSuccess: () => void qc.invalidateQueries({ queryKey: tokenKeys.list() }),
   });
+}
+
+/** The control mode, from the worker (the session names the token, not the node). */
+export function useControlMode(): string | undefined {
+  return useWorkers().data?.[0]?.modelControlMode;
 }

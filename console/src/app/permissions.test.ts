@@ -1,26 +1,45 @@
 import { describe, expect, test } from 'vitest';
-import { modelActionVerdict } from './permissions.js';
+import type { ModelInfo } from '../api/types.js';
 import { takeSetupTokenFromUrl } from './first-run.js';
+import { modelActionVerdict } from './permissions.js';
 
-const ready = { state: 'ready', resident: 'device', pin: 'unpinned' } as const;
-const operator = { scope: 'operator', controlMode: 'explicit' } as const;
+const residency = (floor: 'unpinned' | 'system' | 'device') => ({
+  floor,
+  weightBytes: 1,
+  deviceResident: true,
+  hostResident: true,
+  loading: false,
+  leases: 0,
+  loads: 1,
+  evictions: 0,
+});
+const ready: Pick<ModelInfo, 'state' | 'residency' | 'policy'> = {
+  state: 'READY',
+  residency: residency('unpinned'),
+  policy: null,
+};
 
 describe('modelActionVerdict', () => {
   test('a viewer may do nothing and is told why', () => {
-    const v = modelActionVerdict('pin', ready, { scope: 'viewer', controlMode: 'explicit' });
-    expect(v).toEqual({ allowed: false, whyNot: 'needs an operator or admin token' });
+    expect(modelActionVerdict('pin', ready, 'viewer', 'explicit')).toEqual({
+      allowed: false,
+      whyNot: 'needs an operator or admin token',
+    });
   });
   test('static mode refuses load and unload but not pinning', () => {
-    const s = { scope: 'admin', controlMode: 'static' } as const;
-    expect(modelActionVerdict('unload', ready, s).whyNot).toMatch(/static mode/);
-    expect(modelActionVerdict('pin', ready, s).allowed).toBe(true);
+    expect(modelActionVerdict('unload', ready, 'admin', 'static').whyNot).toMatch(/static mode/);
+    expect(modelActionVerdict('pin', ready, 'admin', 'static').allowed).toBe(true);
   });
-  test('state decides the rest', () => {
-    expect(modelActionVerdict('load', ready, operator).whyNot).toBe('already resident on the device');
-    expect(modelActionVerdict('unload', { ...ready, pin: 'device' }, operator).whyNot).toBe('pinned: unpin it first');
-    expect(modelActionVerdict('unpin', ready, operator).whyNot).toBe('not pinned');
-    expect(modelActionVerdict('load', { ...ready, state: 'failed' }, operator).allowed).toBe(false);
-    expect(modelActionVerdict('reload', { ...ready, state: 'failed' }, operator).allowed).toBe(true);
+  test('the model state and its floor decide the rest', () => {
+    expect(modelActionVerdict('load', ready, 'operator', 'explicit').whyNot).toBe('already loaded');
+    expect(
+      modelActionVerdict('unload', { ...ready, residency: residency('device') }, 'operator', 'explicit').whyNot,
+    ).toBe('pinned on the device: unpin it first');
+    expect(modelActionVerdict('unpin', ready, 'operator', 'explicit').whyNot).toBe('not pinned');
+    expect(modelActionVerdict('load', { ...ready, state: 'LOADING' }, 'operator', 'explicit').whyNot).toBe(
+      'loading now',
+    );
+    expect(modelActionVerdict('load', { ...ready, state: 'UNAVAILABLE' }, 'operator', 'explicit').allowed).toBe(true);
   });
 });
 

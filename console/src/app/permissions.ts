@@ -1,8 +1,8 @@
 /**
- * What a token may do to a model, and, when it may not, why: the console shows the reason next to
- * a disabled action instead of hiding the fact that the action exists (viewers see no actions).
+ * What a token may do to a model and, when it may not, why: a refused action stays visible,
+ * disabled, with its reason beside it. A viewer sees no actions at all.
  */
-import type { ModelAction, ModelSummary, Scope, Session } from '../api/types.js';
+import type { ModelAction, ModelInfo, Scope } from '../api/types.js';
 import { allows } from './session.js';
 
 export interface Verdict {
@@ -15,32 +15,32 @@ const no = (whyNot: string): Verdict => ({ allowed: false, whyNot });
 
 export function modelActionVerdict(
   action: ModelAction,
-  model: Pick<ModelSummary, 'state' | 'resident' | 'pin'>,
-  session: Pick<Session, 'scope' | 'controlMode'> | undefined,
+  model: Pick<ModelInfo, 'state' | 'residency' | 'policy'>,
+  scope: Scope | undefined,
+  controlMode: string | undefined,
 ): Verdict {
-  if (!session || !allows(session.scope, 'operator')) return no('needs an operator or admin token');
-  const loadUnload = action === 'load' || action === 'unload';
-  if (loadUnload && session.controlMode === 'static') return no('static mode: the repository decides what is loaded');
-  if (model.state === 'failed' && action !== 'reload') return no('the model failed to load: reload it');
+  if (!allows(scope, 'operator')) return no('needs an operator or admin token');
+  if ((action === 'load' || action === 'unload') && controlMode === 'static')
+    return no('static mode: the repository decides what is loaded');
+  const floor = model.residency?.floor ?? model.policy?.residency ?? 'unpinned';
+  const busy = model.state === 'LOADING' || model.state === 'UNLOADING';
   switch (action) {
     case 'load':
-      return model.resident === 'device' ? no('already resident on the device') : ok;
+      if (busy) return no(`${model.state.toLowerCase()} now`);
+      return model.state === 'READY' ? no('already loaded') : ok;
     case 'unload':
-      if (model.pin !== 'unpinned') return no('pinned: unpin it first');
-      return model.resident === 'none' ? no('not resident') : ok;
+      if (busy) return no(`${model.state.toLowerCase()} now`);
+      if (model.state !== 'READY') return no('not loaded');
+      return floor === 'device' ? no('pinned on the device: unpin it first') : ok;
     case 'reload':
-      return ok;
+    case 'drain':
+      return model.state === 'READY' ? ok : no('not loaded');
     case 'pin':
-      return model.pin === 'device' ? no('already pinned') : ok;
+      return floor === 'device' ? no('already pinned on the device') : ok;
     case 'unpin':
-      return model.pin === 'unpinned' ? no('not pinned') : ok;
+      return floor === 'unpinned' ? no('not pinned') : ok;
   }
 }
 
-export function canManageTokens(scope: Scope | undefined): boolean {
-  return allows(scope, 'admin');
-}
-
-export function canOperate(scope: Scope | undefined): boolean {
-  return allows(scope, 'operator');
-}
+export const canOperate = (scope: Scope | undefined): boolean => allows(scope, 'operator');
+export const canManageTokens = (scope: Scope | undefined): boolean => allows(scope, 'admin');

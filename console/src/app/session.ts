@@ -13,7 +13,7 @@ export function useToken(): string | null {
 export function useSession() {
   const token = useToken();
   return useQuery({
-    queryKey: [...sessionKeys.me(), token],
+    queryKey: sessionKeys.me(token),
     queryFn: ({ signal }) => apiGet<Session>(routes.session, signal),
     enabled: token !== null,
     staleTime: Infinity,

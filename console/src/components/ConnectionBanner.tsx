@@ -29,6 +29,9 @@ export function ConnectionBanner() {
     case 'connecting':
       text = 'Connecting…';
       break;
+    case 'denied':
+      text = `The engine refused the live feed: ${status.error ?? 'token or origin not accepted'}`;
+      break;
     default:
       text = 'Idle';
   }

@@ -1,16 +1,53 @@
-import type { WorkerInfo } from '../api/types.js';
+import { whereResident } from '../api/reducers.js';
+import type { DeviceMemory, ModelInfo } from '../api/types.js';
 import { formatBytes } from './format.js';
 
-/** Device memory of one worker: pinned, resident per model (LRU order), arena, free, and the budget line. */
-export function MemoryBar({ worker }: { worker: WorkerInfo }) {
-  const m = worker.memory;
-  const total = Math.max(1, m.totalBytes);
-  const pct = (b: number) => `${((b / total) * 100).toFixed(3)}%`;
-  const pinned = m.models.filter((b) => b.pinned);
-  const lru = m.models.filter((b) => !b.pinned).sort((a, b) => (b.lastUsedMs ?? 0) - (a.lastUsedMs ?? 0));
+export interface DeviceBlock {
+  readonly model: string;
+  readonly bytes: number;
+  readonly pinned: boolean;
+}
+
+/** The models whose weights are on a device now (the engine reports one device per worker). */
+export function deviceBlocks(models: readonly ModelInfo[]): DeviceBlock[] {
+  return models
+    .filter((m) => whereResident(m.residency) === 'device')
+    .map((m) => ({ model: m.name, bytes: m.residency!.weightBytes, pinned: m.residency!.floor === 'device' }))
+    .sort((a, b) => Number(b.pinned) - Number(a.pinned) || b.bytes - a.bytes);
+}
+
+/**
+ * The scale of a device's bar: its memory where the runtime reports it, else enough to show the
+ * budget with room for what is over it (the CPU plugin reports no total).
+ */
+function scaleOf(d: DeviceMemory, used: number, budget: number | null): number {
+  if (d.totalBytes) return d.totalBytes;
+  return Math.max(1, (budget ?? 0) * 1.15, used * 1.15);
+}
+
+/** One device's memory: pinned and resident blocks per model, arena slack, free, and the budget line. */
+export function MemoryBar({
+  device,
+  blocks,
+  budgetOverride,
+}: {
+  device: DeviceMemory;
+  blocks: readonly DeviceBlock[];
+  budgetOverride?: number;
+}) {
+  const budget = budgetOverride ?? device.budgetBytes;
+  const pinned = blocks.filter((b) => b.pinned);
+  const resident = blocks.filter((b) => !b.pinned);
   const pinnedBytes = pinned.reduce((s, b) => s + b.bytes, 0);
-  const residentBytes = lru.reduce((s, b) => s + b.bytes, 0);
-  const label = `${worker.name}: pinned ${formatBytes(pinnedBytes)}, resident ${formatBytes(residentBytes)}, arena ${formatBytes(m.arenaBytes)}, free ${formatBytes(m.freeBytes)} of ${formatBytes(m.totalBytes)}, budget ${formatBytes(m.budgetBytes)}`;
+  const residentBytes = resident.reduce((s, b) => s + b.bytes, 0);
+  // Weights live in the arena when there is one: only its mapped-but-unused part is extra.
+  const arenaSlack = device.arenaBytes === null ? 0 : Math.max(0, device.arenaBytes - pinnedBytes - residentBytes);
+  const used = pinnedBytes + residentBytes + arenaSlack;
+  const scale = scaleOf(device, used, budget);
+  const pct = (b: number) => `${Math.min(100, (b / scale) * 100).toFixed(3)}%`;
+  const label =
+    `device ${device.ordinal} (${device.platform}): pinned ${formatBytes(pinnedBytes)}, resident ${formatBytes(residentBytes)}` +
+    `, arena slack ${formatBytes(arenaSlack)}, free ${formatBytes(device.freeBytes)}, budget ${budget === null ? 'unlimited' : formatBytes(budget)}`;
   return (
     <div>
       <div className="membar" role="img" aria-label={label} data-testid="memory-bar">
@@ -21,18 +58,22 @@ export function MemoryBar({ worker }: { worker: WorkerInfo }) {
             title={`${b.model} (pinned) ${formatBytes(b.bytes)}`}
           />
         ))}
-        {lru.map((b, i) => (
+        {resident.map((b, i) => (
           <span
             key={b.model}
-            style={{ width: pct(b.bytes), background: 'var(--resident)', opacity: 1 - Math.min(0.5, i * 0.04) }}
+            style={{ width: pct(b.bytes), background: 'var(--resident)', opacity: 1 - Math.min(0.45, (i % 10) * 0.05) }}
             title={`${b.model} ${formatBytes(b.bytes)}`}
           />
         ))}
-        <span
-          style={{ width: pct(m.arenaBytes), background: 'var(--arena)' }}
-          title={`arena ${formatBytes(m.arenaBytes)}`}
-        />
-        <span className="budget" style={{ left: pct(m.budgetBytes) }} title={`budget ${formatBytes(m.budgetBytes)}`} />
+        {arenaSlack > 0 && (
+          <span
+            style={{ width: pct(arenaSlack), background: 'var(--arena)' }}
+            title={`arena, mapped and unused: ${formatBytes(arenaSlack)}`}
+          />
+        )}
+        {budget !== null && (
+          <span className="budget" style={{ left: pct(budget) }} title={`budget ${formatBytes(budget)}`} />
+        )}
       </div>
       <div className="legend">
         <span>
@@ -41,19 +82,20 @@ export function MemoryBar({ worker }: { worker: WorkerInfo }) {
         </span>
         <span>
           <i style={{ background: 'var(--resident)' }} />
-          resident {formatBytes(residentBytes)} ({lru.length} models)
+          resident {formatBytes(residentBytes)} ({resident.length} models)
         </span>
         <span>
           <i style={{ background: 'var(--arena)' }} />
-          arena {formatBytes(m.arenaBytes)}
+          arena {device.arenaBytes === null ? 'none' : `${formatBytes(device.arenaBytes)} mapped`}
         </span>
         <span>
           <i style={{ background: 'var(--free)', border: '1px solid var(--border)' }} />
-          free {formatBytes(m.freeBytes)}
+          free {device.freeBytes === null ? 'unlimited' : formatBytes(device.freeBytes)}
         </span>
         <span>
           <i style={{ background: 'var(--bad)' }} />
-          budget {formatBytes(m.budgetBytes)} of {formatBytes(m.totalBytes)}
+          budget {budget === null ? 'unlimited' : formatBytes(budget)}
+          {device.totalBytes ? ` of ${formatBytes(device.totalBytes)}` : ''}
         </span>
       </div>
     </div>

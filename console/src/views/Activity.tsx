@@ -1,6 +1,7 @@
 import { useMemo, useState } from 'react';
-import type { AuditEntry, EngineEvent } from '../api/types.js';
 import { useAudit, useEvents } from '../app/data.js';
+import { canOperate } from '../app/permissions.js';
+import { useSession } from '../app/session.js';
 import { formatTime } from '../components/format.js';
 import { QueryState } from '../components/QueryState.js';
 
@@ -13,20 +14,25 @@ function download(name: string, type: string, text: string): void {
   URL.revokeObjectURL(url);
 }
 
-function csv(rows: readonly Record<string, unknown>[]): string {
+export function toCsv(rows: readonly object[]): string {
   if (rows.length === 0) return '';
   const keys = Object.keys(rows[0]!);
   const cell = (v: unknown) => {
     const s = typeof v === 'string' ? v : JSON.stringify(v ?? '');
     return /[",\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
   };
-  return [keys.join(','), ...rows.map((r) => keys.map((k) => cell(r[k])).join(','))].join('\n');
+  return [keys.join(','), ...rows.map((r) => keys.map((k) => cell((r as Record<string, unknown>)[k])).join(','))].join(
+    '\n',
+  );
 }
 
+/** The audit log (operator and admin tokens) and the engine's event stream, filtered, exportable. */
 export function Activity() {
-  const [tab, setTab] = useState<'audit' | 'events'>('audit');
+  const session = useSession();
+  const mayAudit = canOperate(session.data?.scope);
+  const [tab, setTab] = useState<'audit' | 'events'>(mayAudit ? 'audit' : 'events');
   const [filter, setFilter] = useState('');
-  const audit = useAudit();
+  const audit = useAudit(mayAudit && tab === 'audit');
   const events = useEvents();
   const needle = filter.trim().toLowerCase();
   const auditRows = useMemo(
@@ -39,18 +45,20 @@ export function Activity() {
   const eventRows = useMemo(
     () =>
       (events.data ?? []).filter(
-        (e) => !needle || `${e.kind} ${e.model ?? ''} ${e.message}`.toLowerCase().includes(needle),
+        (e) => !needle || `${e.kind} ${e.model ?? ''} ${JSON.stringify(e.data)}`.toLowerCase().includes(needle),
       ),
     [events.data, needle],
   );
-  const rows: readonly (AuditEntry | EngineEvent)[] = tab === 'audit' ? auditRows : eventRows;
+  const rows: readonly object[] = tab === 'audit' ? auditRows : eventRows;
   return (
     <>
       <h1>Activity</h1>
-      <div className="tabs" role="tablist">
-        <button type="button" role="tab" aria-selected={tab === 'audit'} onClick={() => setTab('audit')}>
-          Audit log
-        </button>
+      <div className="tabs" role="tablist" aria-label="activity">
+        {mayAudit && (
+          <button type="button" role="tab" aria-selected={tab === 'audit'} onClick={() => setTab('audit')}>
+            Audit log
+          </button>
+        )}
         <button type="button" role="tab" aria-selected={tab === 'events'} onClick={() => setTab('events')}>
           Engine events
         </button>
@@ -66,24 +74,21 @@ export function Activity() {
           />
         </label>
         <span className="muted">{rows.length} shown</span>
-        <span className="spacer" style={{ flex: 1 }} />
+        <span style={{ flex: 1 }} />
         <button
           type="button"
           onClick={() => download(`hloserve-${tab}.json`, 'application/json', JSON.stringify(rows, null, 2))}
         >
           Export JSON
         </button>
-        <button
-          type="button"
-          onClick={() => download(`hloserve-${tab}.csv`, 'text/csv', csv(rows as unknown as Record<string, unknown>[]))}
-        >
+        <button type="button" onClick={() => download(`hloserve-${tab}.csv`, 'text/csv', toCsv(rows))}>
           Export CSV
         </button>
       </div>
       <div className="panel" style={{ overflowX: 'auto' }}>
         {tab === 'audit' ? (
           <QueryState isLoading={audit.isLoading} error={audit.error}>
-            <table className="plain">
+            <table className="plain" data-testid="audit-table">
               <thead>
                 <tr>
                   <th>time</th>
@@ -96,8 +101,8 @@ export function Activity() {
               </thead>
               <tbody>
                 {auditRows.map((e) => (
-                  <tr key={e.id}>
-                    <td>{formatTime(e.timeMs)}</td>
+                  <tr key={e.seq}>
+                    <td>{formatTime(e.at)}</td>
                     <td>{e.actor}</td>
                     <td>{e.action}</td>
                     <td className="mono">{e.target}</td>
@@ -109,29 +114,31 @@ export function Activity() {
                 ))}
               </tbody>
             </table>
+            {auditRows.length === 0 && <p className="muted">No audit records{needle ? ' match' : ''}.</p>}
           </QueryState>
         ) : (
           <QueryState isLoading={events.isLoading} error={events.error}>
-            <table className="plain">
+            <table className="plain" data-testid="events-table">
               <thead>
                 <tr>
                   <th>time</th>
                   <th>kind</th>
                   <th>model</th>
-                  <th>message</th>
+                  <th>details</th>
                 </tr>
               </thead>
               <tbody>
                 {eventRows.map((e) => (
-                  <tr key={e.id}>
-                    <td>{formatTime(e.timeMs)}</td>
+                  <tr key={e.seq}>
+                    <td>{formatTime(e.at)}</td>
                     <td>{e.kind}</td>
                     <td className="mono">{e.model ?? ''}</td>
-                    <td>{e.message}</td>
+                    <td className="mono">{JSON.stringify(e.data)}</td>
                   </tr>
                 ))}
               </tbody>
             </table>
+            {eventRows.length === 0 && <p className="muted">No events{needle ? ' match' : ''}.</p>}
           </QueryState>
         )}
       </div>

@@ -1,91 +1,133 @@
 import { useMemo } from 'react';
-import { useMetrics, useModels, useWorkers } from '../app/data.js';
+import type { MetricsTick } from '../api/types.js';
+import { useModels, useTicks, useWorkers } from '../app/data.js';
 import { formatMs, formatRate } from '../components/format.js';
-import { MemoryBar } from '../components/MemoryBar.js';
+import { deviceBlocks, MemoryBar } from '../components/MemoryBar.js';
 import { QueryState } from '../components/QueryState.js';
 import { Sparkline } from '../components/Sparkline.js';
 
+interface Point {
+  readonly t: number;
+  readonly rps: number;
+  readonly p50: number | null;
+  readonly p99: number | null;
+  readonly loadsPerMin: number;
+  readonly evictionsPerMin: number;
+}
+
+/** Sums the per-model samples of each tick; loads and evictions are counters, so rates come from differences. */
+export function summarise(ticks: readonly MetricsTick[]): Point[] {
+  const out: Point[] = [];
+  let prev: { at: number; loads: number; evictions: number } | null = null;
+  for (const tick of ticks) {
+    let rps = 0;
+    let loads = 0;
+    let evictions = 0;
+    let p50: number | null = null;
+    let p99: number | null = null;
+    for (const s of Object.values(tick.models)) {
+      rps += s.requestsPerSecond;
+      loads += s.loads;
+      evictions += s.evictions;
+      if (s.p50Ms !== null) p50 = Math.max(p50 ?? 0, s.p50Ms);
+      if (s.p99Ms !== null) p99 = Math.max(p99 ?? 0, s.p99Ms);
+    }
+    const minutes = prev ? (tick.at - prev.at) / 60_000 : 0;
+    out.push({
+      t: tick.at,
+      rps,
+      p50,
+      p99,
+      loadsPerMin: prev && minutes > 0 ? Math.max(0, loads - prev.loads) / minutes : 0,
+      evictionsPerMin: prev && minutes > 0 ? Math.max(0, evictions - prev.evictions) / minutes : 0,
+    });
+    prev = { at: tick.at, loads, evictions };
+  }
+  return out;
+}
+
 export function Overview() {
   const workers = useWorkers();
-  const metrics = useMetrics();
+  const ticks = useTicks();
   const models = useModels();
-  const ticks = metrics.data ?? [];
-  const last = ticks[ticks.length - 1];
+  const points = useMemo(() => summarise(ticks.data ?? []), [ticks.data]);
+  const last = points[points.length - 1];
+  // Per-minute rates over the last minute held, steadier than one tick's difference.
+  const minute = points.filter((p) => last && p.t > last.t - 60_000);
+  const perMin = (k: 'loadsPerMin' | 'evictionsPerMin') =>
+    minute.length ? minute.reduce((s, p) => s + p[k], 0) / minute.length : null;
   const series = useMemo(() => {
-    const x = ticks.map((t) => t.timeMs / 1000);
+    const x = points.map((p) => p.t / 1000);
     return {
       x,
-      rate: [
-        { name: 'req/s', values: ticks.map((t) => t.requestsPerSecond), color: '#2f7dd1' },
-        { name: 'errors/s', values: ticks.map((t) => t.errorsPerSecond), color: '#d14a3a' },
-      ],
+      rate: [{ name: 'req/s', values: points.map((p) => p.rps), color: '#2f7dd1' }],
       latency: [
-        { name: 'p50 ms', values: ticks.map((t) => t.p50Ms), color: '#3aa36b' },
-        { name: 'p99 ms', values: ticks.map((t) => t.p99Ms), color: '#c07a12' },
+        { name: 'p50 ms', values: points.map((p) => p.p50), color: '#3aa36b' },
+        { name: 'p99 ms', values: points.map((p) => p.p99), color: '#c07a12' },
       ],
       churn: [
-        { name: 'loads/min', values: ticks.map((t) => t.loadsPerMinute), color: '#6b3fa0' },
-        { name: 'evictions/min', values: ticks.map((t) => t.evictionsPerMinute), color: '#8a96a3' },
+        { name: 'loads/min', values: points.map((p) => p.loadsPerMin), color: '#6b3fa0' },
+        { name: 'evictions/min', values: points.map((p) => p.evictionsPerMin), color: '#8a96a3' },
       ],
     };
-  }, [ticks]);
-  const counts = useMemo(() => {
-    const list = models.data ?? [];
-    return {
-      total: list.length,
-      ready: list.filter((m) => m.state === 'ready').length,
-      resident: list.filter((m) => m.resident === 'device').length,
-      pinned: list.filter((m) => m.pin !== 'unpinned').length,
-      failed: list.filter((m) => m.state === 'failed').length,
-    };
-  }, [models.data]);
+  }, [points]);
+  const list = models.data ?? [];
+  const failed = list.reduce((s, m) => s + (m.stats?.failedDispatches ?? 0), 0);
+  const blocks = useMemo(() => deviceBlocks(models.data ?? []), [models.data]);
+  const ready = list.filter((m) => m.state === 'READY').length;
+  const onDevice = blocks.length;
+  const pinned = list.filter((m) => m.residency?.floor === 'device').length;
   return (
     <>
       <h1>Overview</h1>
       <section className="panel" aria-labelledby="now">
         <h2 id="now">Now</h2>
         <div className="stats" data-testid="live-stats">
-          <Stat k="requests/s" v={formatRate(last?.requestsPerSecond)} />
-          <Stat k="p50" v={formatMs(last?.p50Ms)} />
-          <Stat k="p99" v={formatMs(last?.p99Ms)} />
-          <Stat k="errors/s" v={formatRate(last?.errorsPerSecond)} />
-          <Stat k="cold loads/min" v={formatRate(last?.loadsPerMinute)} />
-          <Stat k="evictions/min" v={formatRate(last?.evictionsPerMinute)} />
-          <Stat k="models" v={`${counts.ready}/${counts.total} ready`} />
-          <Stat k="on device" v={`${counts.resident} (${counts.pinned} pinned)`} />
+          <Stat k="requests/s" v={formatRate(last?.rps)} />
+          <Stat k="p50" v={formatMs(last?.p50)} />
+          <Stat k="p99" v={formatMs(last?.p99)} />
+          <Stat k="failed device calls" v={String(failed)} />
+          <Stat k="cold loads/min" v={formatRate(perMin('loadsPerMin'))} />
+          <Stat k="evictions/min" v={formatRate(perMin('evictionsPerMin'))} />
+          <Stat k="models ready" v={`${ready} of ${list.length}`} />
+          <Stat k="on the device" v={`${onDevice} (${pinned} pinned)`} />
         </div>
       </section>
       <section className="panel" aria-labelledby="devices">
         <h2 id="devices">Device memory</h2>
         <QueryState isLoading={workers.isLoading} error={workers.error}>
           {(workers.data ?? []).map((w) => (
-            <div key={w.name} style={{ marginBottom: 14 }}>
-              <div className="row" style={{ justifyContent: 'space-between' }}>
-                <strong>{w.name}</strong>
-                <span className="muted">
-                  {w.device} · {w.plugin}
-                </span>
-              </div>
-              <MemoryBar worker={w} />
+            <div key={w.name}>
+              <p className="muted">
+                worker <strong>{w.name}</strong> · {w.platform} · {w.modelControlMode} mode · {w.discipline} scheduling
+                · {w.inflight} in flight {w.ready ? '' : '· not ready'}
+              </p>
+              {w.devices.map((d) => (
+                <div key={d.ordinal} style={{ marginBottom: 12 }}>
+                  <MemoryBar device={d} blocks={blocks} />
+                </div>
+              ))}
             </div>
           ))}
         </QueryState>
       </section>
       <div className="grid">
         <section className="panel">
-          <h2>Throughput and errors</h2>
-          <Sparkline label="requests and errors per second, last five minutes" x={series.x} series={series.rate} />
+          <h2>Throughput</h2>
+          <Sparkline label="requests per second, last five minutes" x={series.x} series={series.rate} />
         </section>
         <section className="panel">
           <h2>Latency</h2>
           <Sparkline label="p50 and p99 latency, last five minutes" x={series.x} series={series.latency} />
+          {last && last.p99 === null && (
+            <p className="muted">The engine does not report latency percentiles per model yet.</p>
+          )}
         </section>
         <section className="panel">
           <h2>Loads and evictions</h2>
           <Sparkline label="cold loads and evictions per minute" x={series.x} series={series.churn} />
         </section>
       </div>
-      {metrics.error ? <p className="error">{String(metrics.error)}</p> : null}
     </>
   );
 }

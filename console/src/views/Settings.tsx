@@ -21,22 +21,26 @@ export function Settings() {
               <tbody>
                 <tr>
                   <th>Control mode</th>
-                  <td>{settings.data.controlMode}</td>
+                  <td>{settings.data.modelControlMode}</td>
                 </tr>
                 <tr>
-                  <th>TLS</th>
-                  <td>{settings.data.tls ? 'on' : 'off (plain HTTP)'}</td>
+                  <th>Scheduling discipline</th>
+                  <td>{settings.data.discipline}</td>
                 </tr>
                 <tr>
-                  <th>Persistence</th>
+                  <th>Operations state</th>
+                  <td>{settings.data.stateStore}</td>
+                </tr>
+                <tr>
+                  <th>Console connection</th>
+                  <td>{location.protocol === 'https:' ? 'TLS' : 'plain HTTP (no TLS)'}</td>
+                </tr>
+                <tr>
+                  <th>Live feed</th>
                   <td>
-                    {settings.data.persistence.driver}{' '}
-                    <span className="mono">{settings.data.persistence.location}</span>
+                    metrics every {settings.data.feed.metricsIntervalMs} ms, heartbeat every{' '}
+                    {settings.data.feed.heartbeatMs} ms
                   </td>
-                </tr>
-                <tr>
-                  <th>Version</th>
-                  <td>{settings.data.version}</td>
                 </tr>
               </tbody>
             </table>
@@ -46,7 +50,7 @@ export function Settings() {
       <section className="panel">
         <h2>Your token</h2>
         <p>
-          {session.data?.tokenName} · {session.data?.scope}
+          {session.data?.name} · {session.data?.scope} · audited as <code>{session.data?.actor}</code>
         </p>
       </section>
       {admin ? <Tokens /> : <p className="muted panel">Tokens are managed with an admin token.</p>}
@@ -93,7 +97,7 @@ function Tokens() {
       {create.error && <p className="error">{create.error.message}</p>}
       {created && (
         <div className="panel" role="alert" style={{ marginTop: 10 }}>
-          <strong>{created.name}</strong> ({created.scope}): shown once, copy it now.
+          <strong>{created.tokenInfo.name}</strong> ({created.tokenInfo.scope}): shown once, copy it now.
           <pre data-testid="created-token">{created.token}</pre>
           <button type="button" onClick={() => setCreated(null)}>
             Done
@@ -108,6 +112,7 @@ function Tokens() {
               <th>scope</th>
               <th>created</th>
               <th>last used</th>
+              <th>state</th>
               <th />
             </tr>
           </thead>
@@ -116,13 +121,16 @@ function Tokens() {
               <tr key={t.id}>
                 <td>{t.name}</td>
                 <td>{t.scope}</td>
-                <td>{formatTime(t.createdMs)}</td>
-                <td>{formatAgo(t.lastUsedMs)}</td>
+                <td>
+                  {formatTime(t.createdAt)} <span className="muted">by {t.createdBy}</span>
+                </td>
+                <td>{formatAgo(t.lastUsedAt)}</td>
+                <td>{t.revokedAt ? 'revoked' : t.expiresAt && t.expiresAt < Date.now() ? 'expired' : 'active'}</td>
                 <td>
                   <button
                     type="button"
                     className="danger"
-                    disabled={revoke.isPending}
+                    disabled={revoke.isPending || t.revokedAt !== null}
                     onClick={() => {
                       if (confirm(`Revoke ${t.name}? Clients using it stop working at once.`)) revoke.mutate(t.id);
                     }}

@@ -1,36 +1,40 @@
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { memo, useDeferredValue, useMemo, useRef, useState, type KeyboardEvent } from 'react';
-import type { ModelAction, ModelSummary, Session } from '../../api/types.js';
-import { useModelAction, useModels } from '../../app/data.js';
+import type { ModelAction, Scope } from '../../api/types.js';
+import { useControlMode, useModelAction, useModels, useTicks } from '../../app/data.js';
 import { canOperate, modelActionVerdict } from '../../app/permissions.js';
 import { Link, navigate } from '../../app/router.js';
 import { useSession } from '../../app/session.js';
-import { formatAgo, formatBytes, formatMs, formatRate } from '../../components/format.js';
+import { formatBytes, formatRate } from '../../components/format.js';
 import { QueryState } from '../../components/QueryState.js';
-import { defaultQuery, selectModels, type SortKey, type TableQuery } from './filter.js';
+import { defaultQuery, selectRows, toRow, type ModelRow, type SortKey, type TableQuery } from './filter.js';
 
 const ROW_HEIGHT = 36;
 const columns: readonly { key: SortKey; label: string; num?: boolean }[] = [
   { key: 'name', label: 'Model' },
   { key: 'state', label: 'State' },
-  { key: 'resident', label: 'Where' },
-  { key: 'residentBytes', label: 'Bytes', num: true },
+  { key: 'where', label: 'Weights on' },
+  { key: 'bytes', label: 'Bytes', num: true },
   { key: 'queueDepth', label: 'Queue', num: true },
   { key: 'inFlight', label: 'In flight', num: true },
   { key: 'requestsPerSecond', label: 'req/s', num: true },
-  { key: 'p99Ms', label: 'p99', num: true },
+  { key: 'served', label: 'Served', num: true },
   { key: 'loads', label: 'Loads', num: true },
   { key: 'evictions', label: 'Evicts', num: true },
-  { key: 'lastUsedMs', label: 'Last used', num: true },
 ];
-const bulkActions: readonly ModelAction[] = ['load', 'unload', 'pin', 'unpin', 'reload'];
+const bulkActions: readonly ModelAction[] = ['load', 'unload', 'reload', 'pin', 'unpin'];
+const states = ['all', 'READY', 'LOADING', 'UNLOADING', 'UNAVAILABLE', 'UNKNOWN'] as const;
 
 export function ModelList() {
   const models = useModels();
+  const ticks = useTicks();
   const session = useSession();
+  const controlMode = useControlMode();
   const [query, setQuery] = useState<TableQuery>(defaultQuery);
   const deferred = useDeferredValue(query);
-  const rows = useMemo(() => selectModels(models.data ?? [], deferred), [models.data, deferred]);
+  const latest = ticks.data?.[ticks.data.length - 1];
+  const all = useMemo(() => (models.data ?? []).map((m) => toRow(m, latest?.models[m.name])), [models.data, latest]);
+  const rows = useMemo(() => selectRows(all, deferred), [all, deferred]);
   const [selected, setSelected] = useState<ReadonlySet<string>>(new Set());
   const operate = canOperate(session.data?.scope);
   const scroller = useRef<HTMLDivElement>(null);
@@ -51,7 +55,7 @@ export function ModelList() {
     });
   const sortBy = (key: SortKey) => setQuery((q) => ({ ...q, sort: key, desc: q.sort === key ? !q.desc : false }));
 
-  // Arrow keys move through rows, Enter opens one, Space selects it: the table is usable without a mouse.
+  // Arrow keys move through rows, Enter opens one, Space selects it: the table works without a mouse.
   const onKey = (e: KeyboardEvent<HTMLDivElement>) => {
     if (rows.length === 0) return;
     let next = active;
@@ -74,9 +78,9 @@ export function ModelList() {
   return (
     <>
       <h1>Models</h1>
-      {session.data?.controlMode === 'static' && (
+      {controlMode === 'static' && (
         <p className="panel muted">
-          Static mode: the repository decides what is loaded; load and unload are refused. Pins and policies still
+          Static mode: the repository decides what is loaded, so load and unload are refused. Pins and policies still
           apply.
         </p>
       )}
@@ -98,13 +102,13 @@ export function ModelList() {
             onChange={(e) => setQuery((q) => ({ ...q, state: e.target.value as TableQuery['state'] }))}
             data-testid="state-filter"
           >
-            {['all', 'ready', 'loading', 'compiling', 'validating', 'registered', 'unloaded', 'failed'].map((s) => (
+            {states.map((s) => (
               <option key={s}>{s}</option>
             ))}
           </select>
         </label>
         <label className="field">
-          Residency
+          Weights on
           <select
             value={query.residency}
             onChange={(e) => setQuery((q) => ({ ...q, residency: e.target.value as TableQuery['residency'] }))}
@@ -116,14 +120,14 @@ export function ModelList() {
           </select>
         </label>
         <span className="muted" data-testid="row-count" aria-live="polite">
-          {rows.length} of {models.data?.length ?? 0} models
+          {rows.length} of {all.length} models
         </span>
       </div>
       {operate && selected.size > 0 && (
         <BulkBar
-          selected={selected}
-          models={models.data ?? []}
-          session={session.data}
+          chosen={all.filter((r) => selected.has(r.name))}
+          scope={session.data?.scope}
+          controlMode={controlMode}
           onDone={() => setSelected(new Set())}
         />
       )}
@@ -135,7 +139,7 @@ export function ModelList() {
             tabIndex={0}
             onKeyDown={onKey}
             data-testid="model-scroller"
-            aria-label="model rows; arrow keys move, Enter opens"
+            aria-label="model rows; arrow keys move, Enter opens, Space selects"
           >
             <div className="head" role="row" style={{ position: 'sticky', top: 0, zIndex: 1 }}>
               <span role="columnheader">
@@ -163,15 +167,15 @@ export function ModelList() {
             </div>
             <div style={{ height: virtual.getTotalSize(), position: 'relative' }}>
               {virtual.getVirtualItems().map((v) => {
-                const m = rows[v.index]!;
+                const r = rows[v.index]!;
                 return (
                   <Row
-                    key={m.name}
-                    model={m}
+                    key={r.name}
+                    row={r}
                     top={v.start}
                     index={v.index}
                     active={v.index === active}
-                    selected={selected.has(m.name)}
+                    selected={selected.has(r.name)}
                     operate={operate}
                     onToggle={toggle}
                   />
@@ -180,13 +184,14 @@ export function ModelList() {
             </div>
           </div>
         </div>
+        {rows.length === 0 && <p className="muted">No model matches.</p>}
       </QueryState>
     </>
   );
 }
 
 const Row = memo(function Row(props: {
-  model: ModelSummary;
+  row: ModelRow;
   top: number;
   index: number;
   active: boolean;
@@ -194,94 +199,78 @@ const Row = memo(function Row(props: {
   operate: boolean;
   onToggle: (name: string) => void;
 }) {
-  const { model: m, top, index, active, selected, operate, onToggle } = props;
+  const { row: r, top, index, active, selected, operate, onToggle } = props;
   return (
     <div
-      className="vrow"
+      className={`vrow${active ? ' active' : ''}`}
       role="row"
       aria-rowindex={index + 2}
       aria-selected={selected}
       data-testid="model-row"
-      style={{
-        position: 'absolute',
-        top,
-        left: 0,
-        right: 0,
-        height: ROW_HEIGHT,
-        outline: active ? '1px solid var(--focus)' : undefined,
-      }}
+      style={{ position: 'absolute', top, left: 0, right: 0, height: ROW_HEIGHT }}
     >
       <span role="cell">
         {operate && (
           <input
             type="checkbox"
-            aria-label={`select ${m.name}`}
+            aria-label={`select ${r.name}`}
             checked={selected}
-            onChange={() => onToggle(m.name)}
+            onChange={() => onToggle(r.name)}
             tabIndex={-1}
           />
         )}
       </span>
-      <span role="cell" title={m.name}>
-        <Link to={`/models/${encodeURIComponent(m.name)}`} tabIndex={-1}>
-          {m.name}
+      <span role="cell" title={`${r.name} v${r.version}`}>
+        <Link to={`/models/${encodeURIComponent(r.name)}`} tabIndex={-1}>
+          {r.name}
         </Link>{' '}
-        <span className="muted">v{m.version}</span>
+        <span className="muted">v{r.version}</span>
       </span>
       <span role="cell">
-        <span className={`pill ${m.state}`}>{m.state}</span>
+        <span className={`pill ${r.state.toLowerCase()}`}>{r.state.toLowerCase()}</span>
       </span>
       <span role="cell">
-        {m.resident}
-        {m.pin !== 'unpinned' && (
-          <span className="pill pinned" title={`pinned to ${m.pin}`}>
-            {' '}
-            📌
+        {r.where}
+        {r.floor === 'device' && (
+          <span className="pill pinned" title="pinned on the device">
+            pinned
           </span>
         )}
       </span>
       <span role="cell" className="num">
-        {formatBytes(m.residentBytes)}
+        {formatBytes(r.bytes)}
       </span>
       <span role="cell" className="num">
-        {m.queueDepth}
+        {r.queueDepth ?? '–'}
       </span>
       <span role="cell" className="num">
-        {m.inFlight}
+        {r.inFlight ?? '–'}
       </span>
       <span role="cell" className="num">
-        {formatRate(m.requestsPerSecond)}
+        {formatRate(r.requestsPerSecond)}
       </span>
       <span role="cell" className="num">
-        {formatMs(m.p99Ms)}
+        {r.served ?? '–'}
       </span>
       <span role="cell" className="num">
-        {m.loads}
+        {r.loads ?? '–'}
       </span>
       <span role="cell" className="num">
-        {m.evictions}
-      </span>
-      <span role="cell" className="num">
-        {formatAgo(m.lastUsedMs)}
+        {r.evictions ?? '–'}
       </span>
     </div>
   );
 });
 
-function BulkBar({
-  selected,
-  models,
-  session,
-  onDone,
-}: {
-  selected: ReadonlySet<string>;
-  models: readonly ModelSummary[];
-  session: Session | undefined;
+function BulkBar(props: {
+  chosen: readonly ModelRow[];
+  scope: Scope | undefined;
+  controlMode: string | undefined;
   onDone: () => void;
 }) {
+  const { chosen, scope, controlMode, onDone } = props;
   const act = useModelAction();
   const [report, setReport] = useState<string | null>(null);
-  const chosen = models.filter((m) => selected.has(m.name));
   async function run(action: ModelAction, names: readonly string[]) {
     let failed = 0;
     for (const name of names) {
@@ -298,22 +287,44 @@ function BulkBar({
     <div className="panel bulkbar row" data-testid="bulk-bar">
       <strong>{chosen.length} selected</strong>
       {bulkActions.map((a) => {
-        const verdicts = chosen.map((m) => ({ m, v: modelActionVerdict(a, m, session) }));
-        const able = verdicts.filter((x) => x.v.allowed).map((x) => x.m.name);
+        const verdicts = chosen.map((r) => ({ r, v: modelActionVerdict(a, r.model, scope, controlMode) }));
+        const able = verdicts.filter((x) => x.v.allowed).map((x) => x.r.name);
         const reasons = [...new Set(verdicts.filter((x) => !x.v.allowed).map((x) => x.v.whyNot))];
+        const why = reasons.length ? `${chosen.length - able.length} skipped: ${reasons.join('; ')}` : undefined;
         return (
-          <button
-            key={a}
-            type="button"
-            disabled={able.length === 0 || act.isPending}
-            title={reasons.length ? `${chosen.length - able.length} skipped: ${reasons.join('; ')}` : undefined}
-            onClick={() => void run(a, able)}
-          >
-            {a} {able.length < chosen.length ? `(${able.length})` : ''}
-          </button>
+          <span key={a} className="row" style={{ gap: 4 }}>
+            <button
+              type="button"
+              disabled={able.length === 0 || act.isPending}
+              title={why}
+              onClick={() => void run(a, able)}
+            >
+              {a}
+              {able.length < chosen.length ? ` ${able.length}/${chosen.length}` : ''}
+            </button>
+          </span>
         );
       })}
+      {chosen.length > 0 && <BulkWhyNot chosen={chosen} scope={scope} controlMode={controlMode} />}
       {report && <span className="muted">{report}</span>}
     </div>
+  );
+}
+
+/** The reasons actions are refused for part of the selection, said once each. */
+function BulkWhyNot(props: { chosen: readonly ModelRow[]; scope: Scope | undefined; controlMode: string | undefined }) {
+  const lines = bulkActions.flatMap((a) => {
+    const refused = props.chosen
+      .map((r) => modelActionVerdict(a, r.model, props.scope, props.controlMode))
+      .filter((v) => !v.allowed);
+    if (refused.length === 0) return [];
+    const reasons = [...new Set(refused.map((v) => v.whyNot))].join('; ');
+    return [`${a}: ${refused.length} not (${reasons})`];
+  });
+  if (lines.length === 0) return null;
+  return (
+    <span className="whynot" data-testid="bulk-why-not">
+      {lines.join(' · ')}
+    </span>
   );
 }

@@ -1,21 +1,46 @@
-import type { ModelSummary } from '../../api/types.js';
+import { whereResident } from '../../api/reducers.js';
+import type { MetricSample, ModelInfo } from '../../api/types.js';
 
-export type SortKey =
-  | 'name'
-  | 'state'
-  | 'resident'
-  | 'residentBytes'
-  | 'queueDepth'
-  | 'inFlight'
-  | 'requestsPerSecond'
-  | 'p99Ms'
-  | 'loads'
-  | 'evictions'
-  | 'lastUsedMs';
+/** One row of the models table: the model flattened, with its latest 1 Hz sample. */
+export interface ModelRow {
+  readonly name: string;
+  readonly version: string;
+  readonly state: ModelInfo['state'];
+  readonly where: ReturnType<typeof whereResident>;
+  readonly floor: 'unpinned' | 'system' | 'device';
+  readonly bytes: number | null;
+  readonly queueDepth: number | null;
+  readonly inFlight: number | null;
+  readonly requestsPerSecond: number | null;
+  readonly served: number | null;
+  readonly loads: number | null;
+  readonly evictions: number | null;
+  readonly model: ModelInfo;
+}
+
+export function toRow(m: ModelInfo, sample: MetricSample | undefined): ModelRow {
+  return {
+    name: m.name,
+    version: m.version,
+    state: m.state,
+    where: whereResident(m.residency),
+    floor: m.residency?.floor ?? m.policy?.residency ?? 'unpinned',
+    bytes: m.residency?.weightBytes ?? null,
+    queueDepth: m.queue?.depth ?? null,
+    inFlight: m.queue?.inflight ?? null,
+    requestsPerSecond: sample?.requestsPerSecond ?? null,
+    served: m.stats?.requestsServed ?? null,
+    loads: m.residency?.loads ?? null,
+    evictions: m.residency?.evictions ?? null,
+    model: m,
+  };
+}
+
+export type SortKey = Exclude<keyof ModelRow, 'model'>;
 
 export interface TableQuery {
   readonly search: string;
-  readonly state: 'all' | ModelSummary['state'];
+  readonly state: 'all' | ModelInfo['state'];
   readonly residency: 'all' | 'device' | 'host' | 'none' | 'pinned';
   readonly sort: SortKey;
   readonly desc: boolean;
@@ -23,21 +48,21 @@ export interface TableQuery {
 
 export const defaultQuery: TableQuery = { search: '', state: 'all', residency: 'all', sort: 'name', desc: false };
 
-/** Filters and sorts the model list; pure, so it is measured and tested on its own. */
-export function selectModels(models: readonly ModelSummary[], q: TableQuery): ModelSummary[] {
+/** Filters and sorts the rows; pure, so it is measured and tested on its own. */
+export function selectRows(rows: readonly ModelRow[], q: TableQuery): ModelRow[] {
   const needle = q.search.trim().toLowerCase();
-  const out = models.filter(
-    (m) =>
-      (needle === '' || m.name.toLowerCase().includes(needle) || m.version.toLowerCase().includes(needle)) &&
-      (q.state === 'all' || m.state === q.state) &&
-      (q.residency === 'all' || (q.residency === 'pinned' ? m.pin !== 'unpinned' : m.resident === q.residency)),
+  const out = rows.filter(
+    (r) =>
+      (needle === '' || r.name.toLowerCase().includes(needle) || r.version.toLowerCase().includes(needle)) &&
+      (q.state === 'all' || r.state === q.state) &&
+      (q.residency === 'all' || (q.residency === 'pinned' ? r.floor === 'device' : r.where === q.residency)),
   );
   const dir = q.desc ? -1 : 1;
   const key = q.sort;
   out.sort((a, b) => {
     const av = a[key];
     const bv = b[key];
-    if (av === bv) return a.name < b.name ? -1 : 1;
+    if (av === bv) return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
     if (av === null) return 1;
     if (bv === null) return -1;
     return (av < bv ? -1 : 1) * dir;

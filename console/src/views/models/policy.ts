@@ -1,26 +1,34 @@
-import type { Policy } from '../../api/types.js';
+import type { ModelPolicy } from '../../api/types.js';
 
-export type PolicyErrors = Partial<Record<keyof Policy, string>>;
+export type PolicyErrors = Partial<Record<keyof ModelPolicy, string>>;
 
-/** The same bounds the engine checks; the console says so before a round trip. */
-export function validatePolicy(p: Policy): PolicyErrors {
+/** The bounds the engine's schema checks (PATCH /models/:name/policy), said before a round trip. */
+export function validatePolicy(p: ModelPolicy): PolicyErrors {
   const e: PolicyErrors = {};
-  if (!Number.isFinite(p.weight) || p.weight <= 0) e.weight = 'a positive number';
-  if (!Number.isInteger(p.priority)) e.priority = 'a whole number';
-  if (!Number.isInteger(p.maxQueue) || p.maxQueue < 1) e.maxQueue = 'a whole number of at least 1';
-  if (p.ttlSeconds !== null && (!Number.isFinite(p.ttlSeconds) || p.ttlSeconds <= 0))
-    e.ttlSeconds = 'empty or a positive number';
+  if (!Number.isFinite(p.weight) || p.weight <= 0 || p.weight > 1e6) e.weight = 'a number above 0, at most 1,000,000';
+  if (p.maxBatchSize !== null && (!Number.isInteger(p.maxBatchSize) || p.maxBatchSize < 1))
+    e.maxBatchSize = 'empty or a whole number of at least 1';
+  if (
+    p.maxQueueDelayUs !== null &&
+    (!Number.isInteger(p.maxQueueDelayUs) || p.maxQueueDelayUs < 0 || p.maxQueueDelayUs > 60_000_000)
+  )
+    e.maxQueueDelayUs = 'empty or whole microseconds, at most 60 s';
   return e;
 }
 
 export interface PolicyChange {
-  readonly key: keyof Policy;
+  readonly key: keyof ModelPolicy;
   readonly before: unknown;
   readonly after: unknown;
 }
 
-export function diffPolicy(before: Policy, after: Policy): PolicyChange[] {
-  return (Object.keys(after) as (keyof Policy)[])
+export function diffPolicy(before: ModelPolicy, after: ModelPolicy): PolicyChange[] {
+  return (Object.keys(after) as (keyof ModelPolicy)[])
     .filter((k) => before[k] !== after[k])
     .map((k) => ({ key: k, before: before[k], after: after[k] }));
+}
+
+/** Only the fields that change go in the PATCH, so the audit record says exactly what changed. */
+export function policyPatch(changes: readonly PolicyChange[]): Partial<ModelPolicy> {
+  return Object.fromEntries(changes.map((c) => [c.key, c.after])) as Partial<ModelPolicy>;
 }

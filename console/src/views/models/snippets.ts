@@ -1,64 +1,36 @@
-import type { ModelDetail, TensorSpec } from '../../api/types.js';
-
-/** Wire dims for one request at batch 1: the manifest's dims reversed, the batch axis set to 1. */
-function wireDims(s: TensorSpec): number[] {
-  const dims = [...s.dims].reverse();
-  const letters = [...s.shape].reverse();
-  return dims.map((d, i) => (letters[i] === 'n' ? 1 : d));
+/**
+ * Copyable client snippets for a model. The control API does not describe a model's tensors, so
+ * both snippets ask the server (KServe model metadata) and build a zero input of the right shape.
+ */
+export function curlSnippet(httpBase: string, name: string): string {
+  return [
+    `# the inputs: names, datatypes and shapes (-1 is the batch axis)`,
+    `curl -s ${httpBase}/v2/models/${name}`,
+    ``,
+    `# one request (fill "shape" and "data" from the metadata above)`,
+    `curl -s ${httpBase}/v2/models/${name}/infer \\`,
+    `  -H 'content-type: application/json' \\`,
+    `  -d '{"inputs": [{"name": "INPUT", "shape": [1, 4], "datatype": "FP32", "data": [0, 0, 0, 0]}]}'`,
+  ].join('\n');
 }
 
-const tritonDtype: Record<string, string> = {
-  float32: 'FP32',
-  float16: 'FP16',
-  float64: 'FP64',
-  int32: 'INT32',
-  int64: 'INT64',
-  uint8: 'UINT8',
-  int8: 'INT8',
-  bool: 'BOOL',
-};
-const numpyDtype: Record<string, string> = {
-  FP32: 'float32',
-  FP16: 'float16',
-  FP64: 'float64',
-  INT32: 'int32',
-  INT64: 'int64',
-  UINT8: 'uint8',
-  INT8: 'int8',
-  BOOL: 'bool_',
-};
-
-function wireType(s: TensorSpec): string {
-  return tritonDtype[s.dtype.toLowerCase()] ?? s.dtype.toUpperCase();
-}
-
-export function curlSnippet(httpBase: string, m: ModelDetail): string {
-  const inputs = m.inputs.map((s) => {
-    const shape = wireDims(s);
-    const n = shape.reduce((a, b) => a * b, 1);
-    return { name: s.name, shape, datatype: wireType(s), data: `<${n} values>` };
-  });
-  const body = JSON.stringify({ inputs }, null, 2).replace(
-    /"<(\d+) values>"/g,
-    (_m, n: string) => `[${Number(n) <= 8 ? Array(Number(n)).fill(0).join(', ') : `0, 0, … ${n} values`}]`,
-  );
-  return `curl -s ${httpBase}/v2/models/${m.name}/infer \\\n  -H 'content-type: application/json' \\\n  -d '${body}'`;
-}
-
-export function tritonclientSnippet(grpcAddr: string, m: ModelDetail): string {
-  const lines = [
+export function tritonclientSnippet(grpcAddr: string, name: string): string {
+  return [
     'import numpy as np',
     'import tritonclient.grpc as grpcclient',
+    'from tritonclient.utils import triton_to_np_dtype',
     '',
     `client = grpcclient.InferenceServerClient("${grpcAddr}")`,
+    `meta = client.get_model_metadata("${name}", as_json=True)`,
     'inputs = []',
-  ];
-  for (const s of m.inputs) {
-    const t = wireType(s);
-    lines.push(`x = np.zeros(${JSON.stringify(wireDims(s))}, dtype=np.${numpyDtype[t] ?? 'float32'})`);
-    lines.push(`i = grpcclient.InferInput("${s.name}", x.shape, "${t}"); i.set_data_from_numpy(x); inputs.append(i)`);
-  }
-  lines.push(`result = client.infer("${m.name}", inputs)`);
-  for (const o of m.outputs) lines.push(`print(result.as_numpy("${o.name}").shape)`);
-  return lines.join('\n');
+    'for t in meta["inputs"]:',
+    '    shape = [1 if int(d) < 0 else int(d) for d in t["shape"]]',
+    '    x = np.zeros(shape, dtype=triton_to_np_dtype(t["datatype"]))',
+    '    i = grpcclient.InferInput(t["name"], shape, t["datatype"])',
+    '    i.set_data_from_numpy(x)',
+    '    inputs.append(i)',
+    `result = client.infer("${name}", inputs)`,
+    'for t in meta["outputs"]:',
+    '    print(t["name"], result.as_numpy(t["name"]).shape)',
+  ].join('\n');
 }
