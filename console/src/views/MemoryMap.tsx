@@ -150,7 +150,7 @@ function HostCache({ models }: { models: readonly ModelInfo[] }) {
               <div className="mono">{m.name}</div>
               <div className="muted">
                 {formatBytes(m.residency!.weightBytes)}
-                {m.residency!.floor === 'system' ? ' · pinned' : ''}
+                {m.residency!.floor === 'system' ? ' · host copy kept' : ''}
               </div>
             </div>
           ))

@@ -11,15 +11,16 @@ interface Point {
   readonly rps: number;
   readonly p50: number | null;
   readonly p99: number | null;
-  readonly loadsPerMin: number;
-  readonly evictionsPerMin: number;
+  readonly loadsPerMin: number | null;
+  readonly evictionsPerMin: number | null;
 }
 
-/** Sums the per-model samples of each tick; loads and evictions are counters, so rates come from differences. */
-export function summarise(ticks: readonly MetricsTick[]): Point[] {
-  const out: Point[] = [];
-  let prev: { at: number; loads: number; evictions: number } | null = null;
-  for (const tick of ticks) {
+/**
+ * Sums the per-model samples of each tick. Loads and evictions are counters: their per-minute
+ * rate is the increase over the last minute held (a one-tick difference would be all spikes).
+ */
+export function summarise(ticks: readonly MetricsTick[], windowMs = 60_000): Point[] {
+  const totals = ticks.map((tick) => {
     let rps = 0;
     let loads = 0;
     let evictions = 0;
@@ -32,18 +33,24 @@ export function summarise(ticks: readonly MetricsTick[]): Point[] {
       if (s.p50Ms !== null) p50 = Math.max(p50 ?? 0, s.p50Ms);
       if (s.p99Ms !== null) p99 = Math.max(p99 ?? 0, s.p99Ms);
     }
-    const minutes = prev ? (tick.at - prev.at) / 60_000 : 0;
-    out.push({
-      t: tick.at,
-      rps,
-      p50,
-      p99,
-      loadsPerMin: prev && minutes > 0 ? Math.max(0, loads - prev.loads) / minutes : 0,
-      evictionsPerMin: prev && minutes > 0 ? Math.max(0, evictions - prev.evictions) / minutes : 0,
-    });
-    prev = { at: tick.at, loads, evictions };
-  }
-  return out;
+    return { t: tick.at, rps, p50, p99, loads, evictions };
+  });
+  let from = 0;
+  return totals.map((cur) => {
+    while (totals[from]!.t < cur.t - windowMs) from++;
+    const base = totals[from]!;
+    const minutes = (cur.t - base.t) / 60_000;
+    // Under 15 s of history a rate per minute would be mostly noise.
+    const rate = (a: number, b: number) => (minutes >= 0.25 ? Math.max(0, a - b) / minutes : null);
+    return {
+      t: cur.t,
+      rps: cur.rps,
+      p50: cur.p50,
+      p99: cur.p99,
+      loadsPerMin: rate(cur.loads, base.loads),
+      evictionsPerMin: rate(cur.evictions, base.evictions),
+    };
+  });
 }
 
 export function Overview() {
@@ -52,10 +59,6 @@ export function Overview() {
   const models = useModels();
   const points = useMemo(() => summarise(ticks.data ?? []), [ticks.data]);
   const last = points[points.length - 1];
-  // Per-minute rates over the last minute held, steadier than one tick's difference.
-  const minute = points.filter((p) => last && p.t > last.t - 60_000);
-  const perMin = (k: 'loadsPerMin' | 'evictionsPerMin') =>
-    minute.length ? minute.reduce((s, p) => s + p[k], 0) / minute.length : null;
   const series = useMemo(() => {
     const x = points.map((p) => p.t / 1000);
     return {
@@ -87,10 +90,10 @@ export function Overview() {
           <Stat k="p50" v={formatMs(last?.p50)} />
           <Stat k="p99" v={formatMs(last?.p99)} />
           <Stat k="failed device calls" v={String(failed)} />
-          <Stat k="cold loads/min" v={formatRate(perMin('loadsPerMin'))} />
-          <Stat k="evictions/min" v={formatRate(perMin('evictionsPerMin'))} />
+          <Stat k="cold loads/min" v={formatRate(last?.loadsPerMin)} />
+          <Stat k="evictions/min" v={formatRate(last?.evictionsPerMin)} />
           <Stat k="models ready" v={`${ready} of ${list.length}`} />
-          <Stat k="on the device" v={`${onDevice} (${pinned} pinned)`} />
+          <Stat k={`on the device, ${pinned} pinned`} v={String(onDevice)} />
         </div>
       </section>
       <section className="panel" aria-labelledby="devices">

@@ -66,6 +66,9 @@ export function Setup({ initialSetupToken, reason }: { initialSetupToken: string
 
   return (
     <form className="center panel" onSubmit={(e) => void submit(e)} data-testid="setup">
+      <p className="brand">
+        <img src="/icons/icon.svg" alt="" width={28} height={28} /> hloserve
+      </p>
       <h1>{mode === 'setup' ? 'Set up hloserve' : 'Sign in'}</h1>
       {reason && <p className="error">{reason}</p>}
       {mode === 'setup' ? (
@@ -108,7 +111,7 @@ export function Setup({ initialSetupToken, reason }: { initialSetupToken: string
 function describe(err: ApiError, mode: 'setup' | 'token'): string {
   if (err.status === 0) return err.message;
   if (mode === 'setup' && (err.status === 401 || err.status === 403 || err.status === 409 || err.status === 410))
-    return 'That setup token is not valid: it was already used, has expired, or was mistyped. Restart the engine for a new one if no admin exists.';
+    return `The setup token was not accepted: ${err.message}. While no admin token exists, restarting the engine prints a new one.`;
   if (err.isAuth) return 'That token is not valid or has been revoked.';
   return `${err.message} (${err.code})`;
 }
