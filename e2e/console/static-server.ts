@@ -1,11 +1,13 @@
 /**
  * Serves console/dist the way the engine must: files by path, and index.html for any other GET
  * that is not under /api/ (the single-page app's routes such as /models/resnet). Used by the
- * mocked-API specs; the real-engine specs use the engine's own console port.
+ * mocked-API specs, and by the engine specs in front of an engine whose console port has the
+ * control API but not yet the built console: then /api/ (HTTP and the WebSocket upgrade) is
+ * passed through to the engine unchanged, Host header included, so its Origin check holds.
  */
 import { createReadStream, existsSync, statSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, request as httpRequest, type Server } from 'node:http';
+import { connect, type AddressInfo } from 'node:net';
 import { extname, join, normalize, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -21,7 +23,7 @@ const types: Record<string, string> = {
   '.json': 'application/json',
 };
 
-export async function serveConsole(): Promise<{ url: string; close: () => Promise<void> }> {
+export async function serveConsole(apiTarget?: string): Promise<{ url: string; close: () => Promise<void> }> {
   if (!existsSync(join(distDir, 'index.html'))) throw new Error(`no console build in ${distDir}: run npm run build`);
   const server: Server = createServer((req, res) => {
     const path = decodeURIComponent((req.url ?? '/').split('?')[0]!);
@@ -35,6 +37,19 @@ export async function serveConsole(): Promise<{ url: string; close: () => Promis
       createReadStream(file).pipe(res);
       return;
     }
+    if (path.startsWith('/api/') && apiTarget) {
+      const target = new URL(apiTarget);
+      const upstream = httpRequest(
+        { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers },
+        (up) => {
+          res.writeHead(up.statusCode ?? 502, up.headers);
+          up.pipe(res);
+        },
+      );
+      upstream.on('error', () => res.writeHead(502).end());
+      req.pipe(upstream);
+      return;
+    }
     if (path.startsWith('/api/'))
       return void res
         .writeHead(404, { 'content-type': 'application/json' })
@@ -42,7 +57,29 @@ export async function serveConsole(): Promise<{ url: string; close: () => Promis
     res.writeHead(200, { 'content-type': types['.html'], 'cache-control': 'no-cache' });
     createReadStream(join(distDir, 'index.html')).pipe(res);
   });
+  if (apiTarget) {
+    // The WebSocket: replay the upgrade request to the engine and splice the two sockets.
+    server.on('upgrade', (req, socket, head) => {
+      const target = new URL(apiTarget);
+      const up = connect(Number(target.port), target.hostname, () => {
+        const lines = [`${req.method} ${req.url} HTTP/1.1`];
+        for (let i = 0; i < req.rawHeaders.length; i += 2) lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
+        up.write(lines.join('\r\n') + '\r\n\r\n');
+        if (head.length) up.write(head);
+        socket.pipe(up).pipe(socket);
+      });
+      const end = () => (socket.destroy(), up.destroy());
+      up.on('error', end);
+      socket.on('error', end);
+    });
+  }
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const { port } = server.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}`, close: () => new Promise((r) => server.close(() => r())) };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () => {
+      server.closeAllConnections();
+      return new Promise((r) => server.close(() => r()));
+    },
+  };
 }

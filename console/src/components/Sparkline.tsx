@@ -12,10 +12,12 @@ interface Props {
     readonly color: string;
   }[];
   readonly height?: number;
+  /** The x window in seconds, ending at the newest point. */
+  readonly windowS?: number;
 }
 
 /** A streaming time-series chart (uPlot): created once, fed new data with setData. */
-export function Sparkline({ label, x, series, height = 140 }: Props) {
+export function Sparkline({ label, x, series, height = 140, windowS = 300 }: Props) {
   const host = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
   const names = series.map((s) => s.name).join('|');
@@ -27,7 +29,10 @@ export function Sparkline({ label, x, series, height = 140 }: Props) {
       height,
       legend: { show: true, live: false },
       cursor: { show: true, drag: { x: false, y: false } },
-      scales: { x: { time: true } },
+      // Always the last five minutes: a fresh page with one tick would otherwise span years.
+      scales: {
+        x: { time: true, range: (_u, _min, max) => [(max || Date.now() / 1000) - windowS, max || Date.now() / 1000] },
+      },
       axes: [
         { stroke: 'currentColor', grid: { stroke: 'rgba(127,127,127,0.15)' } },
         { stroke: 'currentColor', grid: { stroke: 'rgba(127,127,127,0.15)' }, size: 44 },
@@ -44,7 +49,7 @@ export function Sparkline({ label, x, series, height = 140 }: Props) {
       plot.current = null;
     };
     // Recreated only when the set of series changes; data flows through setData below.
-  }, [names, height]);
+  }, [names, height, windowS]);
   useEffect(() => {
     plot.current?.setData([[...x], ...series.map((s) => [...s.values])] as uPlot.AlignedData);
   }, [x, series]);

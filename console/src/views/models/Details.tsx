@@ -210,11 +210,11 @@ function PerformanceTab({ model }: { model: ModelInfo }) {
       <div className="grid">
         <section className="panel">
           <h2>Requests per second (15 min)</h2>
-          <Sparkline label={`requests per second of ${model.name}`} x={x} series={rate} />
+          <Sparkline label={`requests per second of ${model.name}`} x={x} series={rate} windowS={900} />
         </section>
         <section className="panel">
           <h2>Queue depth (15 min)</h2>
-          <Sparkline label={`queue depth of ${model.name}`} x={x} series={queue} />
+          <Sparkline label={`queue depth of ${model.name}`} x={x} series={queue} windowS={900} />
         </section>
       </div>
       {history.error ? <p className="error">{String(history.error)}</p> : null}

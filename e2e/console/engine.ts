@@ -1,0 +1,95 @@
+/**
+ * Starts the real engine for the console specs: `hloserve serve` on the CPU plugin, every port 0,
+ * the example models, and a fresh cache_dir (so a fresh operations database and a first-run
+ * setup token). Resolves once the engine logs that it is listening.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
+/** HLOSERVE_E2E_ENGINE_ROOT runs another built checkout's engine (e.g. a branch with newer routes). */
+const engineRoot = resolve(process.env.HLOSERVE_E2E_ENGINE_ROOT ?? repoRoot);
+
+export interface Engine {
+  readonly consoleUrl: string;
+  readonly logs: string[];
+  stop(): Promise<void>;
+}
+
+export async function startEngine(timeoutMs = 180_000): Promise<Engine> {
+  const dir = mkdtempSync(join(tmpdir(), 'hloserve-console-e2e-'));
+  const config = join(dir, 'node.yaml');
+  writeFileSync(
+    config,
+    [
+      `model_repo: ${JSON.stringify(join(repoRoot, 'examples', 'models'))}`,
+      'global:',
+      `  cache_dir: ${JSON.stringify(join(dir, 'cache'))}`,
+      '  runtime:',
+      '    plugin: cpu',
+      '  endpoints:',
+      '    host: 127.0.0.1',
+      '',
+    ].join('\n'),
+  );
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [join(engineRoot, 'engine', 'dist', 'src', 'cli.js'), 'serve', '--config', config],
+    {
+      env: {
+        ...process.env,
+        HLOSERVE_ENDPOINTS_GRPC_PORT: '0',
+        HLOSERVE_ENDPOINTS_HTTP_PORT: '0',
+        HLOSERVE_ENDPOINTS_METRICS_PORT: '0',
+        HLOSERVE_ENDPOINTS_CONSOLE_PORT: '0',
+        TF_CPP_MIN_LOG_LEVEL: '2',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  const logs: string[] = [];
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  const port = await new Promise<number>((res, rej) => {
+    const timer = setTimeout(
+      () => rej(new Error(`engine did not start in ${timeoutMs} ms:\n${logs.join('\n')}`)),
+      timeoutMs,
+    );
+    for (const stream of [child.stdout!, child.stderr!]) {
+      createInterface({ input: stream }).on('line', (line) => {
+        logs.push(line);
+        try {
+          const rec = JSON.parse(line) as { msg?: string; console?: number };
+          if (rec.msg === 'listening' && typeof rec.console === 'number') {
+            clearTimeout(timer);
+            res(rec.console);
+          }
+        } catch {
+          /* not a log record */
+        }
+      });
+    }
+    void exited.then(() => rej(new Error(`engine exited before listening:\n${logs.join('\n')}`)));
+  });
+  return {
+    consoleUrl: `http://127.0.0.1:${port}`,
+    logs,
+    stop: async () => {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      await exited;
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The one-time setup token, from the `#setup=` link or a setupToken field the engine logs at first start. */
+export function setupTokenFromLogs(logs: readonly string[]): string | null {
+  for (const line of logs) {
+    const m = /#setup=([A-Za-z0-9._~-]+)/.exec(line) ?? /"setupToken"\s*:\s*"([^"]+)"/.exec(line);
+    if (m) return decodeURIComponent(m[1]!);
+  }
+  return null;
+}
