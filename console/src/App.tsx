@@ -1,17 +1,19 @@
-import { useState } from 'react';
+import { lazy, Suspense, useState } from 'react';
 import { ApiError } from './api/errors.js';
 import { tokenStore } from './api/token-store.js';
 import { takeSetupTokenFromUrl } from './app/first-run.js';
 import { Layout } from './app/Layout.js';
 import { usePath } from './app/router.js';
 import { useSession, useToken } from './app/session.js';
-import { Activity } from './views/Activity.js';
-import { MemoryMap } from './views/MemoryMap.js';
-import { ModelDetails } from './views/models/Details.js';
-import { ModelList } from './views/models/List.js';
 import { Overview } from './views/Overview.js';
-import { Settings } from './views/Settings.js';
 import { Setup } from './views/Setup.js';
+
+// The first screen ships in the entry chunk; the others load when opened.
+const ModelList = lazy(() => import('./views/models/List.js').then((m) => ({ default: m.ModelList })));
+const ModelDetails = lazy(() => import('./views/models/Details.js').then((m) => ({ default: m.ModelDetails })));
+const MemoryMap = lazy(() => import('./views/MemoryMap.js').then((m) => ({ default: m.MemoryMap })));
+const Activity = lazy(() => import('./views/Activity.js').then((m) => ({ default: m.Activity })));
+const Settings = lazy(() => import('./views/Settings.js').then((m) => ({ default: m.Settings })));
 
 // Taken before the first render so the fragment is gone before anything can log or capture the URL.
 const setupFromUrl =
@@ -28,7 +30,9 @@ export function App() {
   }
   return (
     <Layout>
-      <Screen />
+      <Suspense fallback={<p className="muted">Loading…</p>}>
+        <Screen />
+      </Suspense>
     </Layout>
   );
 }

@@ -7,8 +7,10 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, test } from '@playwright/test';
 import { ConsolePage, ModelsPage, SetupPage } from './ConsolePage.js';
-import { setupTokenFromLogs, startEngine, type Engine } from './engine.js';
-import { serveConsole } from './static-server.js';
+import { setupTokenFromLogs, startEngine } from './engine.mjs';
+
+type Engine = Awaited<ReturnType<typeof startEngine>>;
+import { serveConsole } from './static-server.mjs';
 
 let engine: Engine;
 /** Where the browser goes: the engine's console port, or a front serving console/dist before it. */

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { expect, test } from '@playwright/test';
 import { ConsolePage, ModelsPage, SetupPage } from './ConsolePage.js';
 import { FakeControlApi, SETUP_TOKEN, TOKENS } from './fake-api.js';
-import { serveConsole } from './static-server.js';
+import { serveConsole } from './static-server.mjs';
 
 let server: Awaited<ReturnType<typeof serveConsole>>;
 const shots = join(import.meta.dirname, 'artifacts', 'screenshots');

@@ -7,7 +7,7 @@ import { Link, navigate } from '../../app/router.js';
 import { useSession } from '../../app/session.js';
 import { formatBytes, formatRate } from '../../components/format.js';
 import { QueryState } from '../../components/QueryState.js';
-import { defaultQuery, selectRows, toRow, type ModelRow, type SortKey, type TableQuery } from './filter.js';
+import { defaultQuery, filterRows, sortRows, toRow, type ModelRow, type SortKey, type TableQuery } from './filter.js';
 
 const ROW_HEIGHT = 36;
 const columns: readonly { key: SortKey; label: string; num?: boolean }[] = [
@@ -34,7 +34,8 @@ export function ModelList() {
   const deferred = useDeferredValue(query);
   const latest = ticks.data?.[ticks.data.length - 1];
   const all = useMemo(() => (models.data ?? []).map((m) => toRow(m, latest?.models[m.name])), [models.data, latest]);
-  const rows = useMemo(() => selectRows(all, deferred), [all, deferred]);
+  const sorted = useMemo(() => sortRows(all, query.sort, query.desc), [all, query.sort, query.desc]);
+  const rows = useMemo(() => filterRows(sorted, deferred), [sorted, deferred]);
   const [selected, setSelected] = useState<ReadonlySet<string>>(new Set());
   const operate = canOperate(session.data?.scope);
   const scroller = useRef<HTMLDivElement>(null);

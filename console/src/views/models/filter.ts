@@ -16,6 +16,8 @@ export interface ModelRow {
   readonly loads: number | null;
   readonly evictions: number | null;
   readonly model: ModelInfo;
+  /** Lower-cased name and version, what a search matches against. */
+  readonly haystack: string;
 }
 
 export function toRow(m: ModelInfo, sample: MetricSample | undefined): ModelRow {
@@ -33,10 +35,11 @@ export function toRow(m: ModelInfo, sample: MetricSample | undefined): ModelRow 
     loads: m.residency?.loads ?? null,
     evictions: m.residency?.evictions ?? null,
     model: m,
+    haystack: `${m.name}\u0000${m.version}`.toLowerCase(),
   };
 }
 
-export type SortKey = Exclude<keyof ModelRow, 'model'>;
+export type SortKey = Exclude<keyof ModelRow, 'model' | 'haystack'>;
 
 export interface TableQuery {
   readonly search: string;
@@ -48,18 +51,10 @@ export interface TableQuery {
 
 export const defaultQuery: TableQuery = { search: '', state: 'all', residency: 'all', sort: 'name', desc: false };
 
-/** Filters and sorts the rows; pure, so it is measured and tested on its own. */
-export function selectRows(rows: readonly ModelRow[], q: TableQuery): ModelRow[] {
-  const needle = q.search.trim().toLowerCase();
-  const out = rows.filter(
-    (r) =>
-      (needle === '' || r.name.toLowerCase().includes(needle) || r.version.toLowerCase().includes(needle)) &&
-      (q.state === 'all' || r.state === q.state) &&
-      (q.residency === 'all' || (q.residency === 'pinned' ? r.floor === 'device' : r.where === q.residency)),
-  );
-  const dir = q.desc ? -1 : 1;
-  const key = q.sort;
-  out.sort((a, b) => {
+/** Sorts the rows (a new array); missing values last whichever the direction. */
+export function sortRows(rows: readonly ModelRow[], key: SortKey, desc: boolean): ModelRow[] {
+  const dir = desc ? -1 : 1;
+  return [...rows].sort((a, b) => {
     const av = a[key];
     const bv = b[key];
     if (av === bv) return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
@@ -67,5 +62,24 @@ export function selectRows(rows: readonly ModelRow[], q: TableQuery): ModelRow[]
     if (bv === null) return -1;
     return (av < bv ? -1 : 1) * dir;
   });
-  return out;
+}
+
+/** Filters rows already in order (the order is kept), so typing a search never re-sorts. */
+export function filterRows(
+  sorted: readonly ModelRow[],
+  q: Pick<TableQuery, 'search' | 'state' | 'residency'>,
+): readonly ModelRow[] {
+  const needle = q.search.trim().toLowerCase();
+  if (needle === '' && q.state === 'all' && q.residency === 'all') return sorted;
+  return sorted.filter(
+    (r) =>
+      (needle === '' || r.haystack.includes(needle)) &&
+      (q.state === 'all' || r.state === q.state) &&
+      (q.residency === 'all' || (q.residency === 'pinned' ? r.floor === 'device' : r.where === q.residency)),
+  );
+}
+
+/** Filters and sorts the rows; pure, so it is measured and tested on its own. */
+export function selectRows(rows: readonly ModelRow[], q: TableQuery): readonly ModelRow[] {
+  return filterRows(sortRows(rows, q.sort, q.desc), q);
 }

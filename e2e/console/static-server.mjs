@@ -1,19 +1,16 @@
-/**
- * Serves console/dist the way the engine must: files by path, and index.html for any other GET
- * that is not under /api/ (the single-page app's routes such as /models/resnet). Used by the
- * mocked-API specs, and by the engine specs in front of an engine whose console port has the
- * control API but not yet the built console: then /api/ (HTTP and the WebSocket upgrade) is
- * passed through to the engine unchanged, Host header included, so its Origin check holds.
- */
+// Serves console/dist the way the engine must: files by path, and index.html for any other GET
+// that is not under /api/ (the single-page app's routes such as /models/resnet). Used by the
+// mocked-API specs and the console bench, and by the engine specs in front of an engine whose
+// console port has the control API but not yet the built console: then /api/ (HTTP and the
+// WebSocket upgrade) is passed through to the engine unchanged, Host header included, so its
+// Origin check holds.
 import { createReadStream, existsSync, statSync } from 'node:fs';
-import { createServer, request as httpRequest, type Server } from 'node:http';
-import { connect, type AddressInfo } from 'node:net';
+import { createServer, request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
 import { extname, join, normalize, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-
-export const distDir = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..', 'console', 'dist');
-
-const types: Record<string, string> = {
+const distDir = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..', 'console', 'dist');
+const types = {
   '.html': 'text/html; charset=utf-8',
   '.js': 'text/javascript; charset=utf-8',
   '.css': 'text/css; charset=utf-8',
@@ -22,11 +19,14 @@ const types: Record<string, string> = {
   '.webmanifest': 'application/manifest+json',
   '.json': 'application/json',
 };
-
-export async function serveConsole(apiTarget?: string): Promise<{ url: string; close: () => Promise<void> }> {
+/**
+ * @param {string} [apiTarget] the engine's console URL to pass /api/ through to
+ * @returns {Promise<{ url: string, close: () => Promise<void> }>}
+ */
+async function serveConsole(apiTarget) {
   if (!existsSync(join(distDir, 'index.html'))) throw new Error(`no console build in ${distDir}: run npm run build`);
-  const server: Server = createServer((req, res) => {
-    const path = decodeURIComponent((req.url ?? '/').split('?')[0]!);
+  const server = createServer((req, res) => {
+    const path = decodeURIComponent((req.url ?? '/').split('?')[0]);
     const file = normalize(join(distDir, path));
     if (file.startsWith(distDir) && existsSync(file) && statSync(file).isFile()) {
       const immutable = path.startsWith('/assets/');
@@ -73,8 +73,8 @@ export async function serveConsole(apiTarget?: string): Promise<{ url: string; c
       socket.on('error', end);
     });
   }
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as AddressInfo;
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address();
   return {
     url: `http://127.0.0.1:${port}`,
     close: () => {
@@ -83,3 +83,4 @@ export async function serveConsole(apiTarget?: string): Promise<{ url: string; c
     },
   };
 }
+export { distDir, serveConsole };

@@ -1,26 +1,20 @@
-/**
- * Starts the real engine for the console specs: `hloserve serve` on the CPU plugin, every port 0,
- * the example models, and a fresh cache_dir (so a fresh operations database and a first-run
- * setup token). Resolves once the engine logs that it is listening.
- */
-import { spawn, type ChildProcess } from 'node:child_process';
+// Starts the real engine for the console specs and bench: `hloserve serve` on the CPU plugin,
+// every port 0, the example models, and a fresh cache_dir (so a fresh operations database and a
+// first-run setup token). Resolves once the engine logs that it is listening.
+// HLOSERVE_E2E_ENGINE_ROOT runs another built checkout's engine (e.g. a branch with newer routes).
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-
 const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
-/** HLOSERVE_E2E_ENGINE_ROOT runs another built checkout's engine (e.g. a branch with newer routes). */
 const engineRoot = resolve(process.env.HLOSERVE_E2E_ENGINE_ROOT ?? repoRoot);
-
-export interface Engine {
-  readonly consoleUrl: string;
-  readonly logs: string[];
-  stop(): Promise<void>;
-}
-
-export async function startEngine(timeoutMs = 180_000): Promise<Engine> {
+/**
+ * @param {number} [timeoutMs]
+ * @returns {Promise<{ consoleUrl: string, logs: string[], stop: () => Promise<void> }>}
+ */
+async function startEngine(timeoutMs = 180_000) {
   const dir = mkdtempSync(join(tmpdir(), 'hloserve-console-e2e-'));
   const config = join(dir, 'node.yaml');
   writeFileSync(
@@ -36,7 +30,7 @@ export async function startEngine(timeoutMs = 180_000): Promise<Engine> {
       '',
     ].join('\n'),
   );
-  const child: ChildProcess = spawn(
+  const child = spawn(
     process.execPath,
     [join(engineRoot, 'engine', 'dist', 'src', 'cli.js'), 'serve', '--config', config],
     {
@@ -51,28 +45,35 @@ export async function startEngine(timeoutMs = 180_000): Promise<Engine> {
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );
-  const logs: string[] = [];
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  const port = await new Promise<number>((res, rej) => {
+  const logs = [];
+  const exited = new Promise((r) => child.once('exit', () => r()));
+  const port = await new Promise((res, rej) => {
     const timer = setTimeout(
-      () => rej(new Error(`engine did not start in ${timeoutMs} ms:\n${logs.join('\n')}`)),
+      () =>
+        rej(
+          new Error(`engine did not start in ${timeoutMs} ms:
+${logs.join('\n')}`),
+        ),
       timeoutMs,
     );
-    for (const stream of [child.stdout!, child.stderr!]) {
+    for (const stream of [child.stdout, child.stderr]) {
       createInterface({ input: stream }).on('line', (line) => {
         logs.push(line);
         try {
-          const rec = JSON.parse(line) as { msg?: string; console?: number };
+          const rec = JSON.parse(line);
           if (rec.msg === 'listening' && typeof rec.console === 'number') {
             clearTimeout(timer);
             res(rec.console);
           }
-        } catch {
-          /* not a log record */
-        }
+        } catch {}
       });
     }
-    void exited.then(() => rej(new Error(`engine exited before listening:\n${logs.join('\n')}`)));
+    void exited.then(() =>
+      rej(
+        new Error(`engine exited before listening:
+${logs.join('\n')}`),
+      ),
+    );
   });
   return {
     consoleUrl: `http://127.0.0.1:${port}`,
@@ -84,12 +85,16 @@ export async function startEngine(timeoutMs = 180_000): Promise<Engine> {
     },
   };
 }
-
-/** The one-time setup token, from the `#setup=` link or a setupToken field the engine logs at first start. */
-export function setupTokenFromLogs(logs: readonly string[]): string | null {
+/**
+ * The one-time setup token, from the `#setup=` link or the setupToken field the engine logs at first start.
+ * @param {readonly string[]} logs
+ * @returns {string | null}
+ */
+function setupTokenFromLogs(logs) {
   for (const line of logs) {
     const m = /#setup=([A-Za-z0-9._~-]+)/.exec(line) ?? /"setupToken"\s*:\s*"([^"]+)"/.exec(line);
-    if (m) return decodeURIComponent(m[1]!);
+    if (m) return decodeURIComponent(m[1]);
   }
   return null;
 }
+export { setupTokenFromLogs, startEngine };
