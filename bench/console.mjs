@@ -7,6 +7,9 @@
 // picks another built checkout). The 2,000-model list is injected with page.route (a scale
 // stand-in: the example repository has three models).
 // Run: npm run build && nice -n 10 node bench/console.mjs [--runs 7]
+/* global fetch */
+// Functions passed to page.evaluate / addInitScript run in the browser:
+/* global localStorage, document, HTMLInputElement, Event, requestAnimationFrame */
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';

@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
+import { clearTimeout, setTimeout } from 'node:timers';
 import { fileURLToPath } from 'node:url';
 const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
 const engineRoot = resolve(process.env.HLOSERVE_E2E_ENGINE_ROOT ?? repoRoot);
@@ -65,7 +66,9 @@ ${logs.join('\n')}`),
             clearTimeout(timer);
             res(rec.console);
           }
-        } catch {}
+        } catch {
+          // not a log record
+        }
       });
     }
     void exited.then(() =>
