@@ -1,10 +1,9 @@
 import { lazy, Suspense, useState } from 'react';
-import { ApiError } from './api/errors.js';
 import { tokenStore } from './api/token-store.js';
 import { takeSetupTokenFromUrl } from './app/first-run.js';
 import { Layout } from './app/Layout.js';
 import { usePath } from './app/router.js';
-import { useSession, useToken } from './app/session.js';
+import { useToken } from './app/session.js';
 import { Overview } from './views/Overview.js';
 import { Setup } from './views/Setup.js';
 
@@ -21,13 +20,8 @@ const setupFromUrl =
 
 export function App() {
   const token = useToken();
-  const session = useSession();
   const [setupToken] = useState(setupFromUrl);
-  if (token === null) return <Setup initialSetupToken={setupToken} />;
-  if (session.error instanceof ApiError && session.error.isAuth) {
-    tokenStore.set(null);
-    return <Setup initialSetupToken={null} reason="Your token was refused (revoked or expired): sign in again." />;
-  }
+  if (token === null) return <Setup initialSetupToken={setupToken} reason={tokenStore.reason() ?? undefined} />;
   return (
     <Layout>
       <Suspense fallback={<p className="muted">Loading…</p>}>

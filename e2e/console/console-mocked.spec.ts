@@ -49,6 +49,15 @@ test('a used setup token is refused with a reason', async ({ page }) => {
   await expect(page.getByRole('alert')).toContainText('not valid');
 });
 
+test('a refused token (revoked or expired) sends the console back to sign-in, saying why', async ({ page }) => {
+  const api = new FakeControlApi({ models: 10 });
+  await api.install(page);
+  const c = new ConsolePage(page, server.url);
+  await c.open('/models', 'revoked-token');
+  await expect(page.getByTestId('setup')).toContainText('refused your token');
+  expect(await page.evaluate(() => localStorage.getItem('hloserve.token'))).toBeNull();
+});
+
 test('a viewer sees no mutate controls on any screen, and is told it is read-only', async ({ page }) => {
   const api = new FakeControlApi({ models: 50 });
   await api.install(page);

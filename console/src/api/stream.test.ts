@@ -180,7 +180,7 @@ describe('StreamClient', () => {
     last().serverClose(4401);
     vi.advanceTimersByTime(120_000);
     expect(sockets).toHaveLength(1);
-    expect(client.getStatus()).toMatchObject({ state: 'denied', error: 'token revoked' });
+    expect(client.getStatus()).toMatchObject({ state: 'denied', error: 'token revoked', refusedCode: 4401 });
     client.reconnectNow(); // after signing in with a new token
     expect(sockets).toHaveLength(2);
     expect(client.getStatus().error).toBeNull();

@@ -35,6 +35,8 @@ export interface StreamStatus {
   readonly watermark: number;
   /** Why the engine refused the feed, when state is 'denied'. */
   readonly error: string | null;
+  /** The close code of a refusal: 4401 (token) or 4403 (origin or scope). */
+  readonly refusedCode: number | null;
 }
 
 export type TopicHandler = (msg: StreamMessage) => void;
@@ -79,7 +81,14 @@ export class StreamClient {
   private socket: SocketLike | null = null;
   private reconnectTimer: ReturnType<typeof setTimeout> | null = null;
   private resyncedTimer: ReturnType<typeof setTimeout> | null = null;
-  private status: StreamStatus = { state: 'idle', attempt: 0, nextRetryAtMs: null, watermark: 0, error: null };
+  private status: StreamStatus = {
+    state: 'idle',
+    attempt: 0,
+    nextRetryAtMs: null,
+    watermark: 0,
+    error: null,
+    refusedCode: null,
+  };
   private everOpened = false;
   private disposed = false;
 
@@ -151,7 +160,7 @@ export class StreamClient {
   reconnectNow(): void {
     this.clearReconnect();
     this.dropSocket();
-    this.setStatus({ attempt: 0, error: null });
+    this.setStatus({ attempt: 0, error: null, refusedCode: null });
     if (this.topics.size > 0) this.connect();
   }
 
@@ -211,7 +220,12 @@ export class StreamClient {
       const code = (ev as { code?: number } | null)?.code;
       if (code === 4401 || code === 4403) {
         // Refused, not lost: retrying with the same token would only be refused again.
-        this.setStatus({ state: 'denied', nextRetryAtMs: null, error: this.status.error ?? `refused (${code})` });
+        this.setStatus({
+          state: 'denied',
+          nextRetryAtMs: null,
+          refusedCode: code,
+          error: this.status.error ?? `refused (${code})`,
+        });
         return;
       }
       this.scheduleReconnect();

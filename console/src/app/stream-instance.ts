@@ -16,3 +16,12 @@ export const stream = new StreamClient({
 });
 
 tokenStore.subscribe(() => stream.reconnectNow());
+
+// The feed refusing the token means the token is gone: back to sign-in, as a 401 does.
+stream.onStatus((s) => {
+  if (s.state === 'denied' && s.refusedCode === 4401 && tokenStore.get() !== null)
+    tokenStore.set(
+      null,
+      `The engine refused your token on the live feed (${s.error ?? 'unauthenticated'}): sign in again.`,
+    );
+});
