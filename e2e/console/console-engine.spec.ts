@@ -107,3 +107,22 @@ test('a viewer token sees no mutate controls, and its API calls are refused', as
   });
   expect(refused.status()).toBe(403);
 });
+
+test('the engine restarts: the console reconnects and resyncs without a reload', async ({ page }) => {
+  test.skip(missing !== null || adminToken === null, missing ?? 'first run did not complete');
+  test.setTimeout(300_000);
+  const c = new ConsolePage(page, base);
+  await c.open('/models', adminToken!);
+  await expect(new ModelsPage(page).rowCount()).toHaveText('3 of 3 models', { timeout: 30_000 });
+  await c.expectLive();
+  await page.evaluate(() => ((window as unknown as { sameDocument: boolean }).sameDocument = true));
+  const { dir, consolePort } = engine;
+  await engine.stop({ keep: true });
+  await expect(c.banner()).toHaveAttribute('data-state', 'reconnecting', { timeout: 30_000 });
+  // The same database and address: the admin token is still good, the feed's seqs start over.
+  engine = await startEngine({ dir, consolePort });
+  await expect(c.banner()).toHaveAttribute('data-state', /resynced|live/, { timeout: 120_000 });
+  await expect(new ModelsPage(page).rowCount()).toHaveText('3 of 3 models');
+  expect(await page.evaluate(() => (window as unknown as { sameDocument?: boolean }).sameDocument)).toBe(true);
+  await page.screenshot({ path: join(shots, 'after-restart-desktop.png') });
+});

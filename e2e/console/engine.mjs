@@ -12,11 +12,14 @@ import { fileURLToPath } from 'node:url';
 const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
 const engineRoot = resolve(process.env.HLOSERVE_E2E_ENGINE_ROOT ?? repoRoot);
 /**
- * @param {number} [timeoutMs]
- * @returns {Promise<{ consoleUrl: string, logs: string[], stop: () => Promise<void> }>}
+ * @param {{ timeoutMs?: number, dir?: string, consolePort?: number }} [o] a `dir` and
+ *   `consolePort` from a previous start restart the same engine: same database, same address.
+ * @returns {Promise<{ consoleUrl: string, consolePort: number, dir: string, logs: string[],
+ *   stop: (o?: { keep?: boolean }) => Promise<void> }>}
  */
-async function startEngine(timeoutMs = 180_000) {
-  const dir = mkdtempSync(join(tmpdir(), 'hloserve-console-e2e-'));
+async function startEngine(o = {}) {
+  const timeoutMs = o.timeoutMs ?? 180_000;
+  const dir = o.dir ?? mkdtempSync(join(tmpdir(), 'hloserve-console-e2e-'));
   const config = join(dir, 'node.yaml');
   writeFileSync(
     config,
@@ -40,7 +43,7 @@ async function startEngine(timeoutMs = 180_000) {
         HLOSERVE_ENDPOINTS_GRPC_PORT: '0',
         HLOSERVE_ENDPOINTS_HTTP_PORT: '0',
         HLOSERVE_ENDPOINTS_METRICS_PORT: '0',
-        HLOSERVE_ENDPOINTS_CONSOLE_PORT: '0',
+        HLOSERVE_ENDPOINTS_CONSOLE_PORT: String(o.consolePort ?? 0),
         TF_CPP_MIN_LOG_LEVEL: '2',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -80,11 +83,13 @@ ${logs.join('\n')}`),
   });
   return {
     consoleUrl: `http://127.0.0.1:${port}`,
+    consolePort: port,
+    dir,
     logs,
-    stop: async () => {
+    stop: async ({ keep = false } = {}) => {
       if (child.exitCode === null) child.kill('SIGTERM');
       await exited;
-      rmSync(dir, { recursive: true, force: true });
+      if (!keep) rmSync(dir, { recursive: true, force: true });
     },
   };
 }

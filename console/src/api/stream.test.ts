@@ -271,5 +271,7 @@ describe('StreamClient', () => {
     last().push(snap('models', 40));
     last().push(snap('audit', 7));
     expect(client.getStatus().watermark).toBe(40);
+    last().push(snap('models', 3)); // the engine restarted: its topics start over
+    expect(client.getStatus().watermark).toBe(7);
   });
 });

@@ -303,7 +303,10 @@ export class StreamClient {
   }
 
   private deliver(t: Topic, msg: StreamMessage): void {
-    if (msg.seq > this.status.watermark) this.setStatus({ watermark: msg.seq });
+    // The highest seq held now: after an engine restart the topics start over, and so does this.
+    let watermark = 0;
+    for (const topic of this.topics.values()) if (topic.seq !== null && topic.seq > watermark) watermark = topic.seq;
+    if (watermark !== this.status.watermark) this.setStatus({ watermark });
     for (const h of [...t.handlers]) h(msg);
   }
 
