@@ -15,7 +15,9 @@ export const routes = {
   /** PATCH with the fields that change. */
   modelPolicy: (name: string) => `${base}/models/${enc(name)}/policy`,
   modelMetrics: (name: string) => `${base}/models/${enc(name)}/metrics?resolution=s`,
-  events: (model?: string) => `${base}/events?limit=1000${model ? `&model=${enc(model)}` : ''}`,
+  /** Oldest first after `afterSeq`, at most 1000 a page. */
+  events: (afterSeq = 0, model?: string) =>
+    `${base}/events?limit=1000&afterSeq=${afterSeq}${model ? `&model=${enc(model)}` : ''}`,
   audit: `${base}/audit?limit=500`,
   tokens: `${base}/tokens`,
   token: (id: string) => `${base}/tokens/${enc(id)}`,

@@ -91,11 +91,26 @@ export function useEvents() {
   useTopic(topics.events, key, (prev: readonly EventRecord[] | undefined, msg) => foldLog(prev, msg));
   return useQuery({
     queryKey: key,
-    queryFn: async ({ signal }) =>
-      [...(await apiGet<readonly EventRecord[]>(routes.events(), signal))].sort((a, b) => b.seq - a.seq),
+    queryFn: ({ signal }) => latestEvents(signal),
     enabled: token !== null,
     staleTime: Infinity,
   });
+}
+
+/**
+ * The newest 1000 events, newest first. The route pages oldest first, so this pages forward
+ * (at most 20 pages) keeping the last ones; the feed adds what happens next.
+ */
+async function latestEvents(signal: AbortSignal): Promise<readonly EventRecord[]> {
+  let kept: EventRecord[] = [];
+  let after = 0;
+  for (let page = 0; page < 20; page++) {
+    const rows = await apiGet<readonly EventRecord[]>(routes.events(after), signal);
+    kept = [...kept, ...rows].slice(-1000);
+    if (rows.length < 1000) break;
+    after = rows[rows.length - 1]!.seq;
+  }
+  return kept.reverse();
 }
 
 /** The audit log has no topic: it is refetched while shown and after every mutation. */

@@ -106,7 +106,7 @@ export function Activity() {
                     <td>{e.actor}</td>
                     <td>{e.action}</td>
                     <td className="mono">{e.target}</td>
-                    <td className="mono">
+                    <td className="mono json">
                       {JSON.stringify(e.before)} → {JSON.stringify(e.after)}
                     </td>
                     <td>{e.result}</td>
@@ -133,7 +133,7 @@ export function Activity() {
                     <td>{formatTime(e.at)}</td>
                     <td>{e.kind}</td>
                     <td className="mono">{e.model ?? ''}</td>
-                    <td className="mono">{JSON.stringify(e.data)}</td>
+                    <td className="mono json">{JSON.stringify(e.data)}</td>
                   </tr>
                 ))}
               </tbody>

@@ -276,7 +276,7 @@ function ResidencyTab({ model }: { model: ModelInfo }) {
                   <tr key={e.seq}>
                     <td>{formatTime(e.at)}</td>
                     <td>{e.kind}</td>
-                    <td className="mono">{JSON.stringify(e.data)}</td>
+                    <td className="mono json">{JSON.stringify(e.data)}</td>
                   </tr>
                 ))}
               </tbody>
