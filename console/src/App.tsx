@@ -12,6 +12,7 @@ const ModelList = lazy(() => import('./views/models/List.js').then((m) => ({ def
 const ModelDetails = lazy(() => import('./views/models/Details.js').then((m) => ({ default: m.ModelDetails })));
 const MemoryMap = lazy(() => import('./views/MemoryMap.js').then((m) => ({ default: m.MemoryMap })));
 const Activity = lazy(() => import('./views/Activity.js').then((m) => ({ default: m.Activity })));
+const Upload = lazy(() => import('./views/upload/Upload.js').then((m) => ({ default: m.Upload })));
 const Settings = lazy(() => import('./views/Settings.js').then((m) => ({ default: m.Settings })));
 
 // Taken before the first render so the fragment is gone before anything can log or capture the URL.
@@ -38,6 +39,7 @@ function Screen() {
   if (path.startsWith('/models/')) return <ModelDetails name={decodeURIComponent(path.slice('/models/'.length))} />;
   if (path === '/memory') return <MemoryMap />;
   if (path === '/activity') return <Activity />;
+  if (path === '/upload') return <Upload />;
   if (path === '/settings') return <Settings />;
   return (
     <>

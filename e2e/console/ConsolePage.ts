@@ -29,7 +29,7 @@ export class ConsolePage {
   /** Buttons that change something: a viewer must see none of them. */
   mutateControls(): Locator {
     return this.page.locator(
-      '[data-testid^="action-"], [data-testid="bulk-bar"], [data-testid="memory-block"], [data-testid="policy-review"], [data-testid="create-token"], input[aria-label^="select"]',
+      '[data-testid^="action-"], [data-testid="bulk-bar"], [data-testid="memory-block"], [data-testid="policy-review"], [data-testid="create-token"], [data-testid="dropzone"], [data-testid="upload-start"], input[aria-label^="select"]',
     );
   }
 }

@@ -97,7 +97,7 @@ test('a viewer token sees no mutate controls, and its API calls are refused', as
   await c.open('/models', viewer);
   await expect(page.getByTestId('read-only')).toBeVisible();
   await expect(new ModelsPage(page).rows().first()).toBeVisible();
-  for (const path of ['/', '/models', '/models/mlp', '/memory', '/activity', '/settings']) {
+  for (const path of ['/', '/models', '/models/mlp', '/memory', '/upload', '/activity', '/settings']) {
     await c.open(path);
     await expect(page.locator('h1').first()).toBeVisible();
     await expect(c.mutateControls()).toHaveCount(0);

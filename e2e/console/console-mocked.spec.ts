@@ -65,7 +65,7 @@ test('a viewer sees no mutate controls on any screen, and is told it is read-onl
   await c.open('/models', TOKENS.viewer);
   await expect(page.getByTestId('read-only')).toBeVisible();
   await expect(new ModelsPage(page).rows().first()).toBeVisible();
-  for (const path of ['/', '/models', '/models/resnet-0000', '/memory', '/activity', '/settings']) {
+  for (const path of ['/', '/models', '/models/resnet-0000', '/memory', '/upload', '/activity', '/settings']) {
     await c.open(path);
     await expect(page.locator('h1').first()).toBeVisible();
     await expect(c.mutateControls()).toHaveCount(0);
@@ -151,6 +151,7 @@ const screens = [
   ['models', '/models'],
   ['model-detail', '/models/resnet-0000'],
   ['memory-map', '/memory'],
+  ['upload', '/upload'],
   ['activity', '/activity'],
   ['settings', '/settings'],
 ] as const;

@@ -3,7 +3,7 @@
 // first-run setup token). Resolves once the engine logs that it is listening.
 // HLOSERVE_E2E_ENGINE_ROOT runs another built checkout's engine (e.g. a branch with newer routes).
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -12,8 +12,11 @@ import { fileURLToPath } from 'node:url';
 const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
 const engineRoot = resolve(process.env.HLOSERVE_E2E_ENGINE_ROOT ?? repoRoot);
 /**
- * @param {{ timeoutMs?: number, dir?: string, consolePort?: number }} [o] a `dir` and
- *   `consolePort` from a previous start restart the same engine: same database, same address.
+ * The model repository is a copy of examples/models in the engine's directory, so uploads and
+ * edits never touch the checkout.
+ * @param {{ timeoutMs?: number, dir?: string, consolePort?: number, env?: Record<string, string> }} [o]
+ *   a `dir` and `consolePort` from a previous start restart the same engine: same database, same
+ *   address; `env` adds HLOSERVE_* overrides (e.g. HLOSERVE_MODEL_CONTROL_MODE).
  * @returns {Promise<{ consoleUrl: string, consolePort: number, dir: string, logs: string[],
  *   stop: (o?: { keep?: boolean }) => Promise<void> }>}
  */
@@ -21,10 +24,12 @@ async function startEngine(o = {}) {
   const timeoutMs = o.timeoutMs ?? 180_000;
   const dir = o.dir ?? mkdtempSync(join(tmpdir(), 'hloserve-console-e2e-'));
   const config = join(dir, 'node.yaml');
+  const models = join(dir, 'models');
+  if (!existsSync(models)) cpSync(join(repoRoot, 'examples', 'models'), models, { recursive: true });
   writeFileSync(
     config,
     [
-      `model_repo: ${JSON.stringify(join(repoRoot, 'examples', 'models'))}`,
+      `model_repo: ${JSON.stringify(models)}`,
       'global:',
       `  cache_dir: ${JSON.stringify(join(dir, 'cache'))}`,
       '  runtime:',
@@ -44,6 +49,7 @@ async function startEngine(o = {}) {
         HLOSERVE_ENDPOINTS_HTTP_PORT: '0',
         HLOSERVE_ENDPOINTS_METRICS_PORT: '0',
         HLOSERVE_ENDPOINTS_CONSOLE_PORT: String(o.consolePort ?? 0),
+        ...o.env,
         TF_CPP_MIN_LOG_LEVEL: '2',
       },
       stdio: ['ignore', 'pipe', 'pipe'],

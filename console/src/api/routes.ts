@@ -19,6 +19,9 @@ export const routes = {
   events: (afterSeq = 0, model?: string) =>
     `${base}/events?limit=1000&afterSeq=${afterSeq}${model ? `&model=${enc(model)}` : ''}`,
   audit: `${base}/audit?limit=500`,
+  uploads: `${base}/uploads`,
+  upload: (id: string) => `${base}/uploads/${enc(id)}`,
+  uploadComplete: (id: string) => `${base}/uploads/${enc(id)}/complete`,
   tokens: `${base}/tokens`,
   token: (id: string) => `${base}/tokens/${enc(id)}`,
   stream: `${base}/stream`,

@@ -10,6 +10,7 @@ const screens = [
   { to: '/', label: 'Overview' },
   { to: '/models', label: 'Models' },
   { to: '/memory', label: 'Memory map' },
+  { to: '/upload', label: 'Upload' },
   { to: '/activity', label: 'Activity' },
   { to: '/settings', label: 'Settings' },
 ] as const;
