@@ -4,7 +4,7 @@
  * table without a reload; a broken archive is refused with the engine's reason.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { expect, test } from '@playwright/test';
@@ -25,7 +25,7 @@ test.describe.configure({ mode: 'serial' });
 
 test.beforeAll(async () => {
   test.setTimeout(240_000);
-  engine = await startEngine({ env: { HLOSERVE_MODEL_CONTROL_MODE: 'dynamic' } });
+  engine = await startEngine({ env: { HLOSERVE_MODEL_CONTROL_MODE: 'dynamic', HLOSERVE_MODEL_POLL_SECONDS: '1' } });
   base = engine.consoleUrl;
   const health = await fetch(`${engine.consoleUrl}/api/v1/health`).catch(() => null);
   if (!health?.ok) {
@@ -90,4 +90,39 @@ test('a broken archive is refused with the reason, and nothing is installed', as
   await expect(progress.getByRole('alert')).not.toBeEmpty();
   await c.nav('Models').click();
   await expect(page.getByRole('link', { name: 'broken', exact: true })).toHaveCount(0);
+});
+
+test('a bundle added on disk in dynamic mode appears in the table without a reload, and goes when removed', async ({
+  page,
+}) => {
+  test.skip(missing !== null, missing ?? '');
+  test.setTimeout(180_000);
+  const c = new ConsolePage(page, base);
+  await c.open('/models', token!);
+  const models = new ModelsPage(page);
+  await expect(models.rowCount()).toHaveText(/^\d+ of \d+ models$/, { timeout: 30_000 });
+  const before = Number((await models.rowCount().innerText()).split(' ')[0]);
+  await page.evaluate(() => ((window as unknown as { sameDocument: boolean }).sameDocument = true));
+  const repo = join(engine.dir, 'models');
+  cpSync(join(repo, 'fno'), join(repo, 'fno-on-disk'), { recursive: true });
+  // First the engine must see it (its repository poll); only then is the console's part tested.
+  const listed = async () => {
+    const r = await fetch(`${engine.consoleUrl}/api/v1/models`, { headers: { authorization: `Bearer ${token}` } });
+    return ((await r.json()) as { data: { name: string }[] }).data.some((m) => m.name === 'fno-on-disk');
+  };
+  let seen = false;
+  for (let i = 0; i < 30 && !seen; i++) {
+    seen = await listed();
+    if (!seen) await page.waitForTimeout(2_000);
+  }
+  if (!seen) rmSync(join(repo, 'fno-on-disk'), { recursive: true, force: true });
+  test.skip(
+    !seen,
+    'the engine did not pick up a bundle added on disk within 60 s in dynamic mode (no repository watcher)',
+  );
+  await expect(page.getByRole('link', { name: 'fno-on-disk', exact: true })).toBeVisible({ timeout: 120_000 });
+  await expect(models.rowCount()).toHaveText(`${before + 1} of ${before + 1} models`);
+  rmSync(join(repo, 'fno-on-disk'), { recursive: true, force: true });
+  await expect(page.getByRole('link', { name: 'fno-on-disk', exact: true })).toHaveCount(0, { timeout: 120_000 });
+  expect(await page.evaluate(() => (window as unknown as { sameDocument?: boolean }).sameDocument)).toBe(true);
 });
