@@ -52,6 +52,7 @@ test.beforeAll(async () => {
 test.afterAll(async () => {
   await front?.close();
   await engine?.stop();
+  rmSync(work, { recursive: true, force: true });
 });
 
 test('upload a bundle: progress, validate, install, load, and the table shows it live', async ({ page }) => {
