@@ -42,9 +42,17 @@ for (const pkg of pkgs) {
   if (existsSync(dir)) files.push(...walk(dir, []));
 }
 const selected = only.length ? files.filter((f) => only.some((o) => f.includes(o))) : files;
-if (selected.length === 0) {
+// The console's unit tests run under Vitest (browser code, TSX): with everything, or when asked for by name.
+const withConsole = only.length === 0 || only.some((o) => o.startsWith('console'));
+if (selected.length === 0 && !withConsole) {
   console.error('run-tests: no test files found; did the build run?');
   process.exit(1);
+}
+if (withConsole) {
+  const v = spawnSync(process.execPath, ['node_modules/vitest/vitest.mjs', 'run', '--config', 'vite.config.ts'], {
+    stdio: 'inherit',
+  });
+  if (v.status !== 0 || selected.length === 0) process.exit(v.status ?? 1);
 }
 const r = spawnSync(
   process.execPath,

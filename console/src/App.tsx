@@ -1,0 +1,50 @@
+import { lazy, Suspense, useState } from 'react';
+import { tokenStore } from './api/token-store.js';
+import { takeSetupTokenFromUrl } from './app/first-run.js';
+import { Layout } from './app/Layout.js';
+import { usePath } from './app/router.js';
+import { useToken } from './app/session.js';
+import { Overview } from './views/Overview.js';
+import { Setup } from './views/Setup.js';
+
+// The first screen ships in the entry chunk; the others load when opened.
+const ModelList = lazy(() => import('./views/models/List.js').then((m) => ({ default: m.ModelList })));
+const ModelDetails = lazy(() => import('./views/models/Details.js').then((m) => ({ default: m.ModelDetails })));
+const MemoryMap = lazy(() => import('./views/MemoryMap.js').then((m) => ({ default: m.MemoryMap })));
+const Activity = lazy(() => import('./views/Activity.js').then((m) => ({ default: m.Activity })));
+const Upload = lazy(() => import('./views/upload/Upload.js').then((m) => ({ default: m.Upload })));
+const Settings = lazy(() => import('./views/Settings.js').then((m) => ({ default: m.Settings })));
+
+// Taken before the first render so the fragment is gone before anything can log or capture the URL.
+const setupFromUrl =
+  typeof location === 'undefined' ? null : takeSetupTokenFromUrl(location, (u) => history.replaceState(null, '', u));
+
+export function App() {
+  const token = useToken();
+  const [setupToken] = useState(setupFromUrl);
+  if (token === null) return <Setup initialSetupToken={setupToken} reason={tokenStore.reason() ?? undefined} />;
+  return (
+    <Layout>
+      <Suspense fallback={<p className="muted">Loading…</p>}>
+        <Screen />
+      </Suspense>
+    </Layout>
+  );
+}
+
+function Screen() {
+  const path = usePath().split('?')[0]!;
+  if (path === '/' || path === '/overview') return <Overview />;
+  if (path === '/models') return <ModelList />;
+  if (path.startsWith('/models/')) return <ModelDetails name={decodeURIComponent(path.slice('/models/'.length))} />;
+  if (path === '/memory') return <MemoryMap />;
+  if (path === '/activity') return <Activity />;
+  if (path === '/upload') return <Upload />;
+  if (path === '/settings') return <Settings />;
+  return (
+    <>
+      <h1>Not found</h1>
+      <p className="muted">No screen at {path}.</p>
+    </>
+  );
+}

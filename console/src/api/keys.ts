@@ -1,0 +1,25 @@
+/**
+ * Query keys, one factory per resource. REST queries and feed messages write the same keys, so
+ * there is one cache and no second store.
+ */
+export const sessionKeys = { me: (token: string | null) => ['session', token] as const };
+export const modelKeys = {
+  all: ['models'] as const,
+  list: () => [...modelKeys.all, 'list'] as const,
+  metrics: (name: string) => [...modelKeys.all, 'metrics', name] as const,
+};
+export const workerKeys = { list: () => ['workers', 'list'] as const };
+export const metricsKeys = { ticks: () => ['metrics', 'ticks'] as const };
+export const eventKeys = { list: () => ['events', 'list'] as const };
+export const auditKeys = { list: () => ['audit', 'list'] as const };
+export const tokenKeys = { list: () => ['tokens', 'list'] as const };
+export const settingsKeys = { all: () => ['settings'] as const };
+
+/** The feed's topics (GET /api/v1/stream). */
+export const topics = {
+  models: 'models',
+  residency: 'residency',
+  queues: 'queues',
+  events: 'events',
+  metrics: 'metrics',
+} as const;

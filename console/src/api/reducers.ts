@@ -1,0 +1,137 @@
+/**
+ * Pure functions that fold feed messages into what the cache holds. The cache is the one store:
+ * the REST answer lands in a key, the topics' snapshots and deltas update that same key. The
+ * model list is fed by three keyed topics (models: identity, state and policy; residency; queues);
+ * the worker list's devices come on the residency topic under `device:<ordinal>` keys.
+ */
+import type {
+  DeviceMemory,
+  KeyedDelta,
+  KeyedSnapshot,
+  LogSnapshot,
+  MetricsTick,
+  ModelEntry,
+  ModelInfo,
+  ModelQueue,
+  ModelResidency,
+  StreamMessage,
+  WorkerInfo,
+} from './types.js';
+
+const DEVICE_PREFIX = 'device:';
+
+/** Reads a keyed message as the entries it sets and the keys it removes (a snapshot removes the rest). */
+function keyedChanges<T>(msg: StreamMessage): { set: Map<string, T>; remove: Set<string> | 'rest' } {
+  if (msg.kind === 'snapshot')
+    return { set: new Map(Object.entries((msg.data as KeyedSnapshot<T>).items ?? {})), remove: 'rest' };
+  const d = msg.data as KeyedDelta<T>;
+  return { set: new Map(Object.entries(d.upsert ?? {})), remove: new Set(d.remove ?? []) };
+}
+
+const emptyModel = (e: ModelEntry): ModelInfo => ({ ...e, residency: null, queue: null, stats: null });
+
+/** The models topic: rows appear, change and go; their residency, queue and stats are kept. */
+export function foldModels(prev: readonly ModelInfo[] | undefined, msg: StreamMessage): readonly ModelInfo[] {
+  const { set, remove } = keyedChanges<ModelEntry>(msg);
+  const list = prev ?? [];
+  const next: ModelInfo[] = [];
+  const seen = new Set<string>();
+  for (const row of list) {
+    const entry = set.get(row.name);
+    if (remove === 'rest' ? entry === undefined : remove.has(row.name)) continue;
+    seen.add(row.name);
+    next.push(entry === undefined ? row : { ...row, ...entry });
+  }
+  for (const [name, entry] of set) if (!seen.has(name)) next.push(emptyModel(entry));
+  return next;
+}
+
+function foldModelField<K extends 'residency' | 'queue'>(
+  field: K,
+  prev: readonly ModelInfo[] | undefined,
+  msg: StreamMessage,
+): readonly ModelInfo[] | undefined {
+  if (!prev) return prev;
+  const { set, remove } = keyedChanges<ModelInfo[K]>(msg);
+  let changed = false;
+  const next = prev.map((row) => {
+    let value = row[field];
+    if (set.has(row.name)) value = set.get(row.name) as ModelInfo[K];
+    else if (remove === 'rest' || remove.has(row.name)) value = null as ModelInfo[K];
+    if (value === row[field]) return row;
+    changed = true;
+    return { ...row, [field]: value };
+  });
+  return changed ? next : prev;
+}
+
+export const foldResidency = (prev: readonly ModelInfo[] | undefined, msg: StreamMessage) =>
+  foldModelField(
+    'residency',
+    prev,
+    filterKeys(msg, (k) => !k.startsWith(DEVICE_PREFIX)),
+  );
+export const foldQueues = (prev: readonly ModelInfo[] | undefined, msg: StreamMessage) =>
+  foldModelField('queue', prev, msg);
+
+/** Device memory entries of the residency topic, into the (single) worker's devices. */
+export function foldDevices(
+  prev: readonly WorkerInfo[] | undefined,
+  msg: StreamMessage,
+): readonly WorkerInfo[] | undefined {
+  if (!prev || prev.length === 0) return prev;
+  const { set } = keyedChanges<DeviceMemory>(filterKeys(msg, (k) => k.startsWith(DEVICE_PREFIX)));
+  if (set.size === 0) return prev;
+  const [worker, ...rest] = prev;
+  const byOrdinal = new Map(worker!.devices.map((d) => [d.ordinal, d]));
+  for (const d of set.values()) byOrdinal.set(d.ordinal, d);
+  const devices = [...byOrdinal.values()].sort((a, b) => a.ordinal - b.ordinal);
+  return [{ ...worker!, devices }, ...rest];
+}
+
+function filterKeys(msg: StreamMessage, keep: (key: string) => boolean): StreamMessage {
+  const pick = (r: Readonly<Record<string, unknown>> | undefined) =>
+    Object.fromEntries(Object.entries(r ?? {}).filter(([k]) => keep(k)));
+  if (msg.kind === 'snapshot') return { ...msg, data: { items: pick((msg.data as KeyedSnapshot<unknown>).items) } };
+  const d = msg.data as KeyedDelta<unknown>;
+  return { ...msg, data: { upsert: pick(d.upsert), remove: (d.remove ?? []).filter(keep) } };
+}
+
+/** A log topic (events): newest first, deduplicated by the entries' own seq, at most `cap`. */
+export function foldLog<T extends { readonly seq: number }>(
+  prev: readonly T[] | undefined,
+  msg: StreamMessage,
+  cap = 1000,
+): readonly T[] {
+  const incoming = msg.kind === 'snapshot' ? [...(msg.data as LogSnapshot<T>).items] : [msg.data as T];
+  const list = prev ?? [];
+  const known = new Set(list.map((e) => e.seq));
+  const fresh = incoming.filter((e) => !known.has(e.seq));
+  if (fresh.length === 0) return list;
+  return [...fresh, ...list].sort((a, b) => b.seq - a.seq).slice(0, cap);
+}
+
+/** The metrics topic: a ring of ticks, oldest first, at most `cap` (five minutes at 1 Hz). */
+export function foldTicks(
+  prev: readonly MetricsTick[] | undefined,
+  msg: StreamMessage,
+  cap = 300,
+): readonly MetricsTick[] {
+  const incoming = msg.kind === 'snapshot' ? (msg.data as LogSnapshot<MetricsTick>).items : [msg.data as MetricsTick];
+  let list = prev ?? [];
+  for (const tick of incoming) {
+    const last = list[list.length - 1];
+    if (last && tick.at <= last.at) continue; // a replay after resume
+    list = [...(list.length >= cap ? list.slice(list.length - cap + 1) : list), tick];
+  }
+  return list;
+}
+
+/** Residency and queue fields, named for the table (the outcome the engine reports). */
+export function whereResident(r: ModelResidency | null): 'device' | 'host' | 'loading' | 'none' {
+  if (!r) return 'none';
+  if (r.loading) return 'loading';
+  return r.deviceResident ? 'device' : r.hostResident ? 'host' : 'none';
+}
+
+export type { ModelQueue };

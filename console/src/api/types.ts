@@ -1,0 +1,191 @@
+/**
+ * The control API's shapes, mirroring engine/src/control/api/schemas.ts (its JSON schemas; the
+ * OpenAPI document is GET /api/v1/openapi.json). One file, so aligning with the engine is one edit.
+ * REST lists answer `{data, seq}`; seq is the live feed's position for that resource.
+ */
+
+export type Scope = 'viewer' | 'operator' | 'admin';
+export type Residency = 'unpinned' | 'system' | 'device';
+export type Discipline = 'fair' | 'fifo' | 'edf';
+export type ModelControlMode = 'static' | 'dynamic' | 'explicit';
+
+export interface Envelope<T> {
+  readonly data: T;
+  readonly seq?: number;
+}
+
+/** GET /session: who the presented token is. */
+export interface Session {
+  readonly actor: string;
+  readonly tokenId: string | null;
+  readonly name: string;
+  readonly scope: Scope;
+}
+
+export interface DeviceMemory {
+  readonly ordinal: number;
+  readonly platform: string;
+  /** Device memory the runtime reports (null where it reports none, e.g. the CPU plugin). */
+  readonly totalBytes: number | null;
+  /** Weight-cache budget for evictable weights (null: unlimited). */
+  readonly budgetBytes: number | null;
+  readonly residentBytes: number;
+  readonly pinnedBytes: number;
+  readonly arenaBytes: number | null;
+  /** Budget left for evictable weights (null: unlimited). */
+  readonly freeBytes: number | null;
+}
+
+export interface WorkerInfo {
+  readonly name: string;
+  readonly version: string;
+  readonly platform: string;
+  readonly modelControlMode: ModelControlMode | string;
+  readonly discipline: Discipline;
+  readonly ready: boolean;
+  readonly inflight: number;
+  readonly devices: readonly DeviceMemory[];
+}
+
+export type ModelState = 'UNKNOWN' | 'READY' | 'UNAVAILABLE' | 'LOADING' | 'UNLOADING';
+
+export interface ModelPolicy {
+  readonly residency: Residency;
+  readonly weight: number;
+  /** null: the largest compiled size. */
+  readonly maxBatchSize: number | null;
+  /** Batching window; null: the scheduler's default. */
+  readonly maxQueueDelayUs: number | null;
+}
+
+export interface ModelResidency {
+  /** The floor: unpinned (evictable), system (pinned in host memory), device (pinned on device). */
+  readonly floor: Residency;
+  readonly weightBytes: number;
+  readonly deviceResident: boolean;
+  readonly hostResident: boolean;
+  readonly loading: boolean;
+  readonly leases: number;
+  readonly loads: number;
+  readonly evictions: number;
+}
+
+export interface ModelQueue {
+  readonly depth: number;
+  readonly rows: number;
+  readonly inflight: number;
+}
+
+export interface ModelStats {
+  readonly requestsServed: number;
+  readonly rowsServed: number;
+  readonly paddedRows: number;
+  readonly dispatchCount: number;
+  readonly failedDispatches: number;
+  readonly computeSecondsTotal: number;
+  readonly queueWaitSecondsTotal: number;
+  /** Learned execution cost per compiled batch size, seconds. */
+  readonly costSeconds: Readonly<Record<string, number>>;
+}
+
+export interface ModelInfo {
+  readonly name: string;
+  readonly version: string;
+  readonly state: ModelState;
+  readonly reason: string;
+  readonly batchSizes: readonly number[];
+  readonly residency: ModelResidency | null;
+  readonly policy: ModelPolicy | null;
+  readonly queue: ModelQueue | null;
+  readonly stats: ModelStats | null;
+}
+
+/** One model's sample in a metrics tick (1 Hz). */
+export interface MetricSample {
+  readonly at: number;
+  readonly requestsPerSecond: number;
+  readonly p50Ms: number | null;
+  readonly p99Ms: number | null;
+  readonly queueDepth: number;
+  readonly residentBytes: number;
+  /** Counters since start. */
+  readonly loads: number;
+  readonly evictions: number;
+}
+
+/** A delta of the `metrics` topic: every model's sample at one instant. */
+export interface MetricsTick {
+  readonly at: number;
+  readonly models: Readonly<Record<string, MetricSample>>;
+}
+
+export interface AuditRecord {
+  readonly seq: number;
+  readonly at: number;
+  readonly actor: string;
+  readonly action: string;
+  readonly target: string;
+  readonly before: unknown;
+  readonly after: unknown;
+  readonly result: string;
+  readonly requestId: string;
+  readonly idempotencyKey: string | null;
+}
+
+export interface EventRecord {
+  readonly seq: number;
+  readonly at: number;
+  readonly kind: string;
+  readonly model: string | null;
+  readonly data: Readonly<Record<string, unknown>>;
+}
+
+export interface TokenInfo {
+  readonly id: string;
+  readonly name: string;
+  readonly scope: Scope;
+  readonly createdAt: number;
+  readonly createdBy: string;
+  readonly expiresAt: number | null;
+  readonly revokedAt: number | null;
+  readonly lastUsedAt: number | null;
+}
+
+/** POST /setup and POST /tokens: the secret, returned once. */
+export interface CreatedToken {
+  readonly token: string;
+  readonly tokenInfo: TokenInfo;
+}
+
+export interface Settings {
+  readonly discipline: Discipline;
+  readonly modelControlMode: ModelControlMode | string;
+  readonly stateStore: 'sqlite' | 'postgres';
+  readonly feed: { readonly metricsIntervalMs: number; readonly heartbeatMs: number };
+}
+
+export type ModelAction = 'load' | 'unload' | 'reload' | 'drain' | 'pin' | 'unpin';
+
+/** Feed messages on WebSocket /api/v1/stream. */
+export interface StreamMessage<T = unknown> {
+  readonly topic: string;
+  readonly seq: number;
+  readonly kind: 'snapshot' | 'delta' | 'resync';
+  readonly data: T;
+}
+
+/** A keyed topic (models, residency, queues): its snapshot and its deltas. */
+export interface KeyedSnapshot<T> {
+  readonly items: Readonly<Record<string, T>>;
+}
+export interface KeyedDelta<T> {
+  readonly upsert: Readonly<Record<string, T>>;
+  readonly remove: readonly string[];
+}
+/** A log topic (events, metrics): its snapshot holds the last few entries; each delta is one entry. */
+export interface LogSnapshot<T> {
+  readonly items: readonly T[];
+}
+
+/** What the models topic carries per model (the rest comes on residency and queues). */
+export type ModelEntry = Pick<ModelInfo, 'name' | 'version' | 'state' | 'reason' | 'batchSizes' | 'policy'>;

@@ -1,0 +1,197 @@
+/** The console's queries and mutations, one hook per resource, all on the key factories. */
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { apiGet, apiRequest } from '../api/http.js';
+import {
+  auditKeys,
+  eventKeys,
+  metricsKeys,
+  modelKeys,
+  settingsKeys,
+  tokenKeys,
+  topics,
+  workerKeys,
+} from '../api/keys.js';
+import { foldDevices, foldLog, foldModels, foldQueues, foldResidency, foldTicks } from '../api/reducers.js';
+import { routes } from '../api/routes.js';
+import type {
+  AuditRecord,
+  CreatedToken,
+  EventRecord,
+  MetricSample,
+  MetricsTick,
+  ModelAction,
+  ModelInfo,
+  ModelPolicy,
+  Scope,
+  Settings,
+  TokenInfo,
+  WorkerInfo,
+} from '../api/types.js';
+import { useTopic } from './live.js';
+import { useToken } from './session.js';
+
+/** Every model, kept current by the models, residency and queues topics. */
+export function useModels<R = readonly ModelInfo[]>(select?: (models: readonly ModelInfo[]) => R) {
+  const token = useToken();
+  const key = modelKeys.list();
+  useTopic(topics.models, key, foldModels);
+  useTopic(topics.residency, key, foldResidency);
+  useTopic(topics.queues, key, foldQueues);
+  return useQuery({
+    queryKey: key,
+    queryFn: ({ signal }) => apiGet<readonly ModelInfo[]>(routes.models, signal),
+    enabled: token !== null,
+    staleTime: Infinity,
+    select,
+  });
+}
+
+/** One model: a view of the same list (one owner per fact, no second copy). */
+export function useModel(name: string) {
+  return useModels((list) => list.find((m) => m.name === name) ?? null);
+}
+
+export function useWorkers() {
+  const token = useToken();
+  const key = workerKeys.list();
+  useTopic(topics.residency, key, foldDevices);
+  return useQuery({
+    queryKey: key,
+    queryFn: ({ signal }) => apiGet<readonly WorkerInfo[]>(routes.workers, signal),
+    enabled: token !== null,
+    staleTime: Infinity,
+  });
+}
+
+/** The last five minutes of 1 Hz ticks, from the feed only (the engine keeps per-model history). */
+export function useTicks() {
+  const qc = useQueryClient();
+  const key = metricsKeys.ticks();
+  useTopic(topics.metrics, key, foldTicks);
+  return useQuery({
+    queryKey: key,
+    queryFn: () => qc.getQueryData<readonly MetricsTick[]>(key) ?? [],
+    staleTime: Infinity,
+  });
+}
+
+export function useModelMetrics(name: string) {
+  const token = useToken();
+  return useQuery({
+    queryKey: modelKeys.metrics(name),
+    queryFn: ({ signal }) => apiGet<readonly MetricSample[]>(routes.modelMetrics(name), signal),
+    enabled: token !== null,
+    refetchInterval: 5_000,
+  });
+}
+
+export function useEvents() {
+  const token = useToken();
+  const key = eventKeys.list();
+  useTopic(topics.events, key, (prev: readonly EventRecord[] | undefined, msg) => foldLog(prev, msg));
+  return useQuery({
+    queryKey: key,
+    queryFn: ({ signal }) => latestEvents(signal),
+    enabled: token !== null,
+    staleTime: Infinity,
+  });
+}
+
+/**
+ * The newest 1000 events, newest first. The route pages oldest first, so this pages forward
+ * (at most 20 pages) keeping the last ones; the feed adds what happens next.
+ */
+async function latestEvents(signal: AbortSignal): Promise<readonly EventRecord[]> {
+  let kept: EventRecord[] = [];
+  let after = 0;
+  for (let page = 0; page < 20; page++) {
+    const rows = await apiGet<readonly EventRecord[]>(routes.events(after), signal);
+    kept = [...kept, ...rows].slice(-1000);
+    if (rows.length < 1000) break;
+    after = rows[rows.length - 1]!.seq;
+  }
+  return kept.reverse();
+}
+
+/** The audit log has no topic: it is refetched while shown and after every mutation. */
+export function useAudit(enabled: boolean) {
+  return useQuery({
+    queryKey: auditKeys.list(),
+    queryFn: ({ signal }) => apiGet<readonly AuditRecord[]>(routes.audit, signal),
+    enabled,
+    refetchInterval: 10_000,
+  });
+}
+
+export function useSettings() {
+  const token = useToken();
+  return useQuery({
+    queryKey: settingsKeys.all(),
+    queryFn: ({ signal }) => apiGet<Settings>(routes.settings, signal),
+    enabled: token !== null,
+    staleTime: 60_000,
+  });
+}
+
+export function useTokens(enabled: boolean) {
+  return useQuery({
+    queryKey: tokenKeys.list(),
+    queryFn: ({ signal }) => apiGet<readonly TokenInfo[]>(routes.tokens, signal),
+    enabled,
+  });
+}
+
+/** A model action; the answer (the model after it) lands in the list at once, the feed follows. */
+export function useModelAction() {
+  const qc = useQueryClient();
+  return useMutation({
+    mutationFn: ({ name, action, pinTo }: { name: string; action: ModelAction; pinTo?: 'system' | 'device' }) =>
+      apiRequest<ModelInfo | { model: string; state: string }>(routes.modelAction(name, action), {
+        method: 'POST',
+        body: action === 'pin' ? { residency: pinTo ?? 'device' } : undefined,
+      }),
+    onSuccess: (res) => {
+      const m = res.data;
+      if ('batchSizes' in m)
+        qc.setQueryData<readonly ModelInfo[]>(modelKeys.list(), (prev) =>
+          prev?.map((x) => (x.name === m.name ? m : x)),
+        );
+    },
+    onSettled: () => void qc.invalidateQueries({ queryKey: auditKeys.list() }),
+  });
+}
+
+export function usePolicyUpdate(name: string) {
+  const qc = useQueryClient();
+  return useMutation({
+    mutationFn: (patch: Partial<ModelPolicy>) =>
+      apiRequest<ModelInfo>(routes.modelPolicy(name), { method: 'PATCH', body: patch }),
+    onSuccess: (res) =>
+      qc.setQueryData<readonly ModelInfo[]>(modelKeys.list(), (prev) =>
+        prev?.map((x) => (x.name === res.data.name ? res.data : x)),
+      ),
+    onSettled: () => void qc.invalidateQueries({ queryKey: auditKeys.list() }),
+  });
+}
+
+export function useCreateToken() {
+  const qc = useQueryClient();
+  return useMutation({
+    mutationFn: async (body: { name: string; scope: Scope; ttlSeconds?: number }) =>
+      (await apiRequest<CreatedToken>(routes.tokens, { method: 'POST', body })).data,
+    onSuccess: () => void qc.invalidateQueries({ queryKey: tokenKeys.list() }),
+  });
+}
+
+export function useRevokeToken() {
+  const qc = useQueryClient();
+  return useMutation({
+    mutationFn: (id: string) => apiRequest(routes.token(id), { method: 'DELETE' }),
+    onSuccess: () => void qc.invalidateQueries({ queryKey: tokenKeys.list() }),
+  });
+}
+
+/** The control mode, from the worker (the session names the token, not the node). */
+export function useControlMode(): string | undefined {
+  return useWorkers().data?.[0]?.modelControlMode;
+}

@@ -1,0 +1,58 @@
+import { describe, expect, test } from 'vitest';
+import type { ModelInfo } from '../api/types.js';
+import { takeSetupTokenFromUrl } from './first-run.js';
+import { modelActionVerdict } from './permissions.js';
+
+const residency = (floor: 'unpinned' | 'system' | 'device') => ({
+  floor,
+  weightBytes: 1,
+  deviceResident: true,
+  hostResident: true,
+  loading: false,
+  leases: 0,
+  loads: 1,
+  evictions: 0,
+});
+const ready: Pick<ModelInfo, 'state' | 'residency' | 'policy'> = {
+  state: 'READY',
+  residency: residency('unpinned'),
+  policy: null,
+};
+
+describe('modelActionVerdict', () => {
+  test('a viewer may do nothing and is told why', () => {
+    expect(modelActionVerdict('pin', ready, 'viewer', 'explicit')).toEqual({
+      allowed: false,
+      whyNot: 'needs an operator or admin token',
+    });
+  });
+  test('static mode refuses load and unload but not pinning', () => {
+    expect(modelActionVerdict('unload', ready, 'admin', 'static').whyNot).toMatch(/static mode/);
+    expect(modelActionVerdict('pin', ready, 'admin', 'static').allowed).toBe(true);
+  });
+  test('the model state and its floor decide the rest', () => {
+    expect(modelActionVerdict('load', ready, 'operator', 'explicit').whyNot).toBe('already loaded');
+    expect(
+      modelActionVerdict('unload', { ...ready, residency: residency('device') }, 'operator', 'explicit').whyNot,
+    ).toBe('pinned on the device: unpin it first');
+    expect(modelActionVerdict('unpin', ready, 'operator', 'explicit').whyNot).toBe('not pinned');
+    expect(modelActionVerdict('load', { ...ready, state: 'LOADING' }, 'operator', 'explicit').whyNot).toBe(
+      'loading now',
+    );
+    expect(modelActionVerdict('load', { ...ready, state: 'UNAVAILABLE' }, 'operator', 'explicit').allowed).toBe(true);
+  });
+});
+
+describe('takeSetupTokenFromUrl', () => {
+  test('takes the token and strips the fragment at once', () => {
+    const replaced: string[] = [];
+    const t = takeSetupTokenFromUrl({ hash: '#setup=abc%2Fd', pathname: '/', search: '?x=1' }, (u) => replaced.push(u));
+    expect(t).toBe('abc/d');
+    expect(replaced).toEqual(['/?x=1']);
+  });
+  test('leaves other fragments alone', () => {
+    const replaced: string[] = [];
+    expect(takeSetupTokenFromUrl({ hash: '#models', pathname: '/', search: '' }, (u) => replaced.push(u))).toBeNull();
+    expect(replaced).toEqual([]);
+  });
+});

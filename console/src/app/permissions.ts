@@ -1,0 +1,46 @@
+/**
+ * What a token may do to a model and, when it may not, why: a refused action stays visible,
+ * disabled, with its reason beside it. A viewer sees no actions at all.
+ */
+import type { ModelAction, ModelInfo, Scope } from '../api/types.js';
+import { allows } from './session.js';
+
+export interface Verdict {
+  readonly allowed: boolean;
+  readonly whyNot: string | null;
+}
+
+const ok: Verdict = { allowed: true, whyNot: null };
+const no = (whyNot: string): Verdict => ({ allowed: false, whyNot });
+
+export function modelActionVerdict(
+  action: ModelAction,
+  model: Pick<ModelInfo, 'state' | 'residency' | 'policy'>,
+  scope: Scope | undefined,
+  controlMode: string | undefined,
+): Verdict {
+  if (!allows(scope, 'operator')) return no('needs an operator or admin token');
+  if ((action === 'load' || action === 'unload') && controlMode === 'static')
+    return no('static mode: the repository decides what is loaded');
+  const floor = model.residency?.floor ?? model.policy?.residency ?? 'unpinned';
+  const busy = model.state === 'LOADING' || model.state === 'UNLOADING';
+  switch (action) {
+    case 'load':
+      if (busy) return no(`${model.state.toLowerCase()} now`);
+      return model.state === 'READY' ? no('already loaded') : ok;
+    case 'unload':
+      if (busy) return no(`${model.state.toLowerCase()} now`);
+      if (model.state !== 'READY') return no('not loaded');
+      return floor === 'device' ? no('pinned on the device: unpin it first') : ok;
+    case 'reload':
+    case 'drain':
+      return model.state === 'READY' ? ok : no('not loaded');
+    case 'pin':
+      return floor === 'device' ? no('already pinned on the device') : ok;
+    case 'unpin':
+      return floor === 'unpinned' ? no('not pinned') : ok;
+  }
+}
+
+export const canOperate = (scope: Scope | undefined): boolean => allows(scope, 'operator');
+export const canManageTokens = (scope: Scope | undefined): boolean => allows(scope, 'admin');

@@ -1,0 +1,27 @@
+import { routes } from '../api/routes.js';
+import { StreamClient, type SocketLike } from '../api/stream.js';
+import { tokenStore } from '../api/token-store.js';
+
+function streamUrl(): string {
+  const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
+  return `${proto}//${location.host}${routes.stream}`;
+}
+
+/** The console's one WebSocket. */
+export const stream = new StreamClient({
+  url: streamUrl,
+  // A browser WebSocket has the shape SocketLike names; its handler types are only narrower.
+  createSocket: (url) => new WebSocket(url) as unknown as SocketLike,
+  token: () => tokenStore.get(),
+});
+
+tokenStore.subscribe(() => stream.reconnectNow());
+
+// The feed refusing the token means the token is gone: back to sign-in, as a 401 does.
+stream.onStatus((s) => {
+  if (s.state === 'denied' && s.refusedCode === 4401 && tokenStore.get() !== null)
+    tokenStore.set(
+      null,
+      `The engine refused your token on the live feed (${s.error ?? 'unauthenticated'}): sign in again.`,
+    );
+});

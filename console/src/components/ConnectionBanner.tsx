@@ -1,0 +1,58 @@
+import { useEffect, useState } from 'react';
+import { useStreamStatus } from '../app/live.js';
+import { allows, useSession } from '../app/session.js';
+
+/** Live, reconnecting (attempt n, next in s), resynced, and read-only for a viewer token. */
+export function ConnectionBanner() {
+  const status = useStreamStatus();
+  const session = useSession();
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    if (status.state !== 'reconnecting') return;
+    const t = setInterval(() => setNow(Date.now()), 500);
+    return () => clearInterval(t);
+  }, [status.state]);
+  const readOnly = session.data && !allows(session.data.scope, 'operator');
+  let text: string;
+  switch (status.state) {
+    case 'live':
+      text = 'Live';
+      break;
+    case 'resynced':
+      text = 'Resynced: the engine sent fresh state after a gap';
+      break;
+    case 'reconnecting': {
+      const inS = status.nextRetryAtMs ? Math.max(0, Math.ceil((status.nextRetryAtMs - now) / 1000)) : 0;
+      text = status.nextRetryAtMs ? `Reconnecting (attempt ${status.attempt}, next in ${inS} s)` : 'Reconnecting…';
+      break;
+    }
+    case 'connecting':
+      text = 'Connecting…';
+      break;
+    case 'denied':
+      text = `The engine refused the live feed: ${status.error ?? 'token or origin not accepted'}`;
+      break;
+    default:
+      text = 'Idle';
+  }
+  return (
+    <div
+      className={`banner ${status.state}`}
+      role="status"
+      aria-live="polite"
+      data-testid="connection-banner"
+      data-state={status.state}
+    >
+      <span className="dot" aria-hidden="true" />
+      <span>{text}</span>
+      {readOnly && (
+        <span className="pill" data-testid="read-only">
+          Read-only (viewer token)
+        </span>
+      )}
+      <span className="muted" style={{ marginLeft: 'auto' }} title="highest stream sequence seen">
+        seq {status.watermark}
+      </span>
+    </div>
+  );
+}

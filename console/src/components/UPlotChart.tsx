@@ -1,0 +1,57 @@
+import { useEffect, useRef } from 'react';
+import uPlot from 'uplot';
+import 'uplot/dist/uPlot.min.css';
+
+export interface SparklineProps {
+  readonly label: string;
+  /** x: epoch seconds; each series one array of the same length. */
+  readonly x: readonly number[];
+  readonly series: readonly {
+    readonly name: string;
+    readonly values: readonly (number | null)[];
+    readonly color: string;
+  }[];
+  readonly height?: number;
+  /** The x window in seconds, ending at the newest point. */
+  readonly windowS?: number;
+}
+
+/** A streaming time-series chart (uPlot): created once, fed new data with setData. */
+export default function UPlotChart({ label, x, series, height = 140, windowS = 300 }: SparklineProps) {
+  const host = useRef<HTMLDivElement>(null);
+  const plot = useRef<uPlot | null>(null);
+  const names = series.map((s) => s.name).join('|');
+  useEffect(() => {
+    const el = host.current;
+    if (!el) return;
+    const opts: uPlot.Options = {
+      width: Math.max(200, el.clientWidth),
+      height,
+      legend: { show: true, live: false },
+      cursor: { show: true, drag: { x: false, y: false } },
+      // Always the last five minutes: a fresh page with one tick would otherwise span years.
+      scales: {
+        x: { time: true, range: (_u, _min, max) => [(max || Date.now() / 1000) - windowS, max || Date.now() / 1000] },
+      },
+      axes: [
+        { stroke: 'currentColor', grid: { stroke: 'rgba(127,127,127,0.15)' } },
+        { stroke: 'currentColor', grid: { stroke: 'rgba(127,127,127,0.15)' }, size: 44 },
+      ],
+      series: [{}, ...series.map((s) => ({ label: s.name, stroke: s.color, width: 1.5, spanGaps: true }))],
+    };
+    const p = new uPlot(opts, [[...x], ...series.map((s) => [...s.values])] as uPlot.AlignedData, el);
+    plot.current = p;
+    const ro = new ResizeObserver(() => p.setSize({ width: Math.max(200, el.clientWidth), height }));
+    ro.observe(el);
+    return () => {
+      ro.disconnect();
+      p.destroy();
+      plot.current = null;
+    };
+    // Recreated only when the set of series changes; data flows through setData below.
+  }, [names, height, windowS]);
+  useEffect(() => {
+    plot.current?.setData([[...x], ...series.map((s) => [...s.values])] as uPlot.AlignedData);
+  }, [x, series]);
+  return <div ref={host} role="img" aria-label={label} className="spark" />;
+}

@@ -1,0 +1,145 @@
+import { useMemo } from 'react';
+import type { MetricsTick } from '../api/types.js';
+import { useModels, useTicks, useWorkers } from '../app/data.js';
+import { formatMs, formatRate } from '../components/format.js';
+import { deviceBlocks, MemoryBar } from '../components/MemoryBar.js';
+import { QueryState } from '../components/QueryState.js';
+import { Sparkline } from '../components/Sparkline.js';
+
+interface Point {
+  readonly t: number;
+  readonly rps: number;
+  readonly p50: number | null;
+  readonly p99: number | null;
+  readonly loadsPerMin: number | null;
+  readonly evictionsPerMin: number | null;
+}
+
+/**
+ * Sums the per-model samples of each tick. Loads and evictions are counters: their per-minute
+ * rate is the increase over the last minute held (a one-tick difference would be all spikes).
+ */
+export function summarise(ticks: readonly MetricsTick[], windowMs = 60_000): Point[] {
+  const totals = ticks.map((tick) => {
+    let rps = 0;
+    let loads = 0;
+    let evictions = 0;
+    let p50: number | null = null;
+    let p99: number | null = null;
+    for (const s of Object.values(tick.models)) {
+      rps += s.requestsPerSecond;
+      loads += s.loads;
+      evictions += s.evictions;
+      if (s.p50Ms !== null) p50 = Math.max(p50 ?? 0, s.p50Ms);
+      if (s.p99Ms !== null) p99 = Math.max(p99 ?? 0, s.p99Ms);
+    }
+    return { t: tick.at, rps, p50, p99, loads, evictions };
+  });
+  let from = 0;
+  return totals.map((cur) => {
+    while (totals[from]!.t < cur.t - windowMs) from++;
+    const base = totals[from]!;
+    const minutes = (cur.t - base.t) / 60_000;
+    // Under 15 s of history a rate per minute would be mostly noise.
+    const rate = (a: number, b: number) => (minutes >= 0.25 ? Math.max(0, a - b) / minutes : null);
+    return {
+      t: cur.t,
+      rps: cur.rps,
+      p50: cur.p50,
+      p99: cur.p99,
+      loadsPerMin: rate(cur.loads, base.loads),
+      evictionsPerMin: rate(cur.evictions, base.evictions),
+    };
+  });
+}
+
+export function Overview() {
+  const workers = useWorkers();
+  const ticks = useTicks();
+  const models = useModels();
+  const points = useMemo(() => summarise(ticks.data ?? []), [ticks.data]);
+  const last = points[points.length - 1];
+  const series = useMemo(() => {
+    const x = points.map((p) => p.t / 1000);
+    return {
+      x,
+      rate: [{ name: 'req/s', values: points.map((p) => p.rps), color: '#2f7dd1' }],
+      latency: [
+        { name: 'p50 ms', values: points.map((p) => p.p50), color: '#3aa36b' },
+        { name: 'p99 ms', values: points.map((p) => p.p99), color: '#c07a12' },
+      ],
+      churn: [
+        { name: 'loads/min', values: points.map((p) => p.loadsPerMin), color: '#6b3fa0' },
+        { name: 'evictions/min', values: points.map((p) => p.evictionsPerMin), color: '#8a96a3' },
+      ],
+    };
+  }, [points]);
+  const list = models.data ?? [];
+  const failed = list.reduce((s, m) => s + (m.stats?.failedDispatches ?? 0), 0);
+  const blocks = useMemo(() => deviceBlocks(models.data ?? []), [models.data]);
+  const ready = list.filter((m) => m.state === 'READY').length;
+  const onDevice = blocks.length;
+  const pinned = list.filter((m) => m.residency?.floor === 'device').length;
+  return (
+    <>
+      <h1>Overview</h1>
+      <section className="panel" aria-labelledby="now">
+        <h2 id="now">Now</h2>
+        <div className="stats" data-testid="live-stats">
+          <Stat k="requests/s" v={formatRate(last?.rps)} />
+          <Stat k="p50" v={formatMs(last?.p50)} />
+          <Stat k="p99" v={formatMs(last?.p99)} />
+          <Stat k="failed device calls" v={String(failed)} />
+          <Stat k="cold loads/min" v={formatRate(last?.loadsPerMin)} />
+          <Stat k="evictions/min" v={formatRate(last?.evictionsPerMin)} />
+          <Stat k="models ready" v={`${ready} of ${list.length}`} />
+          <Stat k={`on the device, ${pinned} pinned`} v={String(onDevice)} />
+        </div>
+      </section>
+      <section className="panel" aria-labelledby="devices">
+        <h2 id="devices">Device memory</h2>
+        <QueryState isLoading={workers.isLoading} error={workers.error}>
+          {(workers.data ?? []).map((w) => (
+            <div key={w.name}>
+              <p className="muted">
+                worker <strong>{w.name}</strong> · {w.platform} · {w.modelControlMode} mode · {w.discipline} scheduling
+                · {w.inflight} in flight {w.ready ? '' : '· not ready'}
+              </p>
+              {w.devices.map((d) => (
+                <div key={d.ordinal} style={{ marginBottom: 12 }}>
+                  <MemoryBar device={d} blocks={blocks} />
+                </div>
+              ))}
+            </div>
+          ))}
+        </QueryState>
+      </section>
+      <div className="grid">
+        <section className="panel">
+          <h2>Throughput</h2>
+          <Sparkline label="requests per second, last five minutes" x={series.x} series={series.rate} />
+        </section>
+        <section className="panel">
+          <h2>Latency</h2>
+          <Sparkline label="p50 and p99 latency, last five minutes" x={series.x} series={series.latency} />
+          {last && last.p99 === null && (
+            <p className="muted">The engine does not report latency percentiles per model yet.</p>
+          )}
+        </section>
+        <section className="panel">
+          <h2>Loads and evictions</h2>
+          <Sparkline label="cold loads and evictions per minute" x={series.x} series={series.churn} />
+        </section>
+      </div>
+    </>
+  );
+}
+
+function Stat({ k, v }: { k: string; v: string }) {
+  return (
+    <div className="stat">
+      <div className="v">{v}</div>
+      <div className="k">{k}</div>
+    </div>
+  );
+}

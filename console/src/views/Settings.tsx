@@ -1,0 +1,148 @@
+import { useState, type FormEvent } from 'react';
+import type { CreatedToken, Scope } from '../api/types.js';
+import { useCreateToken, useRevokeToken, useSettings, useTokens } from '../app/data.js';
+import { canManageTokens } from '../app/permissions.js';
+import { useSession } from '../app/session.js';
+import { formatAgo, formatTime } from '../components/format.js';
+import { QueryState } from '../components/QueryState.js';
+
+export function Settings() {
+  const session = useSession();
+  const settings = useSettings();
+  const admin = canManageTokens(session.data?.scope);
+  return (
+    <>
+      <h1>Settings</h1>
+      <section className="panel">
+        <h2>Engine</h2>
+        <QueryState isLoading={settings.isLoading} error={settings.error}>
+          {settings.data && (
+            <table className="plain">
+              <tbody>
+                <tr>
+                  <th>Control mode</th>
+                  <td>{settings.data.modelControlMode}</td>
+                </tr>
+                <tr>
+                  <th>Scheduling discipline</th>
+                  <td>{settings.data.discipline}</td>
+                </tr>
+                <tr>
+                  <th>Operations state</th>
+                  <td>{settings.data.stateStore}</td>
+                </tr>
+                <tr>
+                  <th>Console connection</th>
+                  <td>{location.protocol === 'https:' ? 'TLS' : 'plain HTTP (no TLS)'}</td>
+                </tr>
+                <tr>
+                  <th>Live feed</th>
+                  <td>
+                    metrics every {settings.data.feed.metricsIntervalMs} ms, heartbeat every{' '}
+                    {settings.data.feed.heartbeatMs} ms
+                  </td>
+                </tr>
+              </tbody>
+            </table>
+          )}
+        </QueryState>
+      </section>
+      <section className="panel">
+        <h2>Your token</h2>
+        <p>
+          {session.data?.name} · {session.data?.scope} · audited as <code>{session.data?.actor}</code>
+        </p>
+      </section>
+      {admin ? <Tokens /> : <p className="muted panel">Tokens are managed with an admin token.</p>}
+    </>
+  );
+}
+
+function Tokens() {
+  const tokens = useTokens(true);
+  const create = useCreateToken();
+  const revoke = useRevokeToken();
+  const [name, setName] = useState('');
+  const [scope, setScope] = useState<Scope>('viewer');
+  const [created, setCreated] = useState<CreatedToken | null>(null);
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    create.mutate({ name: name.trim(), scope }, { onSuccess: (t) => (setCreated(t), setName('')) });
+  };
+  return (
+    <section className="panel" data-testid="tokens">
+      <h2>API tokens</h2>
+      <form className="row" onSubmit={submit} style={{ alignItems: 'flex-end' }}>
+        <label className="field">
+          Name
+          <input value={name} onChange={(e) => setName(e.target.value)} required data-testid="new-token-name" />
+        </label>
+        <label className="field">
+          Scope
+          <select value={scope} onChange={(e) => setScope(e.target.value as Scope)} data-testid="new-token-scope">
+            <option>viewer</option>
+            <option>operator</option>
+            <option>admin</option>
+          </select>
+        </label>
+        <button
+          type="submit"
+          className="primary"
+          disabled={!name.trim() || create.isPending}
+          data-testid="create-token"
+        >
+          Create token
+        </button>
+      </form>
+      {create.error && <p className="error">{create.error.message}</p>}
+      {created && (
+        <div className="panel" role="alert" style={{ marginTop: 10 }}>
+          <strong>{created.tokenInfo.name}</strong> ({created.tokenInfo.scope}): shown once, copy it now.
+          <pre data-testid="created-token">{created.token}</pre>
+          <button type="button" onClick={() => setCreated(null)}>
+            Done
+          </button>
+        </div>
+      )}
+      <QueryState isLoading={tokens.isLoading} error={tokens.error}>
+        <table className="plain" style={{ marginTop: 10 }}>
+          <thead>
+            <tr>
+              <th>name</th>
+              <th>scope</th>
+              <th>created</th>
+              <th>last used</th>
+              <th>state</th>
+              <th />
+            </tr>
+          </thead>
+          <tbody>
+            {(tokens.data ?? []).map((t) => (
+              <tr key={t.id}>
+                <td>{t.name}</td>
+                <td>{t.scope}</td>
+                <td>
+                  {formatTime(t.createdAt)} <span className="muted">by {t.createdBy}</span>
+                </td>
+                <td>{formatAgo(t.lastUsedAt)}</td>
+                <td>{t.revokedAt ? 'revoked' : t.expiresAt && t.expiresAt < Date.now() ? 'expired' : 'active'}</td>
+                <td>
+                  <button
+                    type="button"
+                    className="danger"
+                    disabled={revoke.isPending || t.revokedAt !== null}
+                    onClick={() => {
+                      if (confirm(`Revoke ${t.name}? Clients using it stop working at once.`)) revoke.mutate(t.id);
+                    }}
+                  >
+                    Revoke
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </QueryState>
+    </section>
+  );
+}

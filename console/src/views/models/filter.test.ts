@@ -1,0 +1,63 @@
+import { describe, expect, test } from 'vitest';
+import type { ModelInfo, ModelResidency } from '../../api/types.js';
+import { defaultQuery, selectRows, toRow } from './filter.js';
+
+const res = (extra: Partial<ModelResidency> = {}): ModelResidency => ({
+  floor: 'unpinned',
+  weightBytes: 100,
+  deviceResident: true,
+  hostResident: true,
+  loading: false,
+  leases: 0,
+  loads: 1,
+  evictions: 0,
+  ...extra,
+});
+const model = (name: string, extra: Partial<ModelInfo> = {}): ModelInfo => ({
+  name,
+  version: '1',
+  state: 'READY',
+  reason: '',
+  batchSizes: [1],
+  residency: res(),
+  policy: null,
+  queue: null,
+  stats: null,
+  ...extra,
+});
+const sample = (rps: number) => ({
+  at: 0,
+  requestsPerSecond: rps,
+  p50Ms: null,
+  p99Ms: null,
+  queueDepth: 0,
+  residentBytes: 0,
+  loads: 0,
+  evictions: 0,
+});
+
+describe('selectRows', () => {
+  const rows = [
+    toRow(model('resnet', { residency: res({ deviceResident: false }) }), sample(9)),
+    toRow(model('bert', { state: 'UNAVAILABLE', residency: null }), undefined),
+    toRow(model('mnist', { residency: res({ floor: 'device' }) }), sample(2)),
+  ];
+  test('searches names case-insensitively', () => {
+    expect(selectRows(rows, { ...defaultQuery, search: 'NIS' }).map((m) => m.name)).toEqual(['mnist']);
+  });
+  test('filters by state and by where the weights are, pinned counting as its own filter', () => {
+    expect(selectRows(rows, { ...defaultQuery, state: 'UNAVAILABLE' }).map((m) => m.name)).toEqual(['bert']);
+    expect(selectRows(rows, { ...defaultQuery, residency: 'pinned' }).map((m) => m.name)).toEqual(['mnist']);
+    expect(selectRows(rows, { ...defaultQuery, residency: 'host' }).map((m) => m.name)).toEqual(['resnet']);
+    expect(selectRows(rows, { ...defaultQuery, residency: 'none' }).map((m) => m.name)).toEqual(['bert']);
+  });
+  test('sorts both ways with missing values last', () => {
+    const q = { ...defaultQuery, sort: 'requestsPerSecond' as const };
+    expect(selectRows(rows, q).map((m) => m.name)).toEqual(['mnist', 'resnet', 'bert']);
+    expect(selectRows(rows, { ...q, desc: true }).map((m) => m.name)).toEqual(['resnet', 'mnist', 'bert']);
+  });
+  test('never reorders the rows it was given', () => {
+    selectRows(rows, { ...defaultQuery, sort: 'requestsPerSecond' });
+    expect(rows.map((m) => m.name)).toEqual(['resnet', 'bert', 'mnist']);
+  });
+});

@@ -1,0 +1,85 @@
+import { whereResident } from '../../api/reducers.js';
+import type { MetricSample, ModelInfo } from '../../api/types.js';
+
+/** One row of the models table: the model flattened, with its latest 1 Hz sample. */
+export interface ModelRow {
+  readonly name: string;
+  readonly version: string;
+  readonly state: ModelInfo['state'];
+  readonly where: ReturnType<typeof whereResident>;
+  readonly floor: 'unpinned' | 'system' | 'device';
+  readonly bytes: number | null;
+  readonly queueDepth: number | null;
+  readonly inFlight: number | null;
+  readonly requestsPerSecond: number | null;
+  readonly served: number | null;
+  readonly loads: number | null;
+  readonly evictions: number | null;
+  readonly model: ModelInfo;
+  /** Lower-cased name and version, what a search matches against. */
+  readonly haystack: string;
+}
+
+export function toRow(m: ModelInfo, sample: MetricSample | undefined): ModelRow {
+  return {
+    name: m.name,
+    version: m.version,
+    state: m.state,
+    where: whereResident(m.residency),
+    floor: m.residency?.floor ?? m.policy?.residency ?? 'unpinned',
+    bytes: m.residency?.weightBytes ?? null,
+    queueDepth: m.queue?.depth ?? null,
+    inFlight: m.queue?.inflight ?? null,
+    requestsPerSecond: sample?.requestsPerSecond ?? null,
+    served: m.stats?.requestsServed ?? null,
+    loads: m.residency?.loads ?? null,
+    evictions: m.residency?.evictions ?? null,
+    model: m,
+    haystack: `${m.name}\u0000${m.version}`.toLowerCase(),
+  };
+}
+
+export type SortKey = Exclude<keyof ModelRow, 'model' | 'haystack'>;
+
+export interface TableQuery {
+  readonly search: string;
+  readonly state: 'all' | ModelInfo['state'];
+  readonly residency: 'all' | 'device' | 'host' | 'none' | 'pinned';
+  readonly sort: SortKey;
+  readonly desc: boolean;
+}
+
+export const defaultQuery: TableQuery = { search: '', state: 'all', residency: 'all', sort: 'name', desc: false };
+
+/** Sorts the rows (a new array); missing values last whichever the direction. */
+export function sortRows(rows: readonly ModelRow[], key: SortKey, desc: boolean): ModelRow[] {
+  const dir = desc ? -1 : 1;
+  return [...rows].sort((a, b) => {
+    const av = a[key];
+    const bv = b[key];
+    if (av === bv) return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+    if (av === null) return 1;
+    if (bv === null) return -1;
+    return (av < bv ? -1 : 1) * dir;
+  });
+}
+
+/** Filters rows already in order (the order is kept), so typing a search never re-sorts. */
+export function filterRows(
+  sorted: readonly ModelRow[],
+  q: Pick<TableQuery, 'search' | 'state' | 'residency'>,
+): readonly ModelRow[] {
+  const needle = q.search.trim().toLowerCase();
+  if (needle === '' && q.state === 'all' && q.residency === 'all') return sorted;
+  return sorted.filter(
+    (r) =>
+      (needle === '' || r.haystack.includes(needle)) &&
+      (q.state === 'all' || r.state === q.state) &&
+      (q.residency === 'all' || (q.residency === 'pinned' ? r.floor === 'device' : r.where === q.residency)),
+  );
+}
+
+/** Filters and sorts the rows; pure, so it is measured and tested on its own. */
+export function selectRows(rows: readonly ModelRow[], q: TableQuery): readonly ModelRow[] {
+  return filterRows(sortRows(rows, q.sort, q.desc), q);
+}

@@ -1,0 +1,67 @@
+/** Page objects of the console: what a person looks at and does, named once for every spec. */
+import { expect, type Locator, type Page } from '@playwright/test';
+
+export class ConsolePage {
+  constructor(
+    readonly page: Page,
+    readonly baseUrl: string,
+  ) {}
+
+  async open(path = '/', token?: string): Promise<void> {
+    if (token) {
+      await this.page.addInitScript((t) => localStorage.setItem('hloserve.token', t), token);
+    }
+    await this.page.goto(this.baseUrl + path);
+  }
+
+  banner(): Locator {
+    return this.page.getByTestId('connection-banner');
+  }
+
+  async expectLive(): Promise<void> {
+    await expect(this.banner()).toHaveAttribute('data-state', /live|resynced/);
+  }
+
+  nav(label: string): Locator {
+    return this.page.getByRole('navigation', { name: 'screens' }).getByRole('link', { name: label });
+  }
+
+  /** Buttons that change something: a viewer must see none of them. */
+  mutateControls(): Locator {
+    return this.page.locator(
+      '[data-testid^="action-"], [data-testid="bulk-bar"], [data-testid="memory-block"], [data-testid="policy-review"], [data-testid="create-token"], [data-testid="dropzone"], [data-testid="upload-start"], input[aria-label^="select"]',
+    );
+  }
+}
+
+export class SetupPage {
+  constructor(readonly page: Page) {}
+  tokenInput(): Locator {
+    return this.page.getByTestId('token-input');
+  }
+  async submit(): Promise<void> {
+    await this.page.getByTestId('submit').click();
+  }
+  adminToken(): Locator {
+    return this.page.getByTestId('admin-token');
+  }
+  async continue(): Promise<void> {
+    await this.page.getByTestId('continue').click();
+  }
+}
+
+export class ModelsPage {
+  constructor(readonly page: Page) {}
+  search(): Locator {
+    return this.page.getByTestId('model-search');
+  }
+  rowCount(): Locator {
+    return this.page.getByTestId('row-count');
+  }
+  rows(): Locator {
+    return this.page.getByTestId('model-row');
+  }
+  scroller(): Locator {
+    return this.page.getByTestId('model-scroller');
+  }
+}

@@ -1,0 +1,193 @@
+/**
+ * The console against a stand-in control API (fake-api.ts): scale and fault injection only, as
+ * the test plan allows: 2,000 models, a dropped feed, roles against a full model set, and the
+ * screenshots of every screen with stable data. The engine specs are in console-engine.spec.ts.
+ */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect, test } from '@playwright/test';
+import { ConsolePage, ModelsPage, SetupPage } from './ConsolePage.js';
+import { FakeControlApi, SETUP_TOKEN, TOKENS } from './fake-api.js';
+import { serveConsole } from './static-server.mjs';
+
+let server: Awaited<ReturnType<typeof serveConsole>>;
+const shots = join(import.meta.dirname, 'artifacts', 'screenshots');
+
+test.beforeAll(async () => {
+  server = await serveConsole();
+  mkdirSync(shots, { recursive: true });
+});
+test.afterAll(async () => {
+  await server.close();
+});
+
+test('first run: the setup token in the URL fragment is stripped at once and exchanged for an admin token', async ({
+  page,
+}) => {
+  const api = new FakeControlApi({ setupDone: false });
+  await api.install(page);
+  await page.goto(`${server.url}/#setup=${SETUP_TOKEN}`);
+  const setup = new SetupPage(page);
+  await expect(setup.tokenInput()).toHaveValue(SETUP_TOKEN);
+  expect(new URL(page.url()).hash).toBe('');
+  await setup.submit();
+  await expect(setup.adminToken()).toHaveText(TOKENS.admin);
+  await setup.continue();
+  const c = new ConsolePage(page, server.url);
+  await c.expectLive();
+  await expect(page.getByTestId('who')).toContainText('admin');
+  expect(await page.evaluate(() => localStorage.getItem('hloserve.token'))).toBe(TOKENS.admin);
+});
+
+test('a used setup token is refused with a reason', async ({ page }) => {
+  const api = new FakeControlApi({ setupDone: true });
+  await api.install(page);
+  await page.goto(server.url);
+  const setup = new SetupPage(page);
+  await setup.tokenInput().fill(SETUP_TOKEN);
+  await setup.submit();
+  await expect(page.getByRole('alert')).toContainText('not valid');
+});
+
+test('a refused token (revoked or expired) sends the console back to sign-in, saying why', async ({ page }) => {
+  const api = new FakeControlApi({ models: 10 });
+  await api.install(page);
+  const c = new ConsolePage(page, server.url);
+  await c.open('/models', 'revoked-token');
+  await expect(page.getByTestId('setup')).toContainText('refused your token');
+  expect(await page.evaluate(() => localStorage.getItem('hloserve.token'))).toBeNull();
+});
+
+test('a viewer sees no mutate controls on any screen, and is told it is read-only', async ({ page }) => {
+  const api = new FakeControlApi({ models: 50 });
+  await api.install(page);
+  const c = new ConsolePage(page, server.url);
+  await c.open('/models', TOKENS.viewer);
+  await expect(page.getByTestId('read-only')).toBeVisible();
+  await expect(new ModelsPage(page).rows().first()).toBeVisible();
+  for (const path of ['/', '/models', '/models/resnet-0000', '/memory', '/upload', '/activity', '/settings']) {
+    await c.open(path);
+    await expect(page.locator('h1').first()).toBeVisible();
+    await expect(c.mutateControls()).toHaveCount(0);
+  }
+  await c.open('/models/resnet-0000');
+  await page.getByRole('tab', { name: 'Policy' }).click();
+  await expect(page.getByTestId('policy')).toContainText('Read-only');
+  await expect(page.getByTestId('policy-weight')).toBeDisabled();
+});
+
+test('an operator sees the actions, and each refused one says why', async ({ page }) => {
+  const api = new FakeControlApi({ models: 50 });
+  await api.install(page);
+  const c = new ConsolePage(page, server.url);
+  await c.open('/models/resnet-0000', TOKENS.operator);
+  await expect(page.getByTestId('action-load')).toBeDisabled();
+  await expect(page.locator('#action-load-why')).toHaveText('already loaded');
+  await expect(page.getByTestId('action-reload')).toBeEnabled();
+});
+
+test('2,000 models: the table scrolls and filters, keeping only visible rows in the page', async ({ page }) => {
+  const api = new FakeControlApi({ models: 2000 });
+  await api.install(page);
+  const c = new ConsolePage(page, server.url);
+  await c.open('/models', TOKENS.admin);
+  const models = new ModelsPage(page);
+  await expect(models.rowCount()).toHaveText('2000 of 2000 models');
+  // Virtualised: a screenful of rows in the DOM, not 2,000.
+  expect(await models.rows().count()).toBeLessThan(80);
+  await models.scroller().evaluate((el) => (el.scrollTop = el.scrollHeight));
+  // Sorted by name, the last row is yolo-1996.
+  await expect(page.getByRole('link', { name: 'yolo-1996' })).toBeVisible();
+  const ms = await page.evaluate(async () => {
+    const input = document.querySelector<HTMLInputElement>('[data-testid="model-search"]')!;
+    const count = document.querySelector('[data-testid="row-count"]')!;
+    const setter = Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value')!.set!;
+    const t0 = performance.now();
+    setter.call(input, 'vit-01');
+    input.dispatchEvent(new Event('input', { bubbles: true }));
+    await new Promise<void>((resolve) => {
+      const check = () => (count.textContent!.startsWith('10 of') ? resolve() : requestAnimationFrame(check));
+      check();
+    });
+    return performance.now() - t0;
+  });
+  await expect(models.rowCount()).toHaveText('10 of 2000 models');
+  await expect(models.rows()).toHaveCount(10);
+  console.log(`filter of 2,000 rows to 10: ${ms.toFixed(1)} ms`);
+  expect(ms).toBeLessThan(1000);
+  await page.getByTestId('state-filter').selectOption('LOADING');
+  await expect(models.rowCount()).toHaveText(/^\d+ of 2000 models$/);
+});
+
+test('the keyboard moves through the model rows and opens one', async ({ page }) => {
+  const api = new FakeControlApi({ models: 50 });
+  await api.install(page);
+  const c = new ConsolePage(page, server.url);
+  await c.open('/models', TOKENS.admin);
+  const models = new ModelsPage(page);
+  await models.scroller().focus();
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('Enter');
+  // Sorted by name: bert-0005, bert-0015, bert-0025.
+  await expect(page).toHaveURL(/\/models\/bert-0025$/);
+  await expect(page.locator('h1')).toContainText('bert-0025');
+});
+
+test('the banner says reconnecting when the feed drops, then live again after the resubscribe', async ({ page }) => {
+  const api = new FakeControlApi({ models: 20 });
+  await api.install(page);
+  const c = new ConsolePage(page, server.url);
+  await c.open('/', TOKENS.admin);
+  await c.expectLive();
+  api.dropFeeds();
+  await expect(c.banner()).toHaveAttribute('data-state', 'reconnecting');
+  await expect(c.banner()).toContainText(/Reconnecting/);
+  await expect(c.banner()).toHaveAttribute('data-state', /live|resynced/, { timeout: 15_000 });
+});
+
+const screens = [
+  ['overview', '/'],
+  ['models', '/models'],
+  ['model-detail', '/models/resnet-0000'],
+  ['memory-map', '/memory'],
+  ['upload', '/upload'],
+  ['activity', '/activity'],
+  ['settings', '/settings'],
+] as const;
+const sizes = [
+  ['desktop', { width: 1440, height: 900 }],
+  ['phone', { width: 414, height: 896 }],
+] as const;
+
+for (const [size, viewport] of sizes) {
+  for (const scheme of ['light', 'dark'] as const) {
+    test(`screenshots of every screen, ${size} ${scheme}`, async ({ browser }) => {
+      const context = await browser.newContext({ viewport, colorScheme: scheme, deviceScaleFactor: 1 });
+      const page = await context.newPage();
+      const api = new FakeControlApi({ models: 60 });
+      await api.install(page);
+      const c = new ConsolePage(page, server.url);
+      await c.open('/', TOKENS.admin);
+      await c.expectLive();
+      for (const [name, path] of screens) {
+        await c.open(path);
+        await expect(page.locator('h1').first()).toBeVisible();
+        await page.waitForTimeout(300); // charts lay out on the next frame
+        await page.screenshot({ path: join(shots, `${name}-${size}-${scheme}.png`) });
+      }
+      await c.open('/models/resnet-0000');
+      await page.getByRole('tab', { name: 'Policy' }).click();
+      await page.getByTestId('policy-weight').fill('3');
+      await page.getByTestId('policy-review').click();
+      await page.screenshot({ path: join(shots, `policy-diff-${size}-${scheme}.png`) });
+      await context.close();
+      const first = await browser.newContext({ viewport, colorScheme: scheme });
+      const p2 = await first.newPage();
+      await new FakeControlApi({ setupDone: false }).install(p2);
+      await p2.goto(server.url);
+      await p2.screenshot({ path: join(shots, `first-run-${size}-${scheme}.png`) });
+      await first.close();
+    });
+  }
+}

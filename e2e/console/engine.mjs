@@ -1,0 +1,114 @@
+// Starts the real engine for the console specs and bench: `hloserve serve` on the CPU plugin,
+// every port 0, the example models, and a fresh cache_dir (so a fresh operations database and a
+// first-run setup token). Resolves once the engine logs that it is listening.
+// HLOSERVE_E2E_ENGINE_ROOT runs another built checkout's engine (e.g. a branch with newer routes).
+import { spawn } from 'node:child_process';
+import { cpSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { clearTimeout, setTimeout } from 'node:timers';
+import { fileURLToPath } from 'node:url';
+const repoRoot = resolve(fileURLToPath(new URL('.', import.meta.url)), '..', '..');
+const engineRoot = resolve(process.env.HLOSERVE_E2E_ENGINE_ROOT ?? repoRoot);
+/**
+ * The model repository is a copy of examples/models in the engine's directory, so uploads and
+ * edits never touch the checkout.
+ * @param {{ timeoutMs?: number, dir?: string, consolePort?: number, env?: Record<string, string> }} [o]
+ *   a `dir` and `consolePort` from a previous start restart the same engine: same database, same
+ *   address; `env` adds HLOSERVE_* overrides (e.g. HLOSERVE_MODEL_CONTROL_MODE).
+ * @returns {Promise<{ consoleUrl: string, consolePort: number, dir: string, logs: string[],
+ *   stop: (o?: { keep?: boolean }) => Promise<void> }>}
+ */
+async function startEngine(o = {}) {
+  const timeoutMs = o.timeoutMs ?? 180_000;
+  const dir = o.dir ?? mkdtempSync(join(tmpdir(), 'hloserve-console-e2e-'));
+  const config = join(dir, 'node.yaml');
+  const models = join(dir, 'models');
+  if (!existsSync(models)) cpSync(join(repoRoot, 'examples', 'models'), models, { recursive: true });
+  writeFileSync(
+    config,
+    [
+      `model_repo: ${JSON.stringify(models)}`,
+      'global:',
+      `  cache_dir: ${JSON.stringify(join(dir, 'cache'))}`,
+      '  runtime:',
+      '    plugin: cpu',
+      '  endpoints:',
+      '    host: 127.0.0.1',
+      '',
+    ].join('\n'),
+  );
+  const child = spawn(
+    process.execPath,
+    [join(engineRoot, 'engine', 'dist', 'src', 'cli.js'), 'serve', '--config', config],
+    {
+      env: {
+        ...process.env,
+        HLOSERVE_ENDPOINTS_GRPC_PORT: '0',
+        HLOSERVE_ENDPOINTS_HTTP_PORT: '0',
+        HLOSERVE_ENDPOINTS_METRICS_PORT: '0',
+        HLOSERVE_ENDPOINTS_CONSOLE_PORT: String(o.consolePort ?? 0),
+        ...o.env,
+        TF_CPP_MIN_LOG_LEVEL: '2',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  const logs = [];
+  const exited = new Promise((r) => child.once('exit', () => r()));
+  const port = await new Promise((res, rej) => {
+    const timer = setTimeout(
+      () =>
+        rej(
+          new Error(`engine did not start in ${timeoutMs} ms:
+${logs.join('\n')}`),
+        ),
+      timeoutMs,
+    );
+    for (const stream of [child.stdout, child.stderr]) {
+      createInterface({ input: stream }).on('line', (line) => {
+        logs.push(line);
+        try {
+          const rec = JSON.parse(line);
+          if (rec.msg === 'listening' && typeof rec.console === 'number') {
+            clearTimeout(timer);
+            res(rec.console);
+          }
+        } catch {
+          // not a log record
+        }
+      });
+    }
+    void exited.then(() =>
+      rej(
+        new Error(`engine exited before listening:
+${logs.join('\n')}`),
+      ),
+    );
+  });
+  return {
+    consoleUrl: `http://127.0.0.1:${port}`,
+    consolePort: port,
+    dir,
+    logs,
+    stop: async ({ keep = false } = {}) => {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      await exited;
+      if (!keep) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+/**
+ * The one-time setup token, from the `#setup=` link or the setupToken field the engine logs at first start.
+ * @param {readonly string[]} logs
+ * @returns {string | null}
+ */
+function setupTokenFromLogs(logs) {
+  for (const line of logs) {
+    const m = /#setup=([A-Za-z0-9._~-]+)/.exec(line) ?? /"setupToken"\s*:\s*"([^"]+)"/.exec(line);
+    if (m) return decodeURIComponent(m[1]);
+  }
+  return null;
+}
+export { setupTokenFromLogs, startEngine };
