@@ -3,12 +3,10 @@
  * document at /api/v1/openapi.json and the console's files at /. Routes: docs/control-api.md.
  */
 import { randomUUID } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import Fastify, { type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import websocket from '@fastify/websocket';
+import { consoleFiles } from './console-files.js';
 import type { Logger } from '../../log.js';
 import type { Store } from '../../state/store.js';
 import { AuditedMutations } from '../audit/audited-mutation.js';
@@ -27,8 +25,6 @@ import { installAuth } from './auth-hook.js';
 import type { ControlContext, ControlOptions } from './context.js';
 import { installErrorHandler } from './error-handler.js';
 import type { ModelPort } from './model-port.js';
-
-const consoleDir = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', '..', '..', 'console', 'public');
 
 export interface ControlAppOptions {
   readonly port: ModelPort;
@@ -109,11 +105,7 @@ export async function buildControlApp(o: ControlAppOptions): Promise<ControlApp>
     },
     { prefix: '/api/v1' },
   );
-  app.get('/', { config: { scope: 'public' }, schema: { hide: true } }, async (_req, reply) => {
-    const html = await readFile(join(consoleDir, 'index.html')).catch(() => null);
-    if (html === null) return reply.code(404).send({ error: 'the console is not built', code: 'HLO_ERR_NOT_FOUND' });
-    return reply.type('text/html; charset=utf-8').send(html);
-  });
+  consoleFiles(app);
   await app.ready();
 
   const setupToken = await tokens.issueSetupToken(o.options.setupTokenFile);
