@@ -1,3 +1,4 @@
+import { getPriority, setPriority } from 'node:os';
 import { isMainThread, parentPort, Worker } from 'node:worker_threads';
 import { type ErrorCode, ERROR_CATALOGUE, ServeError } from '@hloserve/common/errors';
 import type { WireInferRequest } from '@hloserve/common/wire';
@@ -9,6 +10,9 @@ import { parseHttpInfer } from './http-infer-body.js';
  * Smaller bodies are parsed inline, where a thread hop would cost more than the parse.
  */
 export const OFF_THREAD_BYTES = 1 << 20;
+
+/** How much nicer than the server the parser thread runs (nice values: 0 normal, 19 lowest). */
+const PARSER_NICE = 10;
 
 interface Job {
   readonly id: number;
@@ -104,6 +108,16 @@ export async function parseHttpInferRequest(
 
 if (!isMainThread && parentPort) {
   const port = parentPort;
+  // Linux nice values are per thread, and setpriority(0) names the calling thread: the parser
+  // yields the CPU to the event loop's thread when both want it, so small requests keep their
+  // latency while a large body is decoded. (Elsewhere it would renice the whole process.)
+  if (process.platform === 'linux') {
+    try {
+      setPriority(Math.min(19, getPriority() + PARSER_NICE));
+    } catch {
+      // not permitted: parse at the server's priority
+    }
+  }
   port.on('message', (job: Job) => {
     let reply: Reply;
     let transfer: ArrayBuffer[] = [];

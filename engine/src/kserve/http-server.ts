@@ -68,7 +68,7 @@ export function buildHttpServer(service: InferenceService, options: HttpServerOp
     logger: options.logger ?? false,
     bodyLimit: Number.MAX_SAFE_INTEGER,
     return503OnClosing: true,
-    maxParamLength: HTTP_LIMIT_DEFAULTS.maxParamLength,
+    routerOptions: { maxParamLength: HTTP_LIMIT_DEFAULTS.maxParamLength },
     requestTimeout,
     // Errors the router answers itself (a path segment past maxParamLength: 414, a bad URL
     // encoding): the catalogue's status and body.
