@@ -4,8 +4,8 @@ import { type DeviceBuffer, Runtime } from '@hloserve/native';
 import { type Bundle, loadBundle } from '../bundle/bundle.js';
 import { discoverBundles } from '../bundle/discover.js';
 import type { WorkerSettings } from '../config/types.js';
-import { type DecodedRequest, decodeRequest } from '../codec/decode.js';
-import { encodeOutputs } from '../codec/encode.js';
+import { type DecodedRequest, decodeRequest, readSharedInputs } from '../codec/decode.js';
+import { encodeOutputs, writeSharedOutputs } from '../codec/encode.js';
 import type { ModelIO } from '../codec/model-io.js';
 import type { WireInferRequest, WireInferResponse, WireOutput } from '@hloserve/common/wire';
 import { invalidArgument, ServeError, toServeError } from '@hloserve/common/errors';
@@ -481,14 +481,29 @@ export class Worker implements InferenceService {
     } catch (err) {
       return Promise.reject(this.#failed(err, entry, rows, t0));
     }
-    return this.scheduler
-      .submit(call.entry.name, call.decoded.inputs, { deadline: ctx.deadline, signal: ctx.signal, timing: call })
-      .then(
-        (outputs) => this.#answer(call, outputs),
-        (err: unknown) => {
-          throw this.#failed(err, call.entry, call.decoded.rows, call.t0);
-        },
-      );
+    const submit = (inputs: readonly HostTensor[]) =>
+      this.scheduler.submit(call.entry.name, inputs, { deadline: ctx.deadline, signal: ctx.signal, timing: call });
+    // Shared-memory inputs are copied in on the addon's threads first; inline ones are already here.
+    const queued =
+      call.decoded.sharedInputs.length === 0
+        ? submit(call.decoded.inputs)
+        : readSharedInputs(call.entry.io, call.decoded, this.sharedMemory!).then(submit);
+    return queued.then(
+      (outputs) => (call.writesSharedMemory ? this.#answerShared(call, outputs) : this.#answer(call, outputs)),
+      (err: unknown) => {
+        throw this.#failed(err, call.entry, call.decoded.rows, call.t0);
+      },
+    );
+  }
+
+  /** Writes the shared-memory outputs (on the addon's threads), then answers. */
+  async #answerShared(call: InferCall, outputs: readonly HostTensor[]): Promise<WireInferResponse> {
+    try {
+      await writeSharedOutputs(call.decoded.outputs, outputs, this.sharedMemory!);
+    } catch (err) {
+      throw this.#failed(err, call.entry, call.decoded.rows, call.t0);
+    }
+    return this.#answer(call, outputs);
   }
 
   #answer(call: InferCall, outputs: readonly HostTensor[]): WireInferResponse {
