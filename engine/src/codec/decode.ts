@@ -145,24 +145,25 @@ function checkBytes(
 }
 
 /**
- * Copies the request's shared-memory inputs in (on the native addon's threads) and returns the
- * inputs with their bytes. Call only when `decoded.sharedInputs` is not empty.
+ * Copies the request's shared-memory inputs in (on the native addon's threads) and puts their
+ * bytes into `decoded.inputs`, which this request owns (decodeRequest built it). Call only when
+ * `decoded.sharedInputs` is not empty, and before the inputs are used.
  */
 export async function readSharedInputs(
   model: ModelIO,
   decoded: DecodedRequest,
   shm: SharedMemoryRegistry,
-): Promise<readonly HostTensor[]> {
-  const inputs = decoded.inputs.slice();
-  const reads = decoded.sharedInputs.map((s) => shm.read(s.target.region, s.target.offset, s.target.byteSize));
-  const copied = await Promise.all(reads);
+): Promise<void> {
+  const inputs = decoded.inputs as HostTensor[];
+  const copied = await Promise.all(
+    decoded.sharedInputs.map((s) => shm.read(s.target.region, s.target.offset, s.target.byteSize)),
+  );
   decoded.sharedInputs.forEach((s, k) => {
     const t = inputs[s.index]!;
     const data = copied[k]!;
     checkBytes(model.inputs[s.index]!, t.shape, s.elements, data, s.field);
     inputs[s.index] = { name: t.name, dtype: t.dtype, shape: t.shape, data };
   });
-  return inputs;
 }
 
 /**

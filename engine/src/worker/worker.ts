@@ -481,12 +481,16 @@ export class Worker implements InferenceService {
     } catch (err) {
       return Promise.reject(this.#failed(err, entry, rows, t0));
     }
-    const submit = (inputs: readonly HostTensor[]) =>
-      this.scheduler.submit(call.entry.name, inputs, { deadline: ctx.deadline, signal: ctx.signal, timing: call });
+    const submit = () =>
+      this.scheduler.submit(call.entry.name, call.decoded.inputs, {
+        deadline: ctx.deadline,
+        signal: ctx.signal,
+        timing: call,
+      });
     // Shared-memory inputs are copied in on the addon's threads first; inline ones are already here.
     const queued =
       call.decoded.sharedInputs.length === 0
-        ? submit(call.decoded.inputs)
+        ? submit()
         : readSharedInputs(call.entry.io, call.decoded, this.sharedMemory!).then(submit);
     return queued.then(
       (outputs) => (call.writesSharedMemory ? this.#answerShared(call, outputs) : this.#answer(call, outputs)),
