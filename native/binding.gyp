@@ -12,6 +12,7 @@
         "src/executable_wrap.cc",
         "src/handles.cc",
         "src/plugin.cc",
+        "src/shm_io.cc",
         "src/status.cc",
         "src/task_pool.cc",
         "src/tensor_helper.cc"

@@ -142,6 +142,10 @@ export interface NativeBinding {
   readonly compileOptions: Buffer;
   /** Threads the addon runs blocking PJRT calls on (HLOSERVE_NATIVE_THREADS, default 4). */
   readonly workerThreads: number;
+  /** Copies `length` bytes at `position` of an open shm object into a new Buffer, on the addon's threads. */
+  shmRead(fd: number, position: number, length: number, minSize: number): Promise<Buffer>;
+  /** Writes `data` at `position` of an open shm object, on the addon's threads. */
+  shmWrite(fd: number, position: number, data: ArrayBufferView, minSize: number): Promise<void>;
   PjrtBuffer: abstract new (...args: never[]) => NativeBuffer;
   PjrtExecutable: abstract new (...args: never[]) => NativeExecutable;
   PjrtClient: abstract new (...args: never[]) => NativeClient;

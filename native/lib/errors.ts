@@ -18,6 +18,14 @@ export class DisposedError extends Error {
   }
 }
 
+/** A registered shared-memory object changed under us: truncated below its window, or unlinked. */
+export class SharedMemoryError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SharedMemoryError';
+  }
+}
+
 /** The plugin could not be found or loaded; the message says what to run. */
 export class PluginLoadError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {

@@ -13,7 +13,8 @@ export { DeviceBuffer } from './device-buffer.js';
 export { DeviceArena, type ArenaStats } from './device-arena.js';
 export { type HostArray, hostArray, checkHostArray, byteLengthOf, asFloat32 } from './host-array.js';
 export { type DType, DTYPES, DTYPE_BYTES, PJRT_TYPE, isDType, dtypeFromPjrt } from './dtype.js';
-export { PjrtError, DisposedError, PluginLoadError, ArgumentError } from './errors.js';
+export { PjrtError, DisposedError, PluginLoadError, ArgumentError, SharedMemoryError } from './errors.js';
+export { readSharedMemory, writeSharedMemory } from './shm-io.js';
 export {
   parseMainSignature,
   parseTensorType,

@@ -101,6 +101,7 @@ Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
   exports.Set("PjrtBuffer", data->buffer_ctor.Value());
   exports.Set("PjrtExecutable", data->executable_ctor.Value());
   exports.Set("PjrtArena", data->arena_ctor.Value());
+  RegisterShmIo(env, exports);
   return exports;
 }
 

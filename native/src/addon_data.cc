@@ -34,6 +34,11 @@ void Settle(Napi::Env env, Pending* p) {
 Napi::Error MakeError(Napi::Env env, const Status& s) {
   AddonData* data = AddonData::Get(env);
   if (s.code == kStatusInvalid) return Napi::TypeError::New(env, s.message);
+  if (s.code == kStatusShm) {
+    Napi::Error e = Napi::Error::New(env, s.message);
+    e.Set("name", Napi::String::New(env, "SharedMemoryError"));
+    return e;
+  }
   if (s.code == kStatusDisposed && data != nullptr && !data->disposed_error_ctor.IsEmpty()) {
     Napi::Object e = data->disposed_error_ctor.New({Napi::String::New(env, s.message)});
     return Napi::Error(env, e);

@@ -13,6 +13,7 @@ enum : int {
   kStatusOk = 0,
   kStatusDisposed = -1,  // the object (or its client) was disposed
   kStatusInvalid = -2,   // an argument the addon refused before calling PJRT
+  kStatusShm = -3,       // a shared-memory object that is no longer what was registered
 };
 
 struct Status {
@@ -23,6 +24,7 @@ struct Status {
   static Status Ok() { return {}; }
   static Status Disposed(std::string what) { return {kStatusDisposed, std::move(what)}; }
   static Status Invalid(std::string what) { return {kStatusInvalid, std::move(what)}; }
+  static Status Shm(std::string what) { return {kStatusShm, std::move(what)}; }
 };
 
 // Reads code and message out of `err` and destroys it. Null means success.

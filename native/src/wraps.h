@@ -106,4 +106,7 @@ std::string CompileOptionsBytes();
 // createClient(pluginPath, options) -> Promise<ClientWrap>
 Napi::Value CreateClient(const Napi::CallbackInfo& info);
 
+// shmRead / shmWrite: shared-memory copies on the addon's threads (shm_io.cc).
+void RegisterShmIo(Napi::Env env, Napi::Object exports);
+
 }  // namespace hlo

@@ -21,12 +21,27 @@ export interface RequestedOutput {
 }
 
 export interface DecodedRequest {
-  /** Inputs in the model's order, with their bytes (views into the request where possible). */
+  /**
+   * Inputs in the model's order, with their bytes (views into the request where possible). An
+   * input in shared memory has empty bytes here until readSharedInputs copies it in.
+   */
   readonly inputs: readonly HostTensor[];
   /** Extent of the batch axis (1 for models without one). */
   readonly rows: number;
   readonly outputs: readonly RequestedOutput[];
+  /** Inputs still to be copied out of shared memory (already bounds-checked); empty for most requests. */
+  readonly sharedInputs: readonly SharedInput[];
 }
+
+export interface SharedInput {
+  readonly index: number; // position among the model's inputs
+  readonly target: ShmTarget;
+  readonly elements: number;
+  readonly field: string;
+}
+
+const NO_SHARED_INPUTS: readonly SharedInput[] = Object.freeze([]);
+const PENDING = new Uint8Array(0);
 
 const MAX_ELEMENTS = 2 ** 40;
 
@@ -85,13 +100,20 @@ function inputBytes(
   elements: number,
   shm: SharedMemoryRegistry | null,
   field: string,
-): Uint8Array {
+): Uint8Array | ShmTarget {
   const target = shmTarget(input.parameters, field);
   let bytes: Uint8Array;
   if (target) {
     if (input.data.kind !== 'none') throw invalidArgument(`${field}: data given both inline and in shared memory`);
     if (!shm) throw invalidArgument(`${field}: shared memory is disabled on this server`);
-    bytes = shm.read(target.region, target.offset, target.byteSize);
+    shm.check(target.region, target.offset, target.byteSize);
+    const size = fixedElementByteSize(spec.dtype);
+    if (size !== null && target.byteSize !== elements * size) {
+      throw invalidArgument(
+        `${field}: expected ${elements * size} bytes for ${toWireDatatype(spec.dtype)}${shapeText(input.shape)}, got ${target.byteSize}`,
+      );
+    }
+    return target;
   } else if (input.data.kind === 'raw') {
     bytes = input.data.bytes;
   } else if (input.data.kind === 'typed') {
@@ -99,17 +121,49 @@ function inputBytes(
   } else {
     throw invalidArgument(`${field}: no data (neither raw contents, typed contents nor shared memory)`);
   }
+  checkBytes(spec, input.shape, elements, bytes, field);
+  return bytes;
+}
+
+function checkBytes(
+  spec: IoTensorSpec,
+  shape: readonly number[],
+  elements: number,
+  bytes: Uint8Array,
+  field: string,
+): void {
   const size = fixedElementByteSize(spec.dtype);
   if (size === null) {
     const count = countBytesElements(bytes, field);
     if (count !== elements)
-      throw invalidArgument(`${field}: ${count} BYTES elements for shape ${shapeText(input.shape)} (${elements})`);
+      throw invalidArgument(`${field}: ${count} BYTES elements for shape ${shapeText(shape)} (${elements})`);
   } else if (bytes.byteLength !== elements * size) {
     throw invalidArgument(
-      `${field}: expected ${elements * size} bytes for ${toWireDatatype(spec.dtype)}${shapeText(input.shape)}, got ${bytes.byteLength}`,
+      `${field}: expected ${elements * size} bytes for ${toWireDatatype(spec.dtype)}${shapeText(shape)}, got ${bytes.byteLength}`,
     );
   }
-  return bytes;
+}
+
+/**
+ * Copies the request's shared-memory inputs in (on the native addon's threads) and puts their
+ * bytes into `decoded.inputs`, which this request owns (decodeRequest built it). Call only when
+ * `decoded.sharedInputs` is not empty, and before the inputs are used.
+ */
+export async function readSharedInputs(
+  model: ModelIO,
+  decoded: DecodedRequest,
+  shm: SharedMemoryRegistry,
+): Promise<void> {
+  const inputs = decoded.inputs as HostTensor[];
+  const copied = await Promise.all(
+    decoded.sharedInputs.map((s) => shm.read(s.target.region, s.target.offset, s.target.byteSize)),
+  );
+  decoded.sharedInputs.forEach((s, k) => {
+    const t = inputs[s.index]!;
+    const data = copied[k]!;
+    checkBytes(model.inputs[s.index]!, t.shape, s.elements, data, s.field);
+    inputs[s.index] = { name: t.name, dtype: t.dtype, shape: t.shape, data };
+  });
 }
 
 /**
@@ -119,6 +173,7 @@ function inputBytes(
 export function decodeRequest(model: ModelIO, req: WireInferRequest, shm: SharedMemoryRegistry | null): DecodedRequest {
   const l = lookups(model);
   const tensors: (HostTensor | undefined)[] = new Array(model.inputs.length);
+  let shared: SharedInput[] | null = null;
   let rows: number | null = null;
   for (let k = 0; k < req.inputs.length; k++) {
     const input = req.inputs[k]!;
@@ -144,12 +199,14 @@ export function decodeRequest(model: ModelIO, req: WireInferRequest, shm: Shared
         throw invalidArgument(`${field}: batch of ${r} rows disagrees with ${rows} in another input`);
       rows = r;
     }
-    tensors[idx] = {
-      name: spec.name,
-      dtype: spec.dtype,
-      shape: input.shape,
-      data: inputBytes(spec, input, elements, shm, field),
-    };
+    const bytes = inputBytes(spec, input, elements, shm, field);
+    let data: Uint8Array;
+    if (bytes instanceof Uint8Array) data = bytes;
+    else {
+      (shared ??= []).push({ index: idx, target: bytes, elements, field });
+      data = PENDING;
+    }
+    tensors[idx] = { name: spec.name, dtype: spec.dtype, shape: input.shape, data };
   }
   const missing = model.inputs.filter((_, i) => !tensors[i]).map((s) => s.name);
   if (missing.length)
@@ -160,7 +217,12 @@ export function decodeRequest(model: ModelIO, req: WireInferRequest, shm: Shared
       `a batch of ${r} rows exceeds the largest batch model '${model.name}' accepts (${model.maxRows})`,
     );
   }
-  return { inputs: tensors as HostTensor[], rows: r, outputs: selectOutputs(model, req) };
+  return {
+    inputs: tensors as HostTensor[],
+    rows: r,
+    outputs: selectOutputs(model, req),
+    sharedInputs: shared ?? NO_SHARED_INPUTS,
+  };
 }
 
 /** What decoding looks up per model, built once per ModelIO instead of once per request. */

@@ -5,9 +5,9 @@ import type { RequestedOutput } from './decode.js';
 import type { ParamValue, Params, WireOutput } from '@hloserve/common/wire';
 
 /**
- * Builds the response tensors for the requested outputs. Shared-memory outputs are written into
- * the client's region and carry no inline data (Triton's behaviour: tritonclient expects an empty
- * raw entry for them).
+ * Builds the response tensors for the requested outputs. Shared-memory outputs carry no inline
+ * data (Triton's behaviour: tritonclient expects an empty raw entry for them); writeSharedOutputs
+ * puts their bytes into the client's region.
  */
 export function encodeOutputs(
   requested: readonly RequestedOutput[],
@@ -23,7 +23,6 @@ export function encodeOutputs(
       continue;
     }
     if (!shm) throw new Error('shared memory output without a registry');
-    shm.write(r.shm.region, r.shm.offset, r.shm.byteSize, t.data);
     const parameters: Record<string, ParamValue> = {
       shared_memory_region: r.shm.region,
       shared_memory_byte_size: t.data.byteLength,
@@ -48,4 +47,17 @@ class OutputTensor implements WireOutput {
     readonly parameters: Params,
     readonly data: Uint8Array | null,
   ) {}
+}
+
+/** Writes the shared-memory outputs into their regions, on the native addon's threads. */
+export async function writeSharedOutputs(
+  requested: readonly RequestedOutput[],
+  results: readonly HostTensor[],
+  shm: SharedMemoryRegistry,
+): Promise<void> {
+  const writes: Promise<void>[] = [];
+  for (const r of requested) {
+    if (r.shm) writes.push(shm.write(r.shm.region, r.shm.offset, r.shm.byteSize, results[r.index]!.data));
+  }
+  await Promise.all(writes);
 }

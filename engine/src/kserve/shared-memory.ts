@@ -1,6 +1,7 @@
-import { closeSync, constants as fsc, fstatSync, openSync, readSync, writeSync } from 'node:fs';
+import { closeSync, constants as fsc, fstatSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { quote, ServeError } from '@hloserve/common/errors';
+import { readSharedMemory, SharedMemoryError, writeSharedMemory } from '@hloserve/native';
 
 export interface RegionStatus {
   readonly name: string;
@@ -11,6 +12,9 @@ export interface RegionStatus {
 
 interface Region extends RegionStatus {
   readonly fd: number;
+  /** Copies in flight on the addon's threads: the descriptor stays open until they finish. */
+  pins: number;
+  unregistered: boolean;
 }
 
 /** Longest region name and key accepted (the HTTP routes carry the name in the URL path). */
@@ -20,9 +24,13 @@ const shmError = (message: string) => new ServeError('HLO_ERR_SHM_INVALID', mess
 
 /**
  * Triton's system shared memory: clients register a POSIX shm object (key '/name', which Linux
- * backs with /dev/shm/name) and then point input and output tensors into it. Regions are read
- * and written with plain fd I/O: no mmap, no native code, and every access is bounds-checked
- * against the registered window.
+ * backs with /dev/shm/name) and then point input and output tensors into it. Each object is
+ * opened once, at registration; tensors are copied in and out with pread/pwrite on the native
+ * addon's threads (never on the event loop, so a 64 MB tensor does not stall other requests), and
+ * every access is bounds-checked against the registered window here and checked against the
+ * object's current size and link count there: an owner that truncates or unlinks the object
+ * while it is registered gets HLO_ERR_SHM_INVALID, never a crash (@hloserve/native's shm-io says
+ * why this copies through the descriptor rather than a mapping).
  */
 export class SharedMemoryRegistry {
   readonly #regions = new Map<string, Region>();
@@ -58,7 +66,7 @@ export class SharedMemoryRegistry {
     }
     // Re-registering a name replaces it (Triton refuses; tritonclient users re-register after restarts).
     this.unregister(name);
-    this.#regions.set(name, { name, key, offset, byteSize, fd });
+    this.#regions.set(name, { name, key, offset, byteSize, fd, pins: 0, unregistered: false });
   }
 
   /**
@@ -87,20 +95,26 @@ export class SharedMemoryRegistry {
       const r = this.#regions.get(n);
       if (!r) continue;
       this.#regions.delete(n);
-      closeSync(r.fd);
+      r.unregistered = true;
+      // A copy still running on the addon's threads keeps the descriptor: closing it now could let
+      // the number be reused by another open() and the copy land in the wrong file.
+      if (r.pins === 0) closeSync(r.fd);
     }
   }
 
+  #unpin(r: Region): void {
+    if (--r.pins === 0 && r.unregistered) closeSync(r.fd);
+  }
+
   status(name = ''): RegionStatus[] {
-    if (!name) return [...this.#regions.values()].map(({ fd: _fd, ...s }) => s);
+    if (!name) return [...this.#regions.values()].map(statusOf);
     const r = this.#regions.get(name);
     if (!r)
       throw new ServeError(
         'HLO_ERR_SHM_REGION_NOT_FOUND',
         `unable to find system shared memory region: ${quote(name)}`,
       );
-    const { fd: _fd, ...s } = r;
-    return [s];
+    return [statusOf(r)];
   }
 
   get size(): number {
@@ -122,34 +136,58 @@ export class SharedMemoryRegistry {
     return r;
   }
 
+  /**
+   * Checks that a window lies inside a registered region, synchronously: requests are refused
+   * before anything is queued or copied.
+   */
+  check(name: string, offset: number, byteSize: number): void {
+    this.#window(name, offset, byteSize);
+  }
+
   /** Copies `byteSize` bytes out of a region (inputs are copied once, never aliased). */
-  read(name: string, offset: number, byteSize: number): Uint8Array {
+  async read(name: string, offset: number, byteSize: number): Promise<Uint8Array> {
     const r = this.#window(name, offset, byteSize);
-    const out = Buffer.allocUnsafe(byteSize);
-    let done = 0;
-    while (done < byteSize) {
-      const n = readSync(r.fd, out, done, byteSize - done, r.offset + offset + done);
-      if (n === 0) throw shmError(`shared memory region ${quote(name)} was truncated by its owner`);
-      done += n;
+    if (byteSize === 0) return new Uint8Array(0);
+    r.pins++;
+    try {
+      return await readSharedMemory(r.fd, r.offset + offset, byteSize, r.offset + r.byteSize);
+    } catch (err) {
+      throw changed(name, err);
+    } finally {
+      this.#unpin(r);
     }
-    return out;
   }
 
   /** Writes `data` into a region; `capacity` is the byte size the client reserved for it. */
-  write(name: string, offset: number, capacity: number, data: Uint8Array): void {
+  async write(name: string, offset: number, capacity: number, data: Uint8Array): Promise<void> {
     const r = this.#window(name, offset, capacity);
     if (data.byteLength > capacity) {
       throw shmError(
         `output of ${data.byteLength} bytes does not fit the ${capacity} bytes reserved in shared memory region ${quote(name)}`,
       );
     }
-    let done = 0;
-    while (done < data.byteLength) {
-      done += writeSync(r.fd, data, done, data.byteLength - done, r.offset + offset + done);
+    if (data.byteLength === 0) return;
+    r.pins++;
+    try {
+      await writeSharedMemory(r.fd, r.offset + offset, data, r.offset + r.byteSize);
+    } catch (err) {
+      throw changed(name, err);
+    } finally {
+      this.#unpin(r);
     }
   }
 
   close(): void {
     this.unregister('');
   }
+}
+
+function statusOf(r: Region): RegionStatus {
+  return { name: r.name, key: r.key, offset: r.offset, byteSize: r.byteSize };
+}
+
+/** The owner truncated or unlinked the object: the request is at fault, the server is not. */
+function changed(name: string, err: unknown): unknown {
+  if (err instanceof SharedMemoryError) return shmError(`shared memory region ${quote(name)}: ${err.message}`);
+  return err;
 }

@@ -3,8 +3,8 @@ import { type DeviceBuffer, Runtime } from '@hloserve/native';
 import { type Bundle, loadBundle } from '../bundle/bundle.js';
 import { discoverBundles } from '../bundle/discover.js';
 import type { WorkerSettings } from '../config/types.js';
-import { type DecodedRequest, decodeRequest } from '../codec/decode.js';
-import { encodeOutputs } from '../codec/encode.js';
+import { type DecodedRequest, decodeRequest, readSharedInputs } from '../codec/decode.js';
+import { encodeOutputs, writeSharedOutputs } from '../codec/encode.js';
 import type { WireInferRequest, WireInferResponse, WireOutput } from '@hloserve/common/wire';
 import { invalidArgument, ServeError, toServeError } from '@hloserve/common/errors';
 import type {
@@ -457,7 +457,19 @@ export class Worker implements InferenceService {
     } catch (err) {
       return Promise.reject(this.#failed(err, slot, version, rows, t0));
     }
-    if (call.version.hooks !== null) return this.#inferWithHooks(call, req, ctx);
+    // Shared-memory inputs are copied in on the addon's threads first; inline ones are already here.
+    if (call.decoded.sharedInputs.length === 0) {
+      return call.version.hooks !== null ? this.#inferWithHooks(call, req, ctx) : this.#submit(call, ctx);
+    }
+    return readSharedInputs(call.version.io, call.decoded, this.sharedMemory!).then(
+      () => (call.version.hooks !== null ? this.#inferWithHooks(call, req, ctx) : this.#submit(call, ctx)),
+      (err: unknown) => {
+        throw this.#failed(err, call.slot, call.version, call.decoded.rows, call.t0);
+      },
+    );
+  }
+
+  #submit(call: InferCall, ctx: InferContext): Promise<WireInferResponse> {
     return this.scheduler
       .submit(call.version.name, call.decoded.inputs, {
         deadline: ctx.deadline,
@@ -466,11 +478,21 @@ export class Worker implements InferenceService {
         version: call.version,
       })
       .then(
-        (outputs) => this.#answer(call, outputs),
+        (outputs) => (call.writesSharedMemory ? this.#answerShared(call, outputs) : this.#answer(call, outputs)),
         (err: unknown) => {
           throw this.#failed(err, call.slot, call.version, call.decoded.rows, call.t0);
         },
       );
+  }
+
+  /** Writes the shared-memory outputs (on the addon's threads), then answers. */
+  async #answerShared(call: InferCall, outputs: readonly HostTensor[]): Promise<WireInferResponse> {
+    try {
+      await writeSharedOutputs(call.decoded.outputs, outputs, this.sharedMemory!);
+    } catch (err) {
+      throw this.#failed(err, call.slot, call.version, call.decoded.rows, call.t0);
+    }
+    return this.#answer(call, outputs);
   }
 
   /**
@@ -507,7 +529,7 @@ export class Worker implements InferenceService {
     } catch (err) {
       throw this.#failed(err, call.slot, v, call.decoded.rows, call.t0);
     }
-    return this.#answer(call, outputs);
+    return call.writesSharedMemory ? this.#answerShared(call, outputs) : this.#answer(call, outputs);
   }
 
   /** A meta model's call to a sub-model: through infer() like any request, hooks and checks included. */

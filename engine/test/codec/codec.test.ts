@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { suite, test } from 'node:test';
 import { countBytesElements, encodeBytesElements } from '../../src/codec/bytes-tensor.js';
-import { decodeRequest } from '../../src/codec/decode.js';
-import { encodeOutputs } from '../../src/codec/encode.js';
+import { decodeRequest, readSharedInputs } from '../../src/codec/decode.js';
+import { encodeOutputs, writeSharedOutputs } from '../../src/codec/encode.js';
 import type { ModelIO } from '../../src/codec/model-io.js';
 import { bytesToTyped, typedToBytes } from '../../src/codec/typed-values.js';
 import type { WireInferRequest, WireInput } from '@hloserve/common/wire';
@@ -172,7 +172,7 @@ suite('decodeRequest', () => {
     );
   });
 
-  test('shared memory: inputs are read from the region, outputs written into it', () => {
+  test('shared memory: inputs are read from the region, outputs written into it', async () => {
     const root = mkdtempSync(join(tmpdir(), 'hlo-codec-shm-'));
     writeFileSync(join(root, 'obj'), Buffer.alloc(64));
     const shm = new SharedMemoryRegistry(root);
@@ -197,6 +197,12 @@ suite('decodeRequest', () => {
       ),
       shm,
     );
+    assert.deepEqual(
+      d.sharedInputs.map((s) => s.index),
+      [0],
+    );
+    assert.equal(d.inputs[0]!.data.byteLength, 0);
+    await readSharedInputs(io, d, shm);
     assert.deepEqual([...new Float32Array(Uint8Array.from(d.inputs[0]!.data).buffer)], [1, 2, 3, 4, 5, 6]);
     const y = {
       name: 'y',
@@ -205,6 +211,7 @@ suite('decodeRequest', () => {
       data: new Uint8Array(new Float32Array([9, 8]).buffer),
     };
     const out = encodeOutputs(d.outputs, [y], shm);
+    await writeSharedOutputs(d.outputs, [y], shm);
     assert.equal(out[0]!.data, null);
     assert.deepEqual(out[0]!.parameters, {
       shared_memory_region: 'r',

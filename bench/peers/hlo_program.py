@@ -1,0 +1,57 @@
+"""An hloserve bundle's batch-1 StableHLO program (model.b1.mlir) run through jax's own PJRT CPU
+client: the exact program hloserve serves, compiled by jax's XLA, its weights uploaded once. The
+peers' model classes (mlserver_model.py, kserve_model.py) call `run` per request."""
+import json
+import struct
+from pathlib import Path
+
+import jax
+import numpy as np
+
+jax.config.update("jax_platforms", "cpu")
+from jax._src.lib import xla_client as xc  # noqa: E402
+import jax.extend.backend as jb  # noqa: E402
+
+_DTYPES = {"F32": np.float32, "F64": np.float64, "I32": np.int32, "I64": np.int64, "U8": np.uint8}
+
+
+def read_safetensors(path: Path):
+    raw = path.read_bytes()
+    n = struct.unpack("<Q", raw[:8])[0]
+    header = json.loads(raw[8 : 8 + n])
+    meta = header.pop("__metadata__", {}) or {}
+    tensors = {}
+    for name, t in header.items():
+        a, b = t["data_offsets"]
+        tensors[name] = np.frombuffer(raw[8 + n + a : 8 + n + b], dtype=_DTYPES[t["dtype"]]).reshape(t["shape"])
+    order = json.loads(meta["argument_order"]) if "argument_order" in meta else list(tensors)
+    return tensors, order
+
+
+class HloProgram:
+    def __init__(self, bundle: Path):
+        self.backend = jb.get_backend()
+        device = self.backend.devices()[0]
+        code = (bundle / "model.b1.mlir").read_bytes()
+        self.exe = self.backend.compile_and_load(code, xc.DeviceList((device,)), xc.CompileOptions())
+        tensors, order = read_safetensors(bundle / "weights.safetensors")
+        self.weights = [jax.device_put(tensors[k], device) for k in order]
+        self.device = device
+
+    def run(self, x: np.ndarray) -> np.ndarray:
+        xb = jax.device_put(np.ascontiguousarray(x, dtype=np.float32), self.device)
+        out = self.exe.execute([xb, *self.weights])
+        return np.asarray(out[0])
+
+
+if __name__ == "__main__":
+    import sys
+    import time
+
+    p = HloProgram(Path(sys.argv[1]))
+    x = np.full((1, 784), 0.5, np.float32)
+    y = p.run(x)
+    t = time.perf_counter()
+    for _ in range(1000):
+        p.run(x)
+    print(json.dumps({"shape": list(y.shape), "us_per_run": (time.perf_counter() - t) * 1e3, "y0": float(y[0][0])}))
