@@ -1,6 +1,7 @@
 // Hooks of the `classify-image` example: clients send encoded images (BYTES, PNG or JPEG) and
 // receive the top-3 labels with their probabilities. preprocess decodes each image into the
 // executable's f32 [n,32,32,3] input (values in [0,1]); postprocess turns logits into labels.
+import { TextEncoder } from 'node:util';
 import { inflateSync } from 'node:zlib';
 
 const LABELS = ['airplane', 'automobile', 'bird', 'cat', 'deer', 'dog', 'frog', 'horse', 'ship', 'truck'];
@@ -26,7 +27,7 @@ function decodePng(buf, i) {
   let height = 0;
   let channels = 0;
   const idat = [];
-  for (let o = 8; o + 8 <= buf.length; ) {
+  for (let o = 8; o + 8 <= buf.length;) {
     const len = dv.getUint32(o);
     const type = String.fromCharCode(...buf.subarray(o + 4, o + 8));
     if (o + 12 + len > buf.length) throw badImage(i, 'truncated PNG chunk');
@@ -77,7 +78,8 @@ async function decodeJpeg(buf, i) {
   } catch (e) {
     throw badImage(i, `corrupt JPEG (${e.message})`);
   }
-  if (img.width !== SIZE || img.height !== SIZE) throw badImage(i, `${img.width}x${img.height}, expected ${SIZE}x${SIZE}`);
+  if (img.width !== SIZE || img.height !== SIZE)
+    throw badImage(i, `${img.width}x${img.height}, expected ${SIZE}x${SIZE}`);
   return { width: img.width, height: img.height, channels: 4, pixels: img.data };
 }
 
