@@ -1,8 +1,10 @@
 /**
  * A bounded pool of worker threads that run bundle hooks (preprocess, postprocess, a meta model's
- * run). Hooks never run on the dispatch loop. Each thread runs one call at a time, so a hook that
- * hangs or exhausts its heap takes down only its own thread and its own request: the pool
- * terminates it (the only way to stop a synchronous loop) and starts a fresh one.
+ * run). Hooks never run on the dispatch loop. A thread holds a few calls at once, so it never
+ * idles through a message round trip; it still runs them one after another (a hook is ordinary
+ * code on the thread's event loop). A hook that hangs or exhausts its heap stops its thread: the
+ * pool terminates it (the only way to stop a synchronous loop), fails the call that had started,
+ * and sends the calls that had not started to a fresh thread, so only the guilty request fails.
  */
 import { Worker } from 'node:worker_threads';
 import { ServeError, invalidArgument, type ErrorCode } from '@hloserve/common/errors';
@@ -19,6 +21,8 @@ export interface HookPoolOptions {
   readonly maxHeapMb: number;
   /** Pool label in errors and logs. */
   readonly name: string;
+  /** Calls sent to one thread before another is used; 1 runs strictly one at a time. */
+  readonly perThread?: number;
 }
 
 export interface HookCall {
@@ -41,17 +45,27 @@ interface Pending {
   readonly reject: (e: Error) => void;
 }
 
+interface InFlight {
+  readonly pending: Pending;
+  timer: ReturnType<typeof setTimeout>;
+  /** The thread said the hook began: from here a failure of the thread is this call's. */
+  started: boolean;
+}
+
 interface Slot {
   worker: Worker;
-  busy: { readonly id: number; readonly pending: Pending; timer: ReturnType<typeof setTimeout> } | null;
+  readonly inflight: Map<number, InFlight>;
 }
 
 const THREAD_URL = new URL('./hook-thread.js', import.meta.url);
 /** How long a thread may take to start and import a hooks module before the hook runs. */
 export const LOAD_TIMEOUT_MS = 30_000;
+/** Measured on 2 cores (bench/hooks.mjs): enough to hide the round trip, few enough to requeue. */
+const DEFAULT_PER_THREAD = 4;
 
 export class HookPool {
   readonly #opts: HookPoolOptions;
+  readonly #perThread: number;
   readonly #slots: Slot[] = [];
   readonly #queue: Pending[] = [];
   #nextId = 1;
@@ -62,6 +76,7 @@ export class HookPool {
   constructor(opts: HookPoolOptions) {
     if (!(opts.threads >= 1)) throw new RangeError('HookPool needs at least one thread');
     this.#opts = opts;
+    this.#perThread = Math.max(1, opts.perThread ?? DEFAULT_PER_THREAD);
   }
 
   run(call: HookCall): Promise<HookTensors> {
@@ -77,7 +92,7 @@ export class HookPool {
     if (this.#closed) return Promise.reject(new ServeError('HLO_ERR_SHUTTING_DOWN', 'hook pool is closed'));
     return new Promise<T>((resolve, reject) => {
       const pending: Pending = { call, resolve: resolve as (r: never) => void, reject };
-      const slot = this.#idleSlot();
+      const slot = this.#freeSlot();
       if (slot) this.#start(slot, pending);
       else if (this.#queue.length >= this.#opts.maxQueued)
         reject(
@@ -97,14 +112,18 @@ export class HookPool {
     await Promise.all(this.#slots.splice(0).map((s) => this.#retire(s, 'hook pool is closing')));
   }
 
-  #idleSlot(): Slot | null {
-    const idle = this.#slots.find((s) => s.busy === null);
-    if (idle) return idle;
-    if (this.#slots.length >= this.#opts.threads) return null;
-    const slot: Slot = { worker: this.#spawn(), busy: null };
-    this.#attach(slot);
-    this.#slots.push(slot);
-    return slot;
+  /** The least busy thread with room; a new thread while there are fewer than allowed and none is idle. */
+  #freeSlot(): Slot | null {
+    let best: Slot | null = null;
+    for (const s of this.#slots) if (best === null || s.inflight.size < best.inflight.size) best = s;
+    if (best !== null && best.inflight.size === 0) return best;
+    if (this.#slots.length < this.#opts.threads) {
+      const slot: Slot = { worker: this.#spawn(), inflight: new Map() };
+      this.#attach(slot);
+      this.#slots.push(slot);
+      return slot;
+    }
+    return best !== null && best.inflight.size < this.#perThread ? best : null;
   }
 
   #spawn(): Worker {
@@ -124,58 +143,74 @@ export class HookPool {
         err.code === 'ERR_WORKER_OUT_OF_MEMORY'
           ? `ran out of its ${this.#opts.maxHeapMb} MiB heap`
           : `crashed: ${err.message.slice(0, 200)}`;
-      this.#fail(slot, w, 'HLO_ERR_HOOK_FAILED', why);
+      this.#fail(slot, w, null, 'HLO_ERR_HOOK_FAILED', why);
     });
-    w.on('exit', (code) => this.#fail(slot, w, 'HLO_ERR_HOOK_FAILED', `thread exited (code ${code})`));
+    w.on('exit', (code) => this.#fail(slot, w, null, 'HLO_ERR_HOOK_FAILED', `thread exited (code ${code})`));
   }
 
   #start(slot: Slot, pending: Pending): void {
     const id = this.#nextId++;
     const { call } = pending;
-    // Until the thread says the hook started, the clock that runs is the load limit: a fresh
-    // thread (after a replacement) must start and import the module first, which on a busy
-    // machine can take longer than a hook call may.
-    const timer = this.#arm(slot, call, Math.max(call.timeoutMs, LOAD_TIMEOUT_MS), 'it did not start in time');
-    slot.busy = { id, pending, timer };
+    // Until the thread says the hook started, the clock that runs is the load limit: the call may
+    // wait behind others on its thread, and a fresh thread must start and import the module
+    // first, which on a busy machine can take longer than a hook call may.
+    const timer = this.#arm(slot, id, call, Math.max(call.timeoutMs, LOAD_TIMEOUT_MS), 'it did not start in time');
+    slot.inflight.set(id, { pending, timer, started: false });
     slot.worker.ref();
     const msg: ToThread =
       call.fn === 'inspect'
         ? { type: 'inspect', id, url: call.url }
         : { type: 'call', id, url: call.url, fn: call.fn, tensors: call.tensors, context: call.context };
     try {
-      slot.worker.postMessage(msg, msg.type === 'call' ? transferList(msg.tensors) : []);
+      // Inputs are copied, not moved: a call its thread had not started when the thread was
+      // replaced is sent again, so its tensors must still be here.
+      slot.worker.postMessage(msg);
     } catch (e) {
-      this.#settle(slot, () =>
+      this.#settle(slot, id, () =>
         pending.reject(invalidArgument(`hook input could not be sent: ${String(e).slice(0, 200)}`)),
       );
     }
   }
 
-  /** A timer that fails the slot's call after `limitMs` or at the request's deadline, whichever is first. */
-  #arm(slot: Slot, call: PoolCall, limitMs: number, why: string): ReturnType<typeof setTimeout> {
+  /** A timer that fails call `id` after `limitMs` or at the request's deadline, whichever is first. */
+  #arm(slot: Slot, id: number, call: PoolCall, limitMs: number, why: string): ReturnType<typeof setTimeout> {
     // The scheduler's clock (epoch ms from performance.now()), which deadlines are written in.
     const now = performance.timeOrigin + performance.now();
     const byDeadline = call.context.deadline === null ? Infinity : call.context.deadline - now;
     const code: ErrorCode = byDeadline < limitMs ? 'HLO_ERR_DEADLINE_EXCEEDED' : 'HLO_ERR_HOOK_FAILED';
     const reason = code === 'HLO_ERR_DEADLINE_EXCEEDED' ? 'the request deadline passed' : why;
     const w = slot.worker;
-    return setTimeout(() => this.#fail(slot, w, code, reason), clampTimerMs(Math.min(limitMs, byDeadline)));
+    return setTimeout(() => this.#expire(slot, w, id, code, reason), clampTimerMs(Math.min(limitMs, byDeadline)));
+  }
+
+  /**
+   * A call's time is up. One that had started, or that its thread was on (the oldest it holds:
+   * it may be stuck importing the module), takes the thread with it; one still waiting behind
+   * others just leaves (its answer is ignored if it ever comes).
+   */
+  #expire(slot: Slot, w: Worker, id: number, code: ErrorCode, why: string): void {
+    const f = slot.inflight.get(id);
+    if (slot.worker !== w || f === undefined) return;
+    if (f.started || slot.inflight.keys().next().value === id) return this.#fail(slot, w, id, code, why);
+    const where = `${f.pending.call.fn} hook of ${f.pending.call.context.model}`;
+    this.#settle(slot, id, () => f.pending.reject(new ServeError(code, `${where} failed: ${why}`)));
   }
 
   #onMessage(slot: Slot, w: Worker, msg: FromThread): void {
-    const busy = slot.busy;
-    if (slot.worker !== w || !busy || busy.id !== msg.id) return;
-    const { pending } = busy;
+    const f = slot.inflight.get(msg.id);
+    if (slot.worker !== w || f === undefined) return;
+    const { pending } = f;
     if (msg.type === 'started') {
-      clearTimeout(busy.timer);
+      clearTimeout(f.timer);
+      f.started = true;
       const limit = pending.call.timeoutMs;
-      busy.timer = this.#arm(slot, pending.call, limit, `it ran past its ${limit} ms limit`);
+      f.timer = this.#arm(slot, msg.id, pending.call, limit, `it ran past its ${limit} ms limit`);
       return;
     }
     if (msg.type === 'subcall') {
       const sub = 'subcall' in pending.call ? pending.call.subcall : undefined;
       const answer = (m: ToThread): void => {
-        if (slot.busy?.id === msg.id)
+        if (slot.worker === w && slot.inflight.has(msg.id))
           w.postMessage(m, m.type === 'subresult' && m.tensors ? transferList(m.tensors) : []);
       };
       if (!sub) {
@@ -194,9 +229,9 @@ export class HookPool {
       );
       return;
     }
-    if (msg.type === 'result') this.#settle(slot, () => pending.resolve(msg.tensors as never));
-    else if (msg.type === 'exports') this.#settle(slot, () => pending.resolve(msg.functions as never));
-    else this.#settle(slot, () => pending.reject(this.#hookError(pending.call, msg.error)));
+    if (msg.type === 'result') this.#settle(slot, msg.id, () => pending.resolve(msg.tensors as never));
+    else if (msg.type === 'exports') this.#settle(slot, msg.id, () => pending.resolve(msg.functions as never));
+    else this.#settle(slot, msg.id, () => pending.reject(this.#hookError(pending.call, msg.error)));
   }
 
   #hookError(call: PoolCall, e: HookErrorData): ServeError {
@@ -207,36 +242,54 @@ export class HookPool {
     return new ServeError('HLO_ERR_HOOK_FAILED', `${where} threw ${e.name}: ${e.message}`);
   }
 
-  #settle(slot: Slot, done: () => void): void {
-    const busy = slot.busy;
-    if (busy) clearTimeout(busy.timer);
-    slot.busy = null;
-    slot.worker.unref();
+  #settle(slot: Slot, id: number, done: () => void): void {
+    const f = slot.inflight.get(id);
+    if (f) clearTimeout(f.timer);
+    slot.inflight.delete(id);
+    if (slot.inflight.size === 0) slot.worker.unref();
     done();
-    const next = this.#queue.shift();
-    if (next) this.#start(slot, next);
+    this.#drainQueue();
   }
 
-  /** The thread failed or overran: fail its call, replace the thread, keep serving the queue. */
-  #fail(slot: Slot, w: Worker, code: ErrorCode, why: string): void {
+  #drainQueue(): void {
+    for (let slot = this.#freeSlot(); slot !== null && this.#queue.length > 0; slot = this.#freeSlot())
+      this.#start(slot, this.#queue.shift()!);
+  }
+
+  /**
+   * The thread failed or overran. Its started calls fail (`id`'s with this reason, other started
+   * ones because their thread is gone); calls it had not started go to the front of the queue for
+   * a fresh thread, since nothing of them ran.
+   */
+  #fail(slot: Slot, w: Worker, id: number | null, code: ErrorCode, why: string): void {
     if (slot.worker !== w || this.#closed) return;
-    const busy = slot.busy;
     this.restarts++;
     void w.terminate();
     slot.worker = this.#spawn();
     this.#attach(slot);
-    if (!busy) return;
-    const where = `${busy.pending.call.fn} hook of ${busy.pending.call.context.model}`;
-    this.#settle(slot, () => busy.pending.reject(new ServeError(code, `${where} failed: ${why}`)));
+    const calls = [...slot.inflight.entries()];
+    slot.inflight.clear();
+    // A thread that died with nothing started died on the call it was working on: the oldest.
+    const guilty = id ?? (calls.some(([, f]) => f.started) ? null : (calls[0]?.[0] ?? null));
+    const retry: Pending[] = [];
+    for (const [cid, f] of calls) {
+      clearTimeout(f.timer);
+      const where = `${f.pending.call.fn} hook of ${f.pending.call.context.model}`;
+      if (cid === guilty) f.pending.reject(new ServeError(code, `${where} failed: ${why}`));
+      else if (!f.started) retry.push(f.pending);
+      else if (id === null) f.pending.reject(new ServeError(code, `${where} failed: ${why}`));
+      else f.pending.reject(new ServeError('HLO_ERR_HOOK_FAILED', `${where} failed: its thread was replaced (${why})`));
+    }
+    this.#queue.unshift(...retry);
+    this.#drainQueue();
   }
 
   async #retire(slot: Slot, why: string): Promise<void> {
-    const busy = slot.busy;
-    if (busy) {
-      clearTimeout(busy.timer);
-      busy.pending.reject(new ServeError('HLO_ERR_SHUTTING_DOWN', why));
+    for (const f of slot.inflight.values()) {
+      clearTimeout(f.timer);
+      f.pending.reject(new ServeError('HLO_ERR_SHUTTING_DOWN', why));
     }
-    slot.busy = null;
+    slot.inflight.clear();
     await slot.worker.terminate();
   }
 }

@@ -1,7 +1,8 @@
 /**
  * Tensors as a hook sees them: typed arrays with a shape and a dtype, BYTES as arrays of
- * Uint8Array. Between the engine and a hook thread they travel as HookTensors whose numeric data
- * owns its whole ArrayBuffer, so it can be transferred (moved, not copied) with postMessage.
+ * Uint8Array. A hook's results come back to the engine transferred (moved, not copied), since
+ * their numeric data owns its whole ArrayBuffer; inputs go to the thread as a copy (hook-pool.ts
+ * says why).
  */
 import { ServeError } from '@hloserve/common/errors';
 import { DTYPE_BYTES } from '@hloserve/native/dtype';
@@ -54,8 +55,8 @@ export function arrayTypeFor(dtype: TensorDType): ArrayCtor | null {
 
 /**
  * A request tensor as a hook tensor. The wire bytes are usually a view into a larger request
- * buffer that must not be transferred away, so numeric data is copied once into a buffer of its
- * own; that buffer is then moved to the hook thread without another copy.
+ * buffer, often unaligned for the typed array, so numeric data is copied once into a buffer of
+ * its own.
  */
 export function toHookTensor(t: HostTensor): HookTensor {
   if (t.dtype === 'BYTES') return { dtype: t.dtype, shape: t.shape, data: splitBytes(t.data) };

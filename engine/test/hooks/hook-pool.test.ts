@@ -42,7 +42,7 @@ suite('HookPool', () => {
   const pool = new HookPool({ threads: 2, maxQueued: 4, maxHeapMb: 64, name: 'test hooks' });
   after(() => pool.close());
 
-  test('a pass-through preprocess returns the tensors it was given, moved between threads', async () => {
+  test('a pass-through preprocess returns the tensors it was given', async () => {
     const url = await hook('pass.mjs', 'export function preprocess(t, ctx) { return t; }');
     const out = await pool.run(call(url));
     assert.deepEqual([...(out.x!.data as Float32Array)], [1, 2, 3]);
@@ -156,8 +156,8 @@ suite('HookPool', () => {
     assert.equal(new TextDecoder().decode((out.err!.data as Uint8Array[])[0]), 'HLO_ERR_MODEL_NOT_FOUND');
   });
 
-  test('past its threads and queue the pool refuses with RESOURCE_EXHAUSTED instead of growing', async () => {
-    const small = new HookPool({ threads: 1, maxQueued: 1, maxHeapMb: 64, name: 'small' });
+  test('past its threads, their calls in flight and its queue the pool refuses with RESOURCE_EXHAUSTED', async () => {
+    const small = new HookPool({ threads: 1, maxQueued: 1, maxHeapMb: 64, name: 'small', perThread: 1 });
     try {
       const slow = await hook(
         'slow.mjs',
@@ -193,5 +193,23 @@ suite('checkHookTensors', () => {
         (e: unknown) => e instanceof ServeError && e.code === 'HLO_ERR_HOOK_FAILED' && re.test(e.message),
         String(re),
       );
+  });
+});
+
+suite('HookPool with several calls in flight per thread', () => {
+  test('a hung hook fails alone: the calls queued behind it on its thread are sent to a fresh one', async () => {
+    const pool = new HookPool({ threads: 1, maxQueued: 8, maxHeapMb: 64, name: 'one', perThread: 4 });
+    try {
+      const hang = await hook('hang3.mjs', 'export function preprocess() { for (;;) {} }');
+      const pass = await hook('pass4.mjs', 'export function preprocess(t) { return t; }');
+      const hung = rejectsWith(pool.run(call(hang, { timeoutMs: 300 })), 'HLO_ERR_HOOK_FAILED', /300 ms limit/);
+      // Sent to the same thread behind the hung call: they must not share its fate.
+      const behind = await Promise.all([1, 2, 3].map(() => pool.run(call(pass))));
+      for (const out of behind) assert.deepEqual([...(out.x!.data as Float32Array)], [1, 2, 3]);
+      await hung;
+      assert.equal(pool.restarts, 1);
+    } finally {
+      await pool.close();
+    }
   });
 });
