@@ -7,7 +7,6 @@
 import {
   type Metadata,
   Server,
-  ServerCredentials,
   type ServerUnaryCall,
   type sendUnaryData,
   status as Status,
@@ -27,6 +26,7 @@ import {
   SystemSharedMemoryRegisterRequest,
   SystemSharedMemoryUnregisterRequest,
 } from '@hloserve/proto';
+import { type GrpcServerHandle, listenGrpc } from '@hloserve/common/grpc-listen';
 import { INFER_SERVICE } from './fleet.js';
 import type { Gateway } from './gateway.js';
 import { peekInfer } from './routing/infer-peek.js';
@@ -195,11 +195,7 @@ export function buildGatewayImplementation(gw: Gateway): UntypedServiceImplement
   };
 }
 
-export interface GatewayGrpcHandle {
-  readonly server: Server;
-  readonly port: number;
-  close(graceMs?: number): Promise<void>;
-}
+export type GatewayGrpcHandle = GrpcServerHandle;
 
 export async function startGatewayGrpc(gw: Gateway, host: string, port: number): Promise<GatewayGrpcHandle> {
   const server = new Server({
@@ -224,25 +220,5 @@ export async function startGatewayGrpc(gw: Gateway, host: string, port: number):
     watch: (call: { emit(e: string, err: unknown): void }) =>
       call.emit('error', { code: Status.UNIMPLEMENTED, details: 'Watch is not supported' }),
   });
-  const bound = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(`${host}:${port}`, ServerCredentials.createInsecure(), (err, p) =>
-      err ? reject(err) : resolve(p),
-    ),
-  );
-  return {
-    server,
-    port: bound,
-    close: (graceMs = 10_000) =>
-      new Promise<void>((resolve) => {
-        const timer = setTimeout(() => {
-          server.forceShutdown();
-          resolve();
-        }, graceMs);
-        timer.unref();
-        server.tryShutdown(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-      }),
-  };
+  return listenGrpc(server, host, port);
 }

@@ -1,7 +1,6 @@
 import {
   type sendUnaryData,
   Server,
-  ServerCredentials,
   type ServerDuplexStream,
   type ServerUnaryCall,
   status as Status,
@@ -18,11 +17,11 @@ import {
   ModelStatistics,
 } from '@hloserve/proto';
 import { Cancellation } from '@hloserve/common/cancellation';
+import { type GrpcServerHandle, listenGrpc } from '@hloserve/common/grpc-listen';
 import { invalidArgument, ServeError, toGrpcStatus } from '@hloserve/common/errors';
 import { fromGrpcRequest, toGrpcResponse } from './grpc-infer-adapter.js';
 import { requestDeadline } from './deadline.js';
 import { installGrpcTimeoutClamp } from './grpc-timeout.js';
-import { setClampedTimeout } from '@hloserve/common/timers';
 import { systemClock } from '../scheduler/clock.js';
 import type { InferenceService, ModelStatisticsJson } from './service.js';
 
@@ -285,12 +284,7 @@ export function buildInferenceImplementation(service: InferenceService): Untyped
   };
 }
 
-export interface GrpcServerHandle {
-  readonly server: Server;
-  readonly port: number;
-  /** Stops accepting calls and waits for in-flight ones (forcing after `graceMs`). */
-  close(graceMs?: number): Promise<void>;
-}
+export type { GrpcServerHandle } from '@hloserve/common/grpc-listen';
 
 export async function startGrpcServer(
   service: InferenceService,
@@ -323,25 +317,5 @@ export async function startGrpcServer(
       call.emit('error', { code: Status.UNIMPLEMENTED, details: 'Watch is not supported' }),
   });
   register?.(server);
-  const bound = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(`${host}:${port}`, ServerCredentials.createInsecure(), (err, p) =>
-      err ? reject(err) : resolve(p),
-    ),
-  );
-  return {
-    server,
-    port: bound,
-    close: (graceMs = 10_000) =>
-      new Promise<void>((resolve) => {
-        const timer = setClampedTimeout(() => {
-          server.forceShutdown();
-          resolve();
-        }, graceMs);
-        timer.unref();
-        server.tryShutdown(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-      }),
-  };
+  return listenGrpc(server, host, port);
 }
