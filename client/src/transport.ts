@@ -2,6 +2,7 @@
  * What the client asks of a protocol. The gRPC and HTTP transports each implement it; the model
  * handle, retries and shared memory sit above and never see which one is in use.
  */
+import type { ModelMetadata, ServerMetadata } from '@hloserve/common/wire';
 import type { ModelConfig } from '@hloserve/proto/inference';
 import type { ClientError } from './client-error.js';
 import type { Attempt } from './deadline.js';
@@ -54,26 +55,7 @@ export interface WireResponse {
   readonly outputs: readonly WireOutputTensor[];
 }
 
-export interface TensorMetadata {
-  readonly name: string;
-  readonly datatype: string;
-  /** -1 = any extent (the batch axis included when the model batches). */
-  readonly shape: readonly number[];
-}
-
-export interface ModelMetadata {
-  readonly name: string;
-  readonly versions: readonly string[];
-  readonly platform: string;
-  readonly inputs: readonly TensorMetadata[];
-  readonly outputs: readonly TensorMetadata[];
-}
-
-export interface ServerMetadata {
-  readonly name: string;
-  readonly version: string;
-  readonly extensions: readonly string[];
-}
+export type { ModelMetadata, ServerMetadata, TensorMetadata } from '@hloserve/common/wire';
 
 export interface RepositoryModel {
   readonly name: string;

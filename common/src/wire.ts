@@ -48,3 +48,24 @@ export interface WireInferResponse {
   readonly id: string;
   readonly outputs: readonly WireOutput[];
 }
+
+/** A tensor in model metadata; -1 = any extent (the batch axis included when the model batches). */
+export interface TensorMetadata {
+  readonly name: string;
+  readonly datatype: string;
+  readonly shape: readonly number[];
+}
+
+export interface ModelMetadata {
+  readonly name: string;
+  readonly versions: readonly string[];
+  readonly platform: string;
+  readonly inputs: readonly TensorMetadata[];
+  readonly outputs: readonly TensorMetadata[];
+}
+
+export interface ServerMetadata {
+  readonly name: string;
+  readonly version: string;
+  readonly extensions: readonly string[];
+}

@@ -1,20 +1,8 @@
 import type { CancelSignal } from '@hloserve/common/cancellation';
-import type { WireInferRequest, WireInferResponse } from '@hloserve/common/wire';
+import type { ModelMetadata, ServerMetadata, WireInferRequest, WireInferResponse } from '@hloserve/common/wire';
 import type { SharedMemoryRegistry } from './shared-memory.js';
 
-export interface TensorMetadata {
-  readonly name: string;
-  readonly datatype: string;
-  readonly shape: readonly number[];
-}
-
-export interface ModelMetadata {
-  readonly name: string;
-  readonly versions: readonly string[];
-  readonly platform: string;
-  readonly inputs: readonly TensorMetadata[];
-  readonly outputs: readonly TensorMetadata[];
-}
+export type { ModelMetadata, ServerMetadata, TensorMetadata } from '@hloserve/common/wire';
 
 /** Triton's ModelConfig in its JSON form (field names as tritonclient's get_model_config prints them). */
 export interface ModelConfigJson {
@@ -79,12 +67,6 @@ export interface InferContext {
    * the in-flight cap does not apply to it again (a pipeline must not be refused halfway).
    */
   readonly nested?: boolean;
-}
-
-export interface ServerMetadata {
-  readonly name: string;
-  readonly version: string;
-  readonly extensions: readonly string[];
 }
 
 /**
