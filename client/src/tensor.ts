@@ -3,6 +3,7 @@
  * the typed array of that datatype (BYTES: one Uint8Array per element).
  */
 import { arrayType, datatypeOf, elementSize, type Datatype, type NumericArray } from './datatypes.js';
+import { decodeBytesElements as decodeElements, encodeBytesElements } from '@hloserve/common/bytes-elements';
 
 export interface Tensor {
   readonly datatype: Datatype;
@@ -62,32 +63,11 @@ export function tensorBytes(t: Tensor): Uint8Array {
   return encodeBytesElements(t.data as readonly Uint8Array[]);
 }
 
-/** BYTES on the wire: per element a little-endian uint32 length, then the bytes. */
-export function encodeBytesElements(elements: readonly Uint8Array[]): Uint8Array {
-  let total = 0;
-  for (const e of elements) total += 4 + e.byteLength;
-  const out = new Uint8Array(total);
-  const view = new DataView(out.buffer);
-  let at = 0;
-  for (const e of elements) {
-    view.setUint32(at, e.byteLength, true);
-    out.set(e, at + 4);
-    at += 4 + e.byteLength;
-  }
-  return out;
-}
+export { encodeBytesElements };
 
+/** The elements of a BYTES tensor of `count` elements, as views into `bytes`. */
 export function decodeBytesElements(bytes: Uint8Array, count: number): Uint8Array[] {
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const out: Uint8Array[] = [];
-  let at = 0;
-  while (at < bytes.byteLength) {
-    if (at + 4 > bytes.byteLength) throw new RangeError('BYTES tensor: truncated length prefix');
-    const len = view.getUint32(at, true);
-    if (at + 4 + len > bytes.byteLength) throw new RangeError('BYTES tensor: element runs past the end');
-    out.push(bytes.subarray(at + 4, at + 4 + len));
-    at += 4 + len;
-  }
+  const out = decodeElements(bytes);
   if (out.length !== count) throw new RangeError(`BYTES tensor: ${out.length} elements, shape says ${count}`);
   return out;
 }

@@ -4,6 +4,7 @@
  * their numeric data owns its whole ArrayBuffer; inputs go to the thread as a copy (hook-pool.ts
  * says why).
  */
+import { decodeBytesElements, encodeBytesElements } from '@hloserve/common/bytes-elements';
 import { ServeError } from '@hloserve/common/errors';
 import { DTYPE_BYTES } from '@hloserve/native/dtype';
 import type { TensorDType } from '../tensor.js';
@@ -59,7 +60,8 @@ export function arrayTypeFor(dtype: TensorDType): ArrayCtor | null {
  * its own.
  */
 export function toHookTensor(t: HostTensor): HookTensor {
-  if (t.dtype === 'BYTES') return { dtype: t.dtype, shape: t.shape, data: splitBytes(t.data) };
+  if (t.dtype === 'BYTES')
+    return { dtype: t.dtype, shape: t.shape, data: decodeBytesElements(t.data).map((e) => e.slice()) };
   const own = new Uint8Array(t.data.byteLength);
   own.set(t.data);
   return {
@@ -71,7 +73,8 @@ export function toHookTensor(t: HostTensor): HookTensor {
 
 /** A hook tensor back in wire layout; numeric data is viewed, not copied. */
 export function toHostTensor(name: string, t: HookTensor): HostTensor {
-  if (t.dtype === 'BYTES') return { name, dtype: t.dtype, shape: t.shape, data: joinBytes(t.data as Uint8Array[]) };
+  if (t.dtype === 'BYTES')
+    return { name, dtype: t.dtype, shape: t.shape, data: encodeBytesElements(t.data as Uint8Array[]) };
   const d = t.data as NumericArray;
   return { name, dtype: t.dtype, shape: t.shape, data: new Uint8Array(d.buffer, d.byteOffset, d.byteLength) };
 }
@@ -87,29 +90,6 @@ export function transferList(tensors: HookTensors): ArrayBuffer[] {
     }
   }
   return [...out];
-}
-
-function splitBytes(data: Uint8Array): Uint8Array[] {
-  const dv = new DataView(data.buffer, data.byteOffset, data.byteLength);
-  const out: Uint8Array[] = [];
-  for (let o = 0; o < data.byteLength;) {
-    const len = dv.getUint32(o, true);
-    out.push(data.slice(o + 4, o + 4 + len));
-    o += 4 + len;
-  }
-  return out;
-}
-
-function joinBytes(parts: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((s, p) => s + 4 + p.byteLength, 0));
-  const dv = new DataView(out.buffer);
-  let o = 0;
-  for (const p of parts) {
-    dv.setUint32(o, p.byteLength, true);
-    out.set(p, o + 4);
-    o += 4 + p.byteLength;
-  }
-  return out;
 }
 
 /**
