@@ -1,4 +1,4 @@
-import { invalidArgument, ServeError } from '@hloserve/common/errors';
+import { invalidArgument, quote, ServeError } from '@hloserve/common/errors';
 import type { ModelState } from '../kserve/service.js';
 import type { ModelVersion } from '../model/model-version.js';
 import { ModelStatistics } from '../worker/model-statistics.js';
@@ -50,9 +50,12 @@ export class Registry {
   require(name: string, version: string): ModelSlot {
     if (!name) throw invalidArgument('model name must not be empty');
     if (version && version !== '1')
-      throw new ServeError('HLO_ERR_MODEL_NOT_FOUND', `model '${name}' has no version '${version}' (only '1')`);
+      throw new ServeError(
+        'HLO_ERR_MODEL_NOT_FOUND',
+        `model ${quote(name)} has no version ${quote(version)} (only '1')`,
+      );
     const s = this.#slots.get(name);
-    if (!s) throw new ServeError('HLO_ERR_MODEL_NOT_FOUND', `Request for unknown model: '${name}' is not found`);
+    if (!s) throw new ServeError('HLO_ERR_MODEL_NOT_FOUND', `Request for unknown model: ${quote(name)} is not found`);
     return s;
   }
 

@@ -6,7 +6,7 @@ import type { WorkerSettings } from '../config/types.js';
 import { type DecodedRequest, decodeRequest, readSharedInputs } from '../codec/decode.js';
 import { encodeOutputs, writeSharedOutputs } from '../codec/encode.js';
 import type { WireInferRequest, WireInferResponse, WireOutput } from '@hloserve/common/wire';
-import { invalidArgument, ServeError, toServeError } from '@hloserve/common/errors';
+import { invalidArgument, quote, ServeError, toServeError } from '@hloserve/common/errors';
 import type {
   InferContext,
   InferenceService,
@@ -324,7 +324,7 @@ export class Worker implements InferenceService {
   #serving(name: string, version: string): ModelVersion {
     const slot = this.registry.require(name, version);
     if (slot.current === null)
-      throw new ServeError('HLO_ERR_MODEL_NOT_READY', `model '${name}' is not loaded: ${slot.reason}`);
+      throw new ServeError('HLO_ERR_MODEL_NOT_READY', `model ${quote(name)} is not loaded: ${slot.reason}`);
     return slot.current;
   }
 
@@ -373,7 +373,7 @@ export class Worker implements InferenceService {
 
   /** Reads `name`'s bundle from the repository and loads it as the model's next version. */
   async #loadFromRepository(name: string, signal?: AbortSignal): Promise<void> {
-    if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(name)) throw invalidArgument(`'${name}' is not a valid model name`);
+    if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(name)) throw invalidArgument(`${quote(name)} is not a valid model name`);
     let bundle: Bundle;
     try {
       bundle = await loadBundle(join(this.#modelRepo, name));
@@ -383,7 +383,7 @@ export class Worker implements InferenceService {
         (err as { cause?: { code?: string } }).cause?.code === 'ENOENT' ||
         /ENOENT|no such file|not found/i.test(e.message)
       ) {
-        throw new ServeError('HLO_ERR_MODEL_NOT_FOUND', `no bundle named '${name}' in the model repository`);
+        throw new ServeError('HLO_ERR_MODEL_NOT_FOUND', `no bundle named ${quote(name)} in the model repository`);
       }
       // A bundle that does not even parse is a failed load like any other: visible, and the
       // version serving (if any) stays.
@@ -543,7 +543,7 @@ export class Worker implements InferenceService {
     if (!meta.bundle.manifest.metaCalls.includes(model))
       throw new ServeError(
         'HLO_ERR_HOOK_FAILED',
-        `meta model '${meta.name}' called '${model.slice(0, 64)}', which its meta.calls does not declare`,
+        `meta model '${meta.name}' called ${quote(model)}, which its meta.calls does not declare`,
       );
     if (this.registry.get(model)?.current?.isMeta)
       throw new ServeError('HLO_ERR_HOOK_FAILED', `meta model '${meta.name}' called '${model}', another meta model`);

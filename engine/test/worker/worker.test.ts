@@ -46,6 +46,16 @@ suite('worker lifecycle on the real CPU plugin', () => {
   });
   after(() => worker.stop(false));
 
+  test('an unknown model name of any length is NOT_FOUND with a short quote of it', async () => {
+    const name = 'x'.repeat(100_000);
+    await assert.rejects(worker.infer({ ...mlpRequest(), modelName: name }, ctx()), (e: unknown) => {
+      assert.ok(code('HLO_ERR_MODEL_NOT_FOUND')(e));
+      assert.ok((e as Error).message.length < 200, `${(e as Error).message.length} chars`);
+      assert.match((e as Error).message, /\(100000 chars\)/);
+      return true;
+    });
+  });
+
   test('serves, reports metadata and a Triton config with the compiled sizes', async () => {
     const res = await worker.infer(mlpRequest(3), ctx());
     assert.equal(res.id, 'r1');
