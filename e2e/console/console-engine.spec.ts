@@ -7,7 +7,9 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, test } from '@playwright/test';
 import { ConsolePage, ModelsPage, SetupPage } from './ConsolePage.js';
-import { setupTokenFromLogs, startEngine } from './engine.mjs';
+import { exampleModels, setupTokenFromLogs, startEngine } from './engine.mjs';
+
+const rows = (n: number) => `${n} of ${n} models`;
 
 type Engine = Awaited<ReturnType<typeof startEngine>>;
 import { serveConsole } from './static-server.mjs';
@@ -61,9 +63,8 @@ test('first run: the setup token from the log becomes an admin token, and the mo
   await c.expectLive();
   await c.open('/models');
   const models = new ModelsPage(page);
-  await expect(models.rowCount()).toHaveText(/^3 of 3 models$/, { timeout: 30_000 });
-  for (const name of ['fno', 'mlp', 'resnet'])
-    await expect(page.getByRole('link', { name, exact: true })).toBeVisible();
+  await expect(models.rowCount()).toHaveText(rows(exampleModels.length), { timeout: 30_000 });
+  for (const name of exampleModels) await expect(page.getByRole('link', { name, exact: true })).toBeVisible();
   for (const [name, path] of [
     ['overview', '/'],
     ['models', '/models'],
@@ -113,7 +114,7 @@ test('the engine restarts: the console reconnects and resyncs without a reload',
   test.setTimeout(300_000);
   const c = new ConsolePage(page, base);
   await c.open('/models', adminToken!);
-  await expect(new ModelsPage(page).rowCount()).toHaveText('3 of 3 models', { timeout: 30_000 });
+  await expect(new ModelsPage(page).rowCount()).toHaveText(rows(exampleModels.length), { timeout: 30_000 });
   await c.expectLive();
   await page.evaluate(() => ((window as unknown as { sameDocument: boolean }).sameDocument = true));
   const { dir, consolePort } = engine;
@@ -122,7 +123,7 @@ test('the engine restarts: the console reconnects and resyncs without a reload',
   // The same database and address: the admin token is still good, the feed's seqs start over.
   engine = await startEngine({ dir, consolePort });
   await expect(c.banner()).toHaveAttribute('data-state', /resynced|live/, { timeout: 120_000 });
-  await expect(new ModelsPage(page).rowCount()).toHaveText('3 of 3 models');
+  await expect(new ModelsPage(page).rowCount()).toHaveText(rows(exampleModels.length));
   expect(await page.evaluate(() => (window as unknown as { sameDocument?: boolean }).sameDocument)).toBe(true);
   await page.screenshot({ path: join(shots, 'after-restart-desktop.png') });
 });

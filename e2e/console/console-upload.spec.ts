@@ -9,7 +9,9 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { expect, test } from '@playwright/test';
 import { ConsolePage, ModelsPage } from './ConsolePage.js';
-import { setupTokenFromLogs, startEngine } from './engine.mjs';
+import { exampleModels, setupTokenFromLogs, startEngine } from './engine.mjs';
+
+const rows = (n: number) => `${n} of ${n} models`;
 import { serveConsole } from './static-server.mjs';
 
 type Engine = Awaited<ReturnType<typeof startEngine>>;
@@ -64,7 +66,7 @@ test('upload a bundle: progress, validate, install, load, and the table shows it
   execFileSync('tar', ['-cf', archive, '-C', bundle, ...readdirSync(bundle)]);
   const c = new ConsolePage(page, base);
   await c.open('/models', token!);
-  await expect(new ModelsPage(page).rowCount()).toHaveText('3 of 3 models', { timeout: 30_000 });
+  await expect(new ModelsPage(page).rowCount()).toHaveText(rows(exampleModels.length), { timeout: 30_000 });
   await c.nav('Upload').click();
   await page.locator('input[type="file"]').setInputFiles(archive);
   await expect(page.getByTestId('upload-model')).toHaveValue('mlp-uploaded');
@@ -74,7 +76,7 @@ test('upload a bundle: progress, validate, install, load, and the table shows it
   await page.screenshot({ path: join(shots, 'upload-desktop.png') });
   await expect(progress).toHaveAttribute('data-step', 'done');
   await c.nav('Models').click();
-  await expect(new ModelsPage(page).rowCount()).toHaveText('4 of 4 models', { timeout: 60_000 });
+  await expect(new ModelsPage(page).rowCount()).toHaveText(rows(exampleModels.length + 1), { timeout: 60_000 });
   await expect(page.getByRole('link', { name: 'mlp-uploaded', exact: true })).toBeVisible();
 });
 

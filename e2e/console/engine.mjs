@@ -3,7 +3,7 @@
 // first-run setup token). Resolves once the engine logs that it is listening.
 // HLOSERVE_E2E_ENGINE_ROOT runs another built checkout's engine (e.g. a branch with newer routes).
 import { spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -111,4 +111,9 @@ function setupTokenFromLogs(logs) {
   }
   return null;
 }
-export { setupTokenFromLogs, startEngine };
+/** The example bundles the engine serves: the rows the console's models table starts with. */
+const exampleModels = readdirSync(join(repoRoot, 'examples', 'models')).filter((m) =>
+  existsSync(join(repoRoot, 'examples', 'models', m, 'manifest.yaml')),
+);
+
+export { exampleModels, setupTokenFromLogs, startEngine };
