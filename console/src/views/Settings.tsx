@@ -105,43 +105,45 @@ function Tokens() {
         </div>
       )}
       <QueryState isLoading={tokens.isLoading} error={tokens.error}>
-        <table className="plain" style={{ marginTop: 10 }}>
-          <thead>
-            <tr>
-              <th>name</th>
-              <th>scope</th>
-              <th>created</th>
-              <th>last used</th>
-              <th>state</th>
-              <th />
-            </tr>
-          </thead>
-          <tbody>
-            {(tokens.data ?? []).map((t) => (
-              <tr key={t.id}>
-                <td>{t.name}</td>
-                <td>{t.scope}</td>
-                <td>
-                  {formatTime(t.createdAt)} <span className="muted">by {t.createdBy}</span>
-                </td>
-                <td>{formatAgo(t.lastUsedAt)}</td>
-                <td>{t.revokedAt ? 'revoked' : t.expiresAt && t.expiresAt < Date.now() ? 'expired' : 'active'}</td>
-                <td>
-                  <button
-                    type="button"
-                    className="danger"
-                    disabled={revoke.isPending || t.revokedAt !== null}
-                    onClick={() => {
-                      if (confirm(`Revoke ${t.name}? Clients using it stop working at once.`)) revoke.mutate(t.id);
-                    }}
-                  >
-                    Revoke
-                  </button>
-                </td>
+        <div className="scroll-x">
+          <table className="plain" style={{ marginTop: 10 }}>
+            <thead>
+              <tr>
+                <th>name</th>
+                <th>scope</th>
+                <th>created</th>
+                <th>last used</th>
+                <th>state</th>
+                <th />
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {(tokens.data ?? []).map((t) => (
+                <tr key={t.id}>
+                  <td>{t.name}</td>
+                  <td>{t.scope}</td>
+                  <td>
+                    {formatTime(t.createdAt)} <span className="muted">by {t.createdBy}</span>
+                  </td>
+                  <td>{formatAgo(t.lastUsedAt)}</td>
+                  <td>{t.revokedAt ? 'revoked' : t.expiresAt && t.expiresAt < Date.now() ? 'expired' : 'active'}</td>
+                  <td>
+                    <button
+                      type="button"
+                      className="danger"
+                      disabled={revoke.isPending || t.revokedAt !== null}
+                      onClick={() => {
+                        if (confirm(`Revoke ${t.name}? Clients using it stop working at once.`)) revoke.mutate(t.id);
+                      }}
+                    >
+                      Revoke
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       </QueryState>
     </section>
   );
