@@ -129,7 +129,8 @@ function view(m: ModelControlView): ModelView {
   const s = m.scheduling;
   return {
     name: m.name,
-    version: String(m.generation ?? 0),
+    // The KServe model version clients address; the generation is the engine's build counter.
+    version: '1',
     state: m.state,
     reason: m.reason,
     batchSizes: m.batchSizes,
