@@ -3,11 +3,12 @@ import { Cancellation } from '@hloserve/common/cancellation';
 import { invalidArgument, quote, ServeError, toHttpStatus } from '@hloserve/common/errors';
 import { clampTimerMs } from '@hloserve/common/timers';
 import { STATUS_CODES } from 'node:http';
-import type { Duplex } from 'node:stream';
+import type { Duplex, Readable } from 'node:stream';
+import type { WireInferRequest } from '@hloserve/common/wire';
 import { requestDeadline } from './deadline.js';
 import { systemClock } from '../scheduler/clock.js';
 import { encodeHttpInfer } from './http-infer-body.js';
-import { parseHttpInferRequest } from './http-infer-parser.js';
+import { type JsonUpload, OFF_THREAD_BYTES, openJsonUpload, parseHttpInferRequest } from './http-infer-parser.js';
 import type { InferenceService } from './service.js';
 
 interface ModelParams {
@@ -48,6 +49,42 @@ function fastifyError(err: { statusCode?: number; code?: string; message: string
   if (status === 415) return new ServeError('HLO_ERR_UNSUPPORTED', text);
   if (status >= 400 && status < 500) return invalidArgument(text);
   return new ServeError('HLO_ERR_INTERNAL', text);
+}
+
+/** An infer body the parser thread parsed while it arrived; the route adds model and version. */
+class ParsedInferBody {
+  constructor(readonly request: WireInferRequest) {}
+}
+
+/**
+ * A large all-JSON infer body of known length goes to the parser thread chunk by chunk as it
+ * arrives (openJsonUpload), never whole on the event loop; the socket is paused while the thread
+ * is behind. The route receives the parsed request.
+ */
+function streamJsonBody(
+  payload: Readable,
+  upload: JsonUpload,
+  done: (err: Error | null, body?: ParsedInferBody) => void,
+): void {
+  let ended = false;
+  upload.onDrain(() => payload.resume());
+  payload.on('data', (c: Buffer) => {
+    if (!upload.push(c)) payload.pause();
+  });
+  payload.on('error', (err: Error) => {
+    upload.abort();
+    done(err);
+  });
+  payload.on('close', () => {
+    if (!ended) upload.abort();
+  });
+  payload.on('end', () => {
+    ended = true;
+    upload.end().then(
+      (r) => done(null, new ParsedInferBody(r)),
+      (err: Error) => done(err),
+    );
+  });
 }
 
 /**
@@ -104,10 +141,15 @@ export function buildHttpServer(service: InferenceService, options: HttpServerOp
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (req, payload, done) => {
     // Without Inference-Header-Content-Length the whole body is JSON.
-    const max = req.headers['inference-header-content-length'] === undefined ? jsonLimit : limit;
-    const kind = max === limit ? 'request body' : 'JSON body';
+    const allJson = req.headers['inference-header-content-length'] === undefined;
+    const max = allJson ? jsonLimit : limit;
+    const kind = allJson ? 'JSON body' : 'request body';
     const declared = Number(req.headers['content-length']);
     const known = Number.isSafeInteger(declared) && declared > 0 && declared <= max;
+    if (known && allJson && declared >= OFF_THREAD_BYTES && req.routeOptions.url?.endsWith('/infer')) {
+      streamJsonBody(payload, openJsonUpload(declared, jsonLimit), done);
+      return;
+    }
     // A large body goes into one buffer of its declared length, so no second copy of it blocks the
     // event loop at the end. The buffer is taken only once a quarter of the body has arrived: a
     // client that declares 256 MiB and sends nothing makes the server allocate nothing.
@@ -208,15 +250,17 @@ export function buildHttpServer(service: InferenceService, options: HttpServerOp
     app.post(
       `${prefix}/infer`,
       wrap<ModelParams>(async (req, reply) => {
-        const body = (req.body as Buffer | undefined) ?? Buffer.alloc(0);
         const header = req.headers['inference-header-content-length'];
-        const wire = await parseHttpInferRequest(
-          req.params.model,
-          req.params.version ?? '',
-          body,
-          Array.isArray(header) ? header[0] : header,
-          jsonLimit,
-        );
+        const wire =
+          req.body instanceof ParsedInferBody
+            ? { ...req.body.request, modelName: req.params.model, modelVersion: req.params.version ?? '' }
+            : await parseHttpInferRequest(
+                req.params.model,
+                req.params.version ?? '',
+                (req.body as Buffer | undefined) ?? Buffer.alloc(0),
+                Array.isArray(header) ? header[0] : header,
+                jsonLimit,
+              );
         const t = req.headers['x-timeout-ms'];
         const headerMs = t === undefined ? null : Number(Array.isArray(t) ? t[0] : t);
         if (headerMs !== null && !(Number.isFinite(headerMs) && headerMs > 0))
