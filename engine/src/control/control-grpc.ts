@@ -1,6 +1,6 @@
 /** ControlService (proto/hloserve/control.proto) on the worker's gRPC port, over the control facade. */
-import type { sendUnaryData, Server, ServerUnaryCall } from '@grpc/grpc-js';
-import { invalidArgument, toGrpcStatus } from '@hloserve/common/errors';
+import type { Server } from '@grpc/grpc-js';
+import { invalidArgument } from '@hloserve/common/errors';
 import {
   type ControlServiceServer,
   ControlServiceService,
@@ -9,6 +9,7 @@ import {
   ResidencyMode as WireResidencyMode,
 } from '@hloserve/proto/control';
 import type { Residency } from '../config/types.js';
+import { tolerant, unary } from '../kserve/grpc-tolerant.js';
 import type { ControlService, ModelControlView } from './control-service.js';
 
 const TO_WIRE: Record<Residency, WireResidency> = {
@@ -28,17 +29,6 @@ function fromWire(r: WireResidency): Residency {
     default:
       throw invalidArgument('target residency must be UNPINNED, SYSTEM or DEVICE');
   }
-}
-
-function handler<Req, Res>(fn: (req: Req) => Res | Promise<Res>) {
-  return (call: ServerUnaryCall<Req, Res>, cb: sendUnaryData<Res>) => {
-    Promise.resolve()
-      .then(() => fn(call.request))
-      .then(
-        (res) => cb(null, res),
-        (err: unknown) => cb(toGrpcStatus(err)),
-      );
-  };
 }
 
 function modelStatus(m: ModelControlView): ModelStatus {
@@ -63,7 +53,7 @@ function modelStatus(m: ModelControlView): ModelStatus {
 
 function implementation(control: ControlService): ControlServiceServer {
   return {
-    modelControlStatus: handler(() => {
+    modelControlStatus: unary(() => {
       const s = control.status();
       return {
         residencyMode:
@@ -77,22 +67,25 @@ function implementation(control: ControlService): ControlServiceServer {
         weightCachePinnedBytes: s.weightCachePinnedBytes,
       };
     }),
-    setModelResidency: handler(async (req: { name: string; target: WireResidency }) => {
+    setModelResidency: unary(async (req: { name: string; target: WireResidency }) => {
       const target = fromWire(req.target);
       return { residency: TO_WIRE[await control.setResidency(req.name, target)] };
     }),
-    setModelPolicy: handler(async (req: { name: string; weight?: number | undefined }) => {
+    setModelPolicy: unary(async (req: { name: string; weight?: number | undefined }) => {
       const p = await control.setPolicy(req.name, req.weight === undefined ? {} : { weight: req.weight });
       return { name: req.name, weight: p.weight };
     }),
-    compactMemory: handler(async (req: { reloadModels: string[] }) => {
+    compactMemory: unary(async (req: { reloadModels: string[] }) => {
       const r = await control.compactMemory(req.reloadModels);
       return { reloadedModels: [...r.reloadedModels], residentBytesAfter: r.residentBytesAfter };
     }),
   };
 }
 
-/** Registers ControlService on a gRPC server (before it binds). */
+/**
+ * Registers ControlService on a gRPC server (before it binds). Its requests are decoded like the
+ * inference service's (tolerant): bytes that are not the method's message answer INVALID_ARGUMENT.
+ */
 export function addControlService(server: Server, control: ControlService): void {
-  server.addService(ControlServiceService, implementation(control));
+  server.addService(tolerant(ControlServiceService), implementation(control));
 }

@@ -18,7 +18,8 @@ import {
 } from '@hloserve/proto';
 import { Cancellation } from '@hloserve/common/cancellation';
 import { type GrpcServerHandle, listenGrpc } from '@hloserve/common/grpc-listen';
-import { invalidArgument, ServeError, toGrpcStatus } from '@hloserve/common/errors';
+import { ServeError, toGrpcStatus } from '@hloserve/common/errors';
+import { malformed, type MalformedMessage, tolerant, unary, wellFormed } from './grpc-tolerant.js';
 import { fromGrpcRequest, toGrpcResponse } from './grpc-infer-adapter.js';
 import { requestDeadline } from './deadline.js';
 import { installGrpcTimeoutClamp } from './grpc-timeout.js';
@@ -26,60 +27,6 @@ import { systemClock } from '../scheduler/clock.js';
 import type { InferenceService, ModelStatisticsJson } from './service.js';
 
 type Callback<T> = sendUnaryData<T>;
-
-/**
- * What a request deserializer yields for bytes that are not the message it expects. grpc-js
- * answers a throwing deserializer with INTERNAL and tears a stream down; bad bytes are the client's
- * fault, so every method's deserializer is wrapped (tolerant()) and the handlers answer this with
- * INVALID_ARGUMENT: per call for unary methods, per message on streams.
- */
-class MalformedMessage {
-  constructor(readonly error: ServeError) {}
-}
-
-function malformed(what: string, err: unknown): ServeError {
-  return invalidArgument(`request is not a valid ${what}: ${(err as Error)?.message ?? String(err)}`);
-}
-
-interface Deserializing {
-  readonly requestDeserialize: (b: Buffer) => unknown;
-  readonly path?: string;
-}
-
-function tolerant<D extends object>(definition: D): D {
-  const out: Record<string, unknown> = {};
-  for (const [name, m] of Object.entries(definition) as [string, Deserializing][]) {
-    const decode = m.requestDeserialize;
-    out[name] = {
-      ...m,
-      requestDeserialize: (b: Buffer) => {
-        try {
-          return decode(b);
-        } catch (err) {
-          return new MalformedMessage(malformed(`${name} request`, err));
-        }
-      },
-    };
-  }
-  return out as D;
-}
-
-function wellFormed<T>(req: T | MalformedMessage): T {
-  if (req instanceof MalformedMessage) throw req.error;
-  return req;
-}
-
-/** Runs a handler body and answers with its value or with the ServeError's gRPC status. */
-function unary<Req, Res>(fn: (req: Req, call: ServerUnaryCall<Req, Res>) => Res | Promise<Res>) {
-  return (call: ServerUnaryCall<Req, Res>, cb: Callback<Res>) => {
-    Promise.resolve()
-      .then(() => fn(wellFormed<Req>(call.request), call))
-      .then(
-        (res) => cb(null, res),
-        (err: unknown) => cb(toGrpcStatus(err)),
-      );
-  };
-}
 
 function unimplemented(what: string) {
   return (_call: unknown, cb: Callback<never>) =>

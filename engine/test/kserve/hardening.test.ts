@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { after, before, suite, test } from 'node:test';
-import { Metadata, status } from '@grpc/grpc-js';
+import { credentials, Metadata, status } from '@grpc/grpc-js';
+import {
+  ControlServiceClient,
+  type ModelControlStatusResponse,
+  type SetModelPolicyResponse,
+} from '@hloserve/proto/control';
 import {
   encodeModelInferRequest,
   int64Param,
@@ -184,6 +189,32 @@ suite('the inference surface refuses hostile input at its root and keeps serving
       Buffer.from(ModelMetadataRequest.encode({ name: 'mlp', version: '' }).finish()),
     );
     assert.equal(ok.err, null);
+  });
+
+  test('ControlService: malformed protobuf answers INVALID_ARGUMENT on every method, then valid calls succeed', async () => {
+    const garbage = Buffer.from([0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x01]);
+    for (const m of ['ModelControlStatus', 'SetModelResidency', 'SetModelPolicy', 'CompactMemory']) {
+      const r = await s.call(`/hloserve.control.ControlService/${m}`, garbage);
+      assert.equal(r.err?.code, status.INVALID_ARGUMENT, `${m}: ${r.err?.code} ${r.err?.details}`);
+      assert.match(r.err.details, new RegExp(`not a valid ${m.charAt(0).toLowerCase()}${m.slice(1)} request`));
+    }
+    const client = new ControlServiceClient(`127.0.0.1:${s.grpc.port}`, credentials.createInsecure());
+    try {
+      const st = await new Promise<ModelControlStatusResponse>((res, rej) =>
+        client.modelControlStatus({}, (err, r) => (err ? rej(err) : res(r))),
+      );
+      assert.deepEqual(
+        st.models.map((m) => m.name),
+        ['mlp'],
+      );
+      const p = await new Promise<SetModelPolicyResponse>((res, rej) =>
+        client.setModelPolicy({ name: 'mlp', weight: 2 }, (err, r) => (err ? rej(err) : res(r))),
+      );
+      assert.equal(p.weight, 2);
+    } finally {
+      client.close();
+    }
+    assert.equal((await s.unary('ModelInfer', grpcRequest())).err, null);
   });
 
   test('64-bit values above 2^53 decode: an shm offset of 2^60 is judged by the registry, not refused as malformed', async () => {

@@ -7,6 +7,8 @@ import { startGrpcServer, type GrpcServerHandle } from '../../src/kserve/grpc-se
 import { buildHttpServer, type HttpServerOptions } from '../../src/kserve/http-server.js';
 import { createLogger } from '../../src/log.js';
 import { Worker } from '../../src/worker/worker.js';
+import { addControlService } from '../../src/control/control-grpc.js';
+import { ControlService } from '../../src/control/control-service.js';
 
 export const examples = resolve(fileURLToPath(import.meta.url), '..', '..', '..', '..', '..', 'examples', 'models');
 
@@ -22,6 +24,8 @@ export interface Surface {
   readonly client: Client;
   /** A raw unary call: bytes in, bytes or a ServiceError out. */
   unary(method: string, body: Buffer, deadline?: Date | number): Promise<{ err: ServiceError | null; res?: Buffer }>;
+  /** A raw unary call to any method on the port, by its full path (the ControlService is there too). */
+  call(path: string, body: Buffer, deadline?: Date | number): Promise<{ err: ServiceError | null; res?: Buffer }>;
   close(): Promise<void>;
 }
 
@@ -40,30 +44,34 @@ export async function startSurface(
     },
     log: createLogger('silent'),
   });
-  const grpc = await startGrpcServer(worker, '127.0.0.1', 0);
+  const grpc = await startGrpcServer(worker, '127.0.0.1', 0, (server) =>
+    addControlService(server, new ControlService(worker)),
+  );
   const app = buildHttpServer(worker, http);
   await app.ready();
   const client = new Client(`127.0.0.1:${grpc.port}`, credentials.createInsecure(), {
     'grpc.max_receive_message_length': -1,
     'grpc.max_send_message_length': -1,
   });
+  const call: Surface['call'] = (path, body, deadline) =>
+    new Promise((done) =>
+      client.makeUnaryRequest(
+        path,
+        (b: Buffer) => b,
+        (b: Buffer) => b,
+        body,
+        new Metadata(),
+        deadline === undefined ? {} : { deadline },
+        (err, res) => done({ err, res }),
+      ),
+    );
   return {
     worker,
     grpc,
     http: app,
     client,
-    unary: (method, body, deadline) =>
-      new Promise((done) =>
-        client.makeUnaryRequest(
-          `/inference.GRPCInferenceService/${method}`,
-          (b: Buffer) => b,
-          (b: Buffer) => b,
-          body,
-          new Metadata(),
-          deadline === undefined ? {} : { deadline },
-          (err, res) => done({ err, res }),
-        ),
-      ),
+    call,
+    unary: (method, body, deadline) => call(`/inference.GRPCInferenceService/${method}`, body, deadline),
     async close() {
       client.close();
       await app.close();
