@@ -108,6 +108,7 @@ async function round(dist) {
       ? (s1[i] - s0[i] + s3[i] - s2[i]) / 1e3 / nAlone
       : (s2[i] - s1[i]) / 1e3 / Math.max(1, during.latenciesMs.length);
   const gcDuring = gcs.filter(([t]) => t >= t0 && t <= t0 + bigMs).map(([, d]) => d);
+  const gcAloneMs = gcs.filter(([t]) => t < t0 || t > t0 + bigMs).reduce((a, [, d]) => a + d, 0);
   await s.close();
   process.send({
     big: { status: big.status, text: big.text.slice(0, 200), ms: bigMs },
@@ -116,6 +117,10 @@ async function round(dist) {
     after: after.latenciesMs,
     failures: before.failures.length + during.failures.length + after.failures.length,
     gcMs: gcDuring.reduce((a, b) => a + b, 0),
+    gcUs: [
+      (gcAloneMs * 1e3) / nAlone,
+      (gcDuring.reduce((a, b) => a + b, 0) * 1e3) / Math.max(1, during.latenciesMs.length),
+    ],
     gcMaxMs: Math.max(0, ...gcDuring),
     loopDelayMaxMs: delay.max / 1e6,
     cpuUs: [perRequest(0, true), perRequest(0, false)],
@@ -142,9 +147,9 @@ async function orchestrate() {
       `concurrency ${values.concurrency}, ${values.baseline} s alone before and after${values.against ? `, against ${values.against}` : ''}`,
   );
   console.log(
-    '| build | round | big answer | big ms | n alone | p50 alone ms | p99 alone ms | n during | p50 during ms | p99 during ms | p99 ratio | main-thread GC ms during (max) | event-loop delay max ms | main-thread CPU µs/req alone, during | run-queue wait µs/req alone, during | failures |',
+    '| build | round | big answer | big ms | n alone | p50 alone ms | p99 alone ms | n during | p50 during ms | p99 during ms | p99 ratio | main-thread GC ms during (max) | GC µs/req alone, during | event-loop delay max ms | main-thread CPU µs/req alone, during | run-queue wait µs/req alone, during | failures |',
   );
-  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
   const ratios = new Map(builds.map(([name]) => [name, []]));
   const f = (x) => x.toFixed(2);
   for (let r = 1; r <= Number(values.rounds); r++) {
@@ -157,7 +162,7 @@ async function orchestrate() {
       console.log(
         `| ${name} | ${r} | ${x.big.status} | ${x.big.ms.toFixed(0)} | ${alone.length} | ${f(percentile(alone, 50))} | ${f(percentile(alone, 99))} | ` +
           `${x.during.length} | ${f(percentile(x.during, 50))} | ${f(percentile(x.during, 99))} | ${f(ratio)} | ` +
-          `${x.gcMs.toFixed(0)} (${x.gcMaxMs.toFixed(0)}) | ${x.loopDelayMaxMs.toFixed(0)} | ` +
+          `${x.gcMs.toFixed(0)} (${x.gcMaxMs.toFixed(0)}) | ${x.gcUs.map((v) => v.toFixed(0)).join(', ')} | ${x.loopDelayMaxMs.toFixed(0)} | ` +
           `${x.cpuUs.map((v) => v.toFixed(0)).join(', ')} | ${x.waitUs.map((v) => v.toFixed(0)).join(', ')} | ${x.failures} |`,
       );
       if (x.big.status !== 400) console.log(`#   unexpected answer to the large body: ${x.big.text}`);
