@@ -175,20 +175,17 @@ export function decodeJsonTensor(
       p += word.length;
     } else if (isNumberChar(c)) {
       const s = p;
-      // Exact fast path: up to 15 significant digits, no exponent -> m / 10^k is correctly rounded.
       let neg = false;
       if (body[p] === MINUS) {
         neg = true;
         p++;
       }
       let m = 0;
-      let digits = 0;
       let frac = 0;
       let simple = true;
       let sawDigit = false;
       while (p < end && isDigit(body[p]!)) {
         m = m * 10 + (body[p]! - 0x30);
-        digits++;
         sawDigit = true;
         p++;
       }
@@ -196,7 +193,6 @@ export function decodeJsonTensor(
         p++;
         while (p < end && isDigit(body[p]!)) {
           m = m * 10 + (body[p]! - 0x30);
-          digits++;
           frac++;
           p++;
         }
@@ -207,7 +203,11 @@ export function decodeJsonTensor(
       }
       if (!sawDigit) throw bad(`invalid value at byte ${s - start}`);
       let v: number;
-      if (simple && digits <= 15) v = (neg ? -m : m) / POW10[frac]!;
+      // Clinger's fast path: an integer below 2^53 was accumulated exactly (a value past it
+      // rounds to 2^53 or more, so it cannot pass), 10^frac is exact up to 10^22, and one IEEE
+      // division of two exact doubles is correctly rounded. That covers the 16- and 17-digit
+      // fractions JSON writers print, without a string per number.
+      if (simple && m < 2 ** 53 && frac <= 22) v = (neg ? -m : m) / POW10[frac]!;
       else {
         v = Number(buf.toString('latin1', s, p));
         if (Number.isNaN(v)) throw bad(`invalid number at byte ${s - start}`);

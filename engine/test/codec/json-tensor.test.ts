@@ -24,6 +24,26 @@ suite('JSON tensor data, decoded straight into typed buffers', () => {
     assert.deepEqual([...new Float64Array(long.buffer, long.byteOffset, 2)], [Number('0.12437311935807422'), Math.PI]);
   });
 
+  test('numbers of up to 25 digits, with and without exponents, decode exactly as Number() reads them', () => {
+    let seed = 12345;
+    const rnd = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const digits = (n: number) => Array.from({ length: n }, () => Math.floor(rnd() * 10)).join('');
+    const texts: string[] = ['9007199254740991', '9007199254740992', '9007199254740993', '0.9007199254740993'];
+    for (let i = 0; i < 5000; i++) {
+      const int = rnd() < 0.5 ? '0' : digits(1 + Math.floor(rnd() * 6));
+      const t = `${rnd() < 0.3 ? '-' : ''}${int}.${digits(1 + Math.floor(rnd() * 24))}`;
+      texts.push(rnd() < 0.1 ? `${t}e${Math.floor(rnd() * 40) - 20}` : t);
+    }
+    const f64 = dec(`[${texts.join(',')}]`, 'FP64', [texts.length]);
+    const f32 = dec(`[${texts.join(',')}]`, 'FP32', [texts.length]);
+    const a = new Float64Array(f64.buffer, f64.byteOffset, texts.length);
+    const b = new Float32Array(f32.buffer, f32.byteOffset, texts.length);
+    texts.forEach((t, i) => {
+      assert.equal(a[i], Number(t), t);
+      assert.equal(b[i], Math.fround(Number(t)), t);
+    });
+  });
+
   test('every integer type is range-checked; INT64/UINT64 keep every digit past 2^53', () => {
     assert.deepEqual([...dec('[-128,127]', 'INT8', [2])], [128, 127]);
     refused('[128]', 'INT8', [1]);
