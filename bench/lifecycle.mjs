@@ -1,8 +1,8 @@
 // bench/lifecycle: what a hot reload costs the models that are not being reloaded (issue 12).
 //  (a) latency of model A (examples/models/mlp, batch 1, closed loop) alone and while model B (a
 //      copy of the same bundle: 5 compiled batch sizes) reloads: p50/p90/p99. B reloads, then rests
-//      as long as the reload took, and again; A's requests are split by whether a reload was under
-//      way when they started, so "alone" and "during" interleave second by second.
+//      as long as the reload took, --cycles times; A's requests are split by whether a reload was
+//      under way when they started, so "alone" and "during" interleave at the scale of a reload.
 //      B's reloads compile every module (the compiled-executable cache is off: a changed bundle
 //      compiles). Each round runs in a fresh process; rounds alternate the addon's background
 //      priority (HLOSERVE_BACKGROUND_PRIORITY: idle, the default, against normal, i.e. compiles and
@@ -13,7 +13,7 @@
 // In-process on the real Worker (explicit mode, reloads through Worker.loadModel, the path the
 // KServe RepositoryModelLoad RPC and the dynamic-mode watcher take), CPU plugin.
 //
-// Usage: npm run build && node --expose-gc bench/lifecycle.mjs [--seconds 30] [--concurrency 2]
+// Usage: npm run build && node --expose-gc bench/lifecycle.mjs [--cycles 3] [--concurrency 2]
 //          [--rounds 3] [--priorities idle,normal] [--reloads 50]
 import { spawnSync } from 'node:child_process';
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
@@ -29,7 +29,7 @@ import { benchEndpoints, ensureServerNodeFlags, fmt, machine, summarize } from '
 ensureServerNodeFlags(import.meta.url);
 
 const arg = (name, dflt) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : dflt);
-const seconds = Number(arg('--seconds', '30'));
+const cycles = Number(arg('--cycles', '3'));
 const concurrency = Number(arg('--concurrency', '2'));
 const reloads = Number(arg('--reloads', '50'));
 const rounds = Number(arg('--rounds', '3'));
@@ -39,7 +39,7 @@ const child = process.argv.includes('--child');
 if (!child) {
   console.log(`# bench/lifecycle - ${machine()}`);
   console.log(
-    `# A = mlp (batch 1, ${concurrency} closed-loop callers), B = mlp copy reloaded (compiling), resting as long between reloads; ${seconds} s per round`,
+    `# A = mlp (batch 1, ${concurrency} closed-loop callers), B = mlp copy reloaded (compiling), resting as long after each; ${cycles} reloads per round`,
   );
   const script = fileURLToPath(import.meta.url);
   const results = new Map(priorities.map((p) => [p, []]));
@@ -51,8 +51,8 @@ if (!child) {
           ...process.execArgv,
           script,
           '--child',
-          '--seconds',
-          String(seconds),
+          '--cycles',
+          String(cycles),
           '--concurrency',
           String(concurrency),
           '--reloads',
@@ -113,12 +113,12 @@ const request = {
 const ctx = { deadline: null };
 
 /**
- * A's closed loop for `seconds`; meanwhile (when `withReloads`) B is reloaded, then left alone for
- * as long as that reload took, and again: each A request is counted as "during" when a reload was
- * under way at its start, else "alone". Interleaving at the scale of one reload lets both sides
- * see the same load from the rest of the machine.
+ * A's closed loop; meanwhile (when `cycles` > 0) B is reloaded, then left alone for as long as that
+ * reload took, `cycles` times; without reloads the loop runs `forSeconds`. Each A request counts
+ * as "during" when a reload was under way at its start, else "alone". Interleaving at the scale of
+ * one reload lets both sides see the same load from the rest of the machine.
  */
-async function measureA(withReloads, forSeconds) {
+async function measureA(cycles, forSeconds = 0) {
   const samples = { alone: [], during: [] };
   let failures = 0;
   let stop = false;
@@ -137,21 +137,18 @@ async function measureA(withReloads, forSeconds) {
   };
   const callers = Array.from({ length: concurrency }, loop);
   let background = 0;
-  const side = (async () => {
-    if (!withReloads) return;
-    while (!stop) {
-      const t = performance.now();
-      reloading = true;
-      await worker.loadModel('b');
-      reloading = false;
-      background++;
-      const took = performance.now() - t;
-      while (!stop && performance.now() - t < 2 * took) await new Promise((r) => setTimeout(r, 50));
-    }
-  })();
-  await new Promise((r) => setTimeout(r, forSeconds * 1000));
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  if (cycles === 0) await sleep(forSeconds * 1000);
+  for (let i = 0; i < cycles; i++) {
+    const t = performance.now();
+    reloading = true;
+    await worker.loadModel('b');
+    reloading = false;
+    background++;
+    await sleep(performance.now() - t);
+  }
   stop = true;
-  await Promise.all([...callers, side]);
+  await Promise.all(callers);
   return {
     alone: { ...summarize(samples.alone), failures },
     during: { ...summarize(samples.during), failures, background },
@@ -167,8 +164,8 @@ const settle = async () => {
 };
 
 if (child) {
-  await measureA(false, 3); // warm
-  const { alone, during } = await measureA(true, seconds);
+  await measureA(0, 3); // warm
+  const { alone, during } = await measureA(cycles);
   const { Runtime } = await import('../native/dist/lib/index.js');
   console.log(JSON.stringify({ applied: Runtime.backgroundPriority, alone, during }));
   await worker.stop(false);

@@ -8,7 +8,7 @@ import { type GrpcServerHandle, startGrpcServer } from './kserve/grpc-server.js'
 import { buildHttpServer } from './kserve/http-server.js';
 import { startMetricsServer } from './kserve/metrics-server.js';
 import type { Logger } from './log.js';
-import { Worker, type WorkerOptions } from './worker/worker.js';
+import { Worker } from './worker/worker.js';
 
 export interface RunningServer {
   readonly worker: Worker;
@@ -20,13 +20,8 @@ export interface RunningServer {
 }
 
 /** Starts a worker and every listener of DESIGN.md's small deployment (gRPC, HTTP, metrics, console). */
-export async function serve(
-  modelRepo: string,
-  settings: WorkerSettings,
-  log: Logger,
-  options: Pick<WorkerOptions, 'unloadGraceMs'> = {},
-): Promise<RunningServer> {
-  const worker = await Worker.start({ modelRepo, settings, log, ...options });
+export async function serve(modelRepo: string, settings: WorkerSettings, log: Logger): Promise<RunningServer> {
+  const worker = await Worker.start({ modelRepo, settings, log });
   const control = new ControlService(worker);
   const ep = settings.endpoints;
   let grpc: GrpcServerHandle | undefined;

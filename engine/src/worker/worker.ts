@@ -82,12 +82,7 @@ export interface WorkerOptions {
   readonly log: Logger;
   /** Overrides the runtime (tests share one). */
   readonly runtime?: Runtime;
-  /** How long an unload lets queued requests finish before answering them NOT_FOUND; default 5000. */
-  readonly unloadGraceMs?: number;
 }
-
-/** What an unload waits for queued requests by default (docs/lifecycle.md). */
-export const DEFAULT_UNLOAD_GRACE_MS = 5000;
 
 /** Weights load into a device arena where the device is host memory and the cache has a budget. */
 function usesDeviceArena(config: { readonly deviceArena: boolean }, runtime: Runtime, budgetBytes: number): boolean {
@@ -212,7 +207,7 @@ export class Worker implements InferenceService {
       log: o.log,
       defaults: { maxQueueDepth: s.scheduler.maxQueueDepth, maxQueueDelayUs: s.scheduler.maxQueueDelayUs },
       fitWeights: (bytes) => this.#fitArena(bytes),
-      unloadGraceMs: o.unloadGraceMs ?? DEFAULT_UNLOAD_GRACE_MS,
+      unloadGraceMs: s.modelUnloadGraceSeconds * 1000,
       hooks: this.#hooks,
       compile: (rt, src, sig) => CompiledModel.compile(rt, src, sig, compileCache),
     });
@@ -240,6 +235,7 @@ export class Worker implements InferenceService {
       devices: runtime.devices.length,
       weightBudgetBytes: Number.isFinite(budget) ? budget : 'unlimited',
       deviceArena: usesDeviceArena(rt, runtime, budget),
+      backgroundPriority: Runtime.backgroundPriority,
     });
     const w = new Worker(o, runtime, budget, await openExecutableCache(o.settings, o.log));
     await w.loadRepository();
@@ -252,6 +248,7 @@ export class Worker implements InferenceService {
     this.#watcher = new RepositoryWatcher({
       repo: this.#modelRepo,
       pollSeconds: this.#settings.modelPollSeconds,
+      settleMs: this.#settings.modelSettleSeconds * 1000,
       include: this.#settings.modelsInclude,
       log: this.#log,
       actions: {
