@@ -21,7 +21,14 @@ export interface RunningServer {
 
 /** Starts a worker and every listener of DESIGN.md's small deployment (gRPC, HTTP, metrics, console). */
 export async function serve(modelRepo: string, settings: WorkerSettings, log: Logger): Promise<RunningServer> {
-  const worker = await Worker.start({ modelRepo, settings, log });
+  // The KServe listeners open while the startup set loads (health says not ready until it has);
+  // the console starts after, because it applies the stored policies to the models loaded.
+  const { worker, loaded } = await Worker.begin({ modelRepo, settings, log });
+  // Observed now, awaited below: a repository that cannot be read fails the start.
+  const startup = loaded.then(
+    () => null,
+    (err: unknown) => err,
+  );
   const control = new ControlService(worker);
   const ep = settings.endpoints;
   let grpc: GrpcServerHandle | undefined;
@@ -38,6 +45,8 @@ export async function serve(modelRepo: string, settings: WorkerSettings, log: Lo
     await http.listen({ host: ep.host, port: ep.httpPort });
     const httpPort = (http.server.address() as { port: number }).port;
     metrics = ep.metricsPort >= 0 ? await startMetricsServer(worker, ep.host, ep.metricsPort) : undefined;
+    const failed = await startup;
+    if (failed !== null) throw failed;
     consoleSrv =
       ep.consolePort >= 0
         ? await startConsoleServer(worker, control, modelRepo, settings, ep.host, ep.consolePort, log)
@@ -60,6 +69,7 @@ export async function serve(modelRepo: string, settings: WorkerSettings, log: Lo
         })()),
     };
   } catch (err) {
+    await startup;
     await grpc?.close(0);
     await http?.close();
     metrics?.server.close();

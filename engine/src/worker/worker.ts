@@ -116,6 +116,8 @@ export class Worker implements InferenceService {
   /** dynamic mode's repository watcher. */
   #watcher: RepositoryWatcher | null = null;
   #stopping = false;
+  /** The startup set has loaded (begin()); not ready before. */
+  #started = false;
   #inflight = 0;
   /** The largest weights of any model loaded so far (sizes the device arena). */
   #largestWeights = 0;
@@ -213,7 +215,20 @@ export class Worker implements InferenceService {
     });
   }
 
+  /** Creates a worker and loads its startup set of models (see begin()). */
   static async start(o: WorkerOptions): Promise<Worker> {
+    const { worker, loaded } = await Worker.begin(o);
+    await loaded;
+    return worker;
+  }
+
+  /**
+   * Creates a worker and starts loading the repository without waiting for it, so the caller can
+   * open its listeners meanwhile (serve()). `loaded` settles once the startup set has (a model
+   * that fails is recorded on its slot) and rejects only when the repository cannot be read;
+   * serverReady() is false until it has settled, and dynamic mode's watcher starts after it.
+   */
+  static async begin(o: WorkerOptions): Promise<{ worker: Worker; loaded: Promise<void> }> {
     const rt = o.settings.runtime;
     const runtime =
       o.runtime ??
@@ -238,9 +253,12 @@ export class Worker implements InferenceService {
       backgroundPriority: Runtime.backgroundPriority,
     });
     const w = new Worker(o, runtime, budget, await openExecutableCache(o.settings, o.log));
-    await w.loadRepository();
-    if (o.settings.modelControlMode === 'dynamic') w.#watchRepository();
-    return w;
+    const loaded = (async () => {
+      await w.loadRepository();
+      w.#started = true;
+      if (o.settings.modelControlMode === 'dynamic' && !w.#stopping) w.#watchRepository();
+    })();
+    return { worker: w, loaded };
   }
 
   /** dynamic mode: the repository decides what is loaded (registry/repository-watcher.ts). */
@@ -290,17 +308,24 @@ export class Worker implements InferenceService {
     const include = this.#settings.modelsInclude;
     if (this.#settings.modelControlMode === 'explicit' && include.length === 0) return;
     const found = await discoverBundles(this.#modelRepo, { include });
+    const bundles: Bundle[] = [];
     for (const d of found) {
-      if (!d.ok) {
-        const slot = this.registry.ensure(d.name);
-        slot.state = 'UNAVAILABLE';
-        slot.reason = d.error.message;
-        this.#log.error('bundle failed to load', { model: d.name, error: d.error.message });
-        this.events.emit({ type: 'failed', model: d.name, error: d.error.message, stillServing: false });
+      if (d.ok) {
+        bundles.push(d.bundle);
         continue;
       }
-      await this.lifecycle.load(d.bundle).catch(() => undefined);
+      const slot = this.registry.ensure(d.name);
+      slot.state = 'UNAVAILABLE';
+      slot.reason = d.error.message;
+      this.#log.error('bundle failed to load', { model: d.name, error: d.error.message });
+      this.events.emit({ type: 'failed', model: d.name, error: d.error.message, stillServing: false });
     }
+    // Side by side: compiles and executable loads queue on the runtime's background threads while
+    // another model's files, weights and warmup proceed. Meta models last: each checks the models
+    // it calls. A failure is recorded on its slot (the lifecycle) and does not stop the others.
+    const load = (b: Bundle) => this.lifecycle.load(b).catch(() => undefined);
+    await Promise.all(bundles.filter((b) => b.kind !== 'meta').map(load));
+    await Promise.all(bundles.filter((b) => b.kind === 'meta').map(load));
   }
 
   // ---- InferenceService ----------------------------------------------------------------------
@@ -310,7 +335,7 @@ export class Worker implements InferenceService {
   }
 
   serverReady(): boolean {
-    return !this.#stopping && this.registry.list().some((e) => e.state === 'READY');
+    return !this.#stopping && this.#started && this.registry.list().some((e) => e.state === 'READY');
   }
 
   serverMetadata(): ServerMetadata {
