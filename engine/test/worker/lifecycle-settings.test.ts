@@ -58,3 +58,28 @@ suite('node.yaml: model_settle_seconds', () => {
     }
   });
 });
+
+suite('startup: listeners may open while the repository loads', () => {
+  test('Worker.begin returns before the startup set has loaded; not ready until it has', async () => {
+    const repo = mkdtempSync(join(tmpdir(), 'hlo-begin-'));
+    cpSync(join(examples, 'mlp'), join(repo, 'mlp'), { recursive: true });
+    const base = workerSettings(defaultConfig(repo));
+    const { worker, loaded } = await Worker.begin({
+      modelRepo: repo,
+      settings: { ...base, endpoints: { ...base.endpoints, metricsPort: -1, consolePort: -1 } },
+      log: createLogger('silent'),
+    });
+    try {
+      assert.equal(worker.serverReady(), false);
+      await loaded;
+      assert.equal(worker.serverReady(), true);
+      assert.deepEqual(
+        worker.repositoryIndex(true).map((m) => m.name),
+        ['mlp'],
+      );
+    } finally {
+      await worker.stop(false);
+      rmSync(repo, { recursive: true, force: true });
+    }
+  });
+});
