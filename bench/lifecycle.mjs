@@ -71,14 +71,14 @@ if (!child) {
       const row = (label, x) =>
         `${label} p50 ${fmt(x.p50)} p90 ${fmt(x.p90)} p99 ${fmt(x.p99)} us (n=${x.n}, failures ${x.failures})`;
       console.log(
-        `round ${r} background=${res.applied.padEnd(6)} ${row('alone', res.alone)} | ${row('during', res.during)} | B reloads ${res.during.background} | p99 ratio ${fmt(res.during.p99 / res.alone.p99, 2)} p90 ratio ${fmt(res.during.p90 / res.alone.p90, 2)}`,
+        `round ${r} background=${res.applied.padEnd(6)} ${row('alone', res.alone)} | ${row('during', res.during)} | B reloads ${res.during.background} (${fmt(res.during.reloadS, 1)} s each) | p99 ratio ${fmt(res.during.p99 / res.alone.p99, 2)} p90 ratio ${fmt(res.during.p90 / res.alone.p90, 2)}`,
       );
     }
   }
   const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   for (const [p, rs] of results) {
     console.log(
-      `median over ${rs.length} rounds, background=${p}: p99 ratio ${fmt(median(rs.map((x) => x.during.p99 / x.alone.p99)), 2)}, p90 ratio ${fmt(median(rs.map((x) => x.during.p90 / x.alone.p90)), 2)}, reloads per phase ${median(rs.map((x) => x.during.background))}`,
+      `median over ${rs.length} rounds, background=${p}: p99 ratio ${fmt(median(rs.map((x) => x.during.p99 / x.alone.p99)), 2)}, p90 ratio ${fmt(median(rs.map((x) => x.during.p90 / x.alone.p90)), 2)}, reload ${fmt(median(rs.map((x) => x.during.reloadS)), 1)} s`,
     );
   }
   if (reloads === 0) process.exit(0);
@@ -137,6 +137,7 @@ async function measureA(cycles, forSeconds = 0) {
   };
   const callers = Array.from({ length: concurrency }, loop);
   let background = 0;
+  let reloadMs = 0;
   const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
   if (cycles === 0) await sleep(forSeconds * 1000);
   for (let i = 0; i < cycles; i++) {
@@ -145,13 +146,19 @@ async function measureA(cycles, forSeconds = 0) {
     await worker.loadModel('b');
     reloading = false;
     background++;
+    reloadMs += performance.now() - t;
     await sleep(performance.now() - t);
   }
   stop = true;
   await Promise.all(callers);
   return {
     alone: { ...summarize(samples.alone), failures },
-    during: { ...summarize(samples.during), failures, background },
+    during: {
+      ...summarize(samples.during),
+      failures,
+      background,
+      reloadS: background ? reloadMs / background / 1e3 : 0,
+    },
   };
 }
 

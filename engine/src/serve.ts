@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import type { WorkerSettings } from './config/types.js';
-import { type ConsoleServer, startConsoleServer } from './console-server.js';
+import type { ConsoleServer } from './console-server.js';
 import { addControlService } from './control/control-grpc.js';
 import { ControlService } from './control/control-service.js';
 import { type GrpcServerHandle, startGrpcServer } from './kserve/grpc-server.js';
@@ -23,6 +23,11 @@ export interface RunningServer {
 export async function serve(modelRepo: string, settings: WorkerSettings, log: Logger): Promise<RunningServer> {
   // The KServe listeners open while the startup set loads (health says not ready until it has);
   // the console starts after, because it applies the stored policies to the models loaded.
+  const ep = settings.endpoints;
+  // The console's modules (its web server, state database, migrations) are imported while the
+  // models load rather than before: the JS thread is mostly waiting on the runtime then.
+  const consoleModule = ep.consolePort >= 0 ? import('./console-server.js') : null;
+  consoleModule?.catch(() => undefined);
   const { worker, loaded } = await Worker.begin({ modelRepo, settings, log });
   // Observed now, awaited below: a repository that cannot be read fails the start.
   const startup = loaded.then(
@@ -30,7 +35,6 @@ export async function serve(modelRepo: string, settings: WorkerSettings, log: Lo
     (err: unknown) => err,
   );
   const control = new ControlService(worker);
-  const ep = settings.endpoints;
   let grpc: GrpcServerHandle | undefined;
   let http: FastifyInstance | undefined;
   let metrics: { server: Server; port: number } | undefined;
@@ -47,10 +51,11 @@ export async function serve(modelRepo: string, settings: WorkerSettings, log: Lo
     metrics = ep.metricsPort >= 0 ? await startMetricsServer(worker, ep.host, ep.metricsPort) : undefined;
     const failed = await startup;
     if (failed !== null) throw failed;
-    consoleSrv =
-      ep.consolePort >= 0
-        ? await startConsoleServer(worker, control, modelRepo, settings, ep.host, ep.consolePort, log)
-        : undefined;
+    consoleSrv = consoleModule
+      ? await (
+          await consoleModule
+        ).startConsoleServer(worker, control, modelRepo, settings, ep.host, ep.consolePort, log)
+      : undefined;
     const ports = { grpc: grpc.port, http: httpPort, metrics: metrics?.port ?? -1, console: consoleSrv?.port ?? -1 };
     log.info('listening', { host: ep.host, ...ports, models: worker.repositoryIndex(true).map((m) => m.name) });
     let stopping: Promise<void> | null = null;
