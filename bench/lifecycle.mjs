@@ -1,16 +1,25 @@
 // bench/lifecycle: what a hot reload costs the models that are not being reloaded (issue 12).
-//  (a) latency of model A (examples/models/mlp, batch 1, closed loop) alone, then while model B (a
-//      copy of the same bundle: 5 compiled batch sizes) is reloaded back to back: p50/p90/p99.
+//  (a) latency of model A (examples/models/mlp, batch 1, closed loop) alone and while model B (a
+//      copy of the same bundle: 5 compiled batch sizes) reloads: p50/p90/p99. B reloads, then rests
+//      as long as the reload took, --cycles times; A's requests are split by whether a reload was
+//      under way when they started, so "alone" and "during" interleave at the scale of a reload.
+//      B's reloads compile every module (the compiled-executable cache is off: a changed bundle
+//      compiles). Each round runs in a fresh process; rounds alternate the addon's background
+//      priority (HLOSERVE_BACKGROUND_PRIORITY: idle, the default, against normal, i.e. compiles and
+//      warmups at the serving threads' priority), so both see the same machine load.
 //  (b) 50 reloads of B: process RSS after the first against after the last, and the addon's
 //      ledger (live executables and buffers), which must come back to the same counts.
 //
 // In-process on the real Worker (explicit mode, reloads through Worker.loadModel, the path the
 // KServe RepositoryModelLoad RPC and the dynamic-mode watcher take), CPU plugin.
 //
-// Usage: npm run build && node --expose-gc bench/lifecycle.mjs [--seconds 10] [--concurrency 2] [--reloads 50]
+// Usage: npm run build && node --expose-gc bench/lifecycle.mjs [--cycles 3] [--concurrency 2]
+//          [--rounds 3] [--priorities idle,normal] [--reloads 50]
+import { spawnSync } from 'node:child_process';
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { defaultConfig, workerSettings } from '../engine/dist/src/config/node-config.js';
 import { createLogger } from '../engine/dist/src/log.js';
 import { Worker } from '../engine/dist/src/worker/worker.js';
@@ -20,9 +29,60 @@ import { benchEndpoints, ensureServerNodeFlags, fmt, machine, summarize } from '
 ensureServerNodeFlags(import.meta.url);
 
 const arg = (name, dflt) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : dflt);
-const seconds = Number(arg('--seconds', '10'));
+const cycles = Number(arg('--cycles', '3'));
 const concurrency = Number(arg('--concurrency', '2'));
 const reloads = Number(arg('--reloads', '50'));
+const rounds = Number(arg('--rounds', '3'));
+const priorities = arg('--priorities', 'idle,normal').split(',');
+const child = process.argv.includes('--child');
+
+if (!child) {
+  console.log(`# bench/lifecycle - ${machine()}`);
+  console.log(
+    `# A = mlp (batch 1, ${concurrency} closed-loop callers), B = mlp copy reloaded (compiling), resting as long after each; ${cycles} reloads per round`,
+  );
+  const script = fileURLToPath(import.meta.url);
+  const results = new Map(priorities.map((p) => [p, []]));
+  for (let r = 1; r <= rounds; r++) {
+    for (const priority of r % 2 === 1 ? priorities : [...priorities].reverse()) {
+      const out = spawnSync(
+        process.execPath,
+        [
+          ...process.execArgv,
+          script,
+          '--child',
+          '--cycles',
+          String(cycles),
+          '--concurrency',
+          String(concurrency),
+          '--reloads',
+          '0',
+        ],
+        {
+          env: { ...process.env, HLOSERVE_BACKGROUND_PRIORITY: priority },
+          encoding: 'utf8',
+          stdio: ['ignore', 'pipe', 'inherit'],
+        },
+      );
+      const line = out.stdout.split('\n').find((l) => l.startsWith('{'));
+      if (!line) throw new Error(`round ${r} (${priority}) printed no result: ${out.stdout}`);
+      const res = JSON.parse(line);
+      results.get(priority).push(res);
+      const row = (label, x) =>
+        `${label} p50 ${fmt(x.p50)} p90 ${fmt(x.p90)} p99 ${fmt(x.p99)} us (n=${x.n}, failures ${x.failures})`;
+      console.log(
+        `round ${r} background=${res.applied.padEnd(6)} ${row('alone', res.alone)} | ${row('during', res.during)} | B reloads ${res.during.background} (${fmt(res.during.reloadS, 1)} s each) | p99 ratio ${fmt(res.during.p99 / res.alone.p99, 2)} p90 ratio ${fmt(res.during.p90 / res.alone.p90, 2)}`,
+      );
+    }
+  }
+  const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  for (const [p, rs] of results) {
+    console.log(
+      `median over ${rs.length} rounds, background=${p}: p99 ratio ${fmt(median(rs.map((x) => x.during.p99 / x.alone.p99)), 2)}, p90 ratio ${fmt(median(rs.map((x) => x.during.p90 / x.alone.p90)), 2)}, reload ${fmt(median(rs.map((x) => x.during.reloadS)), 1)} s`,
+    );
+  }
+  if (reloads === 0) process.exit(0);
+}
 
 const repo = mkdtempSync(join(tmpdir(), 'hlo-bench-lifecycle-'));
 cpSync(join(examplesDir, 'mlp'), join(repo, 'a'), { recursive: true });
@@ -32,6 +92,8 @@ const worker = await Worker.start({
   modelRepo: repo,
   settings: {
     ...base,
+    // Off: every reload compiles, as a changed bundle does.
+    compileCache: { maxBytes: 0 },
     modelControlMode: 'explicit',
     modelsInclude: ['a', 'b'],
     endpoints: benchEndpoints(base.endpoints),
@@ -50,16 +112,24 @@ const request = {
 };
 const ctx = { deadline: null };
 
-async function measureA(during) {
-  const samples = [];
+/**
+ * A's closed loop; meanwhile (when `cycles` > 0) B is reloaded, then left alone for as long as that
+ * reload took, `cycles` times; without reloads the loop runs `forSeconds`. Each A request counts
+ * as "during" when a reload was under way at its start, else "alone". Interleaving at the scale of
+ * one reload lets both sides see the same load from the rest of the machine.
+ */
+async function measureA(cycles, forSeconds = 0) {
+  const samples = { alone: [], during: [] };
   let failures = 0;
   let stop = false;
+  let reloading = false;
   const loop = async () => {
     while (!stop) {
+      const during = reloading;
       const t = performance.now();
       try {
         await worker.infer(request, ctx);
-        samples.push((performance.now() - t) * 1000);
+        samples[during ? 'during' : 'alone'].push((performance.now() - t) * 1000);
       } catch {
         failures++;
       }
@@ -67,17 +137,29 @@ async function measureA(during) {
   };
   const callers = Array.from({ length: concurrency }, loop);
   let background = 0;
-  const side = (async () => {
-    if (!during) return;
-    while (!stop) {
-      await worker.loadModel('b');
-      background++;
-    }
-  })();
-  await new Promise((r) => setTimeout(r, seconds * 1000));
+  let reloadMs = 0;
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  if (cycles === 0) await sleep(forSeconds * 1000);
+  for (let i = 0; i < cycles; i++) {
+    const t = performance.now();
+    reloading = true;
+    await worker.loadModel('b');
+    reloading = false;
+    background++;
+    reloadMs += performance.now() - t;
+    await sleep(performance.now() - t);
+  }
   stop = true;
-  await Promise.all([...callers, side]);
-  return { ...summarize(samples), failures, background };
+  await Promise.all(callers);
+  return {
+    alone: { ...summarize(samples.alone), failures },
+    during: {
+      ...summarize(samples.during),
+      failures,
+      background,
+      reloadS: background ? reloadMs / background / 1e3 : 0,
+    },
+  };
 }
 
 const rss = () => process.memoryUsage().rss;
@@ -88,16 +170,15 @@ const settle = async () => {
   }
 };
 
-console.log(`# bench/lifecycle - ${machine()}`);
-console.log(`# A = mlp (batch 1, ${concurrency} closed-loop callers), B = mlp copy; ${seconds} s per phase`);
-await measureA(false); // warm
-const alone = await measureA(false);
-const during = await measureA(true);
-const row = (label, s) =>
-  `${label.padEnd(22)} n=${String(s.n).padStart(7)}  p50 ${fmt(s.p50)} us  p90 ${fmt(s.p90)} us  p99 ${fmt(s.p99)} us  failures ${s.failures}`;
-console.log(row('(a) A alone', alone));
-console.log(row('(a) A while B reloads', during) + `  (B reloaded ${during.background} times)`);
-console.log(`(a) p99 ratio during/alone: ${fmt(during.p99 / alone.p99, 2)}`);
+if (child) {
+  await measureA(0, 3); // warm
+  const { alone, during } = await measureA(cycles);
+  const { Runtime } = await import('../native/dist/lib/index.js');
+  console.log(JSON.stringify({ applied: Runtime.backgroundPriority, alone, during }));
+  await worker.stop(false);
+  rmSync(repo, { recursive: true, force: true });
+  process.exit(0);
+}
 
 await worker.loadModel('b');
 await settle();

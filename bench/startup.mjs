@@ -5,7 +5,11 @@
 // cache counters the server reports, so each start is shown to be what it claims. Then, in this
 // process, the executables alone: every module of examples/models through an ExecutableCache,
 // cold (empty directory) and warm, alternating.
-// Usage: npm run build && node bench/startup.mjs [--rounds 4]
+// --priorities idle,normal repeats each round per background priority of the addon
+// (HLOSERVE_BACKGROUND_PRIORITY: compiles at SCHED_IDLE, the default, or at the serving threads'
+// priority), to show what the priority does to a cold start on a machine shared with other work;
+// --no-executables skips the second part.
+// Usage: npm run build && node bench/startup.mjs [--rounds 4] [--priorities idle] [--no-executables]
 import { get } from 'node:http';
 import { mkdtemp, readdir, readFile, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -22,6 +26,7 @@ const arg = (name, dflt) => {
   return i >= 0 ? process.argv[i + 1] : dflt;
 };
 const rounds = Number(arg('rounds', '4'));
+const priorities = arg('priorities', 'idle').split(',');
 
 // HLOSERVE_CACHE_DIR moves every cache, the installed plugins included: the scratch cache
 // directory links to the installed plugins so only the compiled executables start empty.
@@ -51,10 +56,14 @@ async function metrics(port) {
   };
 }
 
-async function start(kind) {
+async function start(kind, priority) {
   if (kind === 'cold') await rm(join(scratch, 'executables'), { recursive: true, force: true });
   const t0 = performance.now();
-  const server = await startServer({ HLOSERVE_CACHE_DIR: scratch, HLOSERVE_LOGGING_LEVEL: 'info' });
+  const server = await startServer({
+    HLOSERVE_CACHE_DIR: scratch,
+    HLOSERVE_LOGGING_LEVEL: 'info',
+    HLOSERVE_BACKGROUND_PRIORITY: priority,
+  });
   const readyS = (performance.now() - t0) / 1e3;
   let loadS = 0;
   let models = 0;
@@ -68,20 +77,20 @@ async function start(kind) {
   }
   const m = await metrics(server.ports.metrics);
   await server.stop();
-  return { kind, readyS, loadS, models, ...m };
+  return { kind, priority, readyS, loadS, models, ...m };
 }
 
 console.log(`# bench/startup, machine: ${machine()}`);
 console.log(`# examples/models, ${rounds} rounds of (cold, warm); seconds from spawn to "listening"`);
-console.log('round kind  ready_s  models_load_s  models  compiled  loaded_from_cache  cache_MiB');
+console.log('round kind  priority ready_s  models_load_s  models  compiled  loaded_from_cache  cache_MiB');
 const results = [];
 try {
   for (let r = 1; r <= rounds; r++) {
-    for (const kind of ['cold', 'warm']) {
-      const s = await start(kind);
+    for (const [kind, priority] of ['cold', 'warm'].flatMap((k) => priorities.map((p) => [k, p]))) {
+      const s = await start(kind, priority);
       results.push(s);
       console.log(
-        `${String(r).padStart(5)} ${kind}  ${fmt(s.readyS, 2).padStart(7)}  ${fmt(s.loadS, 2).padStart(13)}  ${String(
+        `${String(r).padStart(5)} ${kind}  ${priority.padEnd(8)} ${fmt(s.readyS, 2).padStart(7)}  ${fmt(s.loadS, 2).padStart(13)}  ${String(
           s.models,
         ).padStart(
           6,
@@ -97,17 +106,21 @@ const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
-const of = (kind, field) => median(results.filter((s) => s.kind === kind).map((s) => s[field]));
-const coldReady = of('cold', 'readyS');
-const warmReady = of('warm', 'readyS');
-const coldLoad = of('cold', 'loadS');
-const warmLoad = of('warm', 'loadS');
-console.log(
-  `median ready: cold ${fmt(coldReady, 2)} s, warm ${fmt(warmReady, 2)} s, warm/cold ${fmt(warmReady / coldReady, 3)}`,
-);
-console.log(
-  `median models load: cold ${fmt(coldLoad, 2)} s, warm ${fmt(warmLoad, 2)} s, warm/cold ${fmt(warmLoad / coldLoad, 3)}`,
-);
+for (const priority of priorities) {
+  const of = (kind, field) =>
+    median(results.filter((s) => s.kind === kind && s.priority === priority).map((s) => s[field]));
+  const coldReady = of('cold', 'readyS');
+  const warmReady = of('warm', 'readyS');
+  const coldLoad = of('cold', 'loadS');
+  const warmLoad = of('warm', 'loadS');
+  console.log(
+    `median ready (${priority}): cold ${fmt(coldReady, 2)} s, warm ${fmt(warmReady, 2)} s, warm/cold ${fmt(warmReady / coldReady, 3)}`,
+  );
+  console.log(
+    `median models load (${priority}): cold ${fmt(coldLoad, 2)} s, warm ${fmt(warmLoad, 2)} s, warm/cold ${fmt(warmLoad / coldLoad, 3)}`,
+  );
+}
+if (process.argv.includes('--no-executables')) process.exit(0);
 
 // The executables alone: what the cache replaces (compile) against what it does instead (check and
 // deserialize-and-load), without process start, weights or warmup.

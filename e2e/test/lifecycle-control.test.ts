@@ -24,7 +24,7 @@ function rpc<T>(client: Client, method: string, req: unknown): Promise<T> {
 
 const code = (c: status) => (e: unknown) => (e as ServiceError).code === c;
 
-async function start(mode: ModelControlMode, unloadGraceMs = 5000) {
+async function start(mode: ModelControlMode, unloadGraceSeconds = 5) {
   const repo = mkdtempSync(join(tmpdir(), `hlo-${mode}-`));
   writeTaggedBundle(repo, 'a', 7);
   writeTaggedBundle(repo, 'b', 8);
@@ -34,10 +34,10 @@ async function start(mode: ModelControlMode, unloadGraceMs = 5000) {
     {
       ...base,
       modelControlMode: mode,
+      modelUnloadGraceSeconds: unloadGraceSeconds,
       endpoints: { ...base.endpoints, host: '127.0.0.1', grpcPort: 0, httpPort: 0, metricsPort: -1, consolePort: -1 },
     },
     createLogger('silent'),
-    { unloadGraceMs },
   );
   const url = `127.0.0.1:${server.ports.grpc}`;
   return {
@@ -63,7 +63,7 @@ const unload = (c: Client, name: string) =>
 
 suite('explicit mode: the repository RPCs and ControlService decide', () => {
   let s: Awaited<ReturnType<typeof start>>;
-  before(async () => (s = await start('explicit', 300)));
+  before(async () => (s = await start('explicit', 0.3)));
   after(() => s.stop());
 
   test('nothing loads on its own; RepositoryModelLoad loads; weights are resident where the control plane put them', async () => {

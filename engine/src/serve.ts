@@ -1,14 +1,14 @@
 import type { Server } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import type { WorkerSettings } from './config/types.js';
-import { type ConsoleServer, startConsoleServer } from './console-server.js';
+import type { ConsoleServer } from './console-server.js';
 import { addControlService } from './control/control-grpc.js';
 import { ControlService } from './control/control-service.js';
 import { type GrpcServerHandle, startGrpcServer } from './kserve/grpc-server.js';
 import { buildHttpServer } from './kserve/http-server.js';
 import { startMetricsServer } from './kserve/metrics-server.js';
 import type { Logger } from './log.js';
-import { Worker, type WorkerOptions } from './worker/worker.js';
+import { Worker } from './worker/worker.js';
 
 export interface RunningServer {
   readonly worker: Worker;
@@ -20,15 +20,21 @@ export interface RunningServer {
 }
 
 /** Starts a worker and every listener of DESIGN.md's small deployment (gRPC, HTTP, metrics, console). */
-export async function serve(
-  modelRepo: string,
-  settings: WorkerSettings,
-  log: Logger,
-  options: Pick<WorkerOptions, 'unloadGraceMs'> = {},
-): Promise<RunningServer> {
-  const worker = await Worker.start({ modelRepo, settings, log, ...options });
-  const control = new ControlService(worker);
+export async function serve(modelRepo: string, settings: WorkerSettings, log: Logger): Promise<RunningServer> {
+  // The KServe listeners open while the startup set loads (health says not ready until it has);
+  // the console starts after, because it applies the stored policies to the models loaded.
   const ep = settings.endpoints;
+  // The console's modules (its web server, state database, migrations) are imported while the
+  // models load rather than before: the JS thread is mostly waiting on the runtime then.
+  const consoleModule = ep.consolePort >= 0 ? import('./console-server.js') : null;
+  consoleModule?.catch(() => undefined);
+  const { worker, loaded } = await Worker.begin({ modelRepo, settings, log });
+  // Observed now, awaited below: a repository that cannot be read fails the start.
+  const startup = loaded.then(
+    () => null,
+    (err: unknown) => err,
+  );
+  const control = new ControlService(worker);
   let grpc: GrpcServerHandle | undefined;
   let http: FastifyInstance | undefined;
   let metrics: { server: Server; port: number } | undefined;
@@ -43,10 +49,13 @@ export async function serve(
     await http.listen({ host: ep.host, port: ep.httpPort });
     const httpPort = (http.server.address() as { port: number }).port;
     metrics = ep.metricsPort >= 0 ? await startMetricsServer(worker, ep.host, ep.metricsPort) : undefined;
-    consoleSrv =
-      ep.consolePort >= 0
-        ? await startConsoleServer(worker, control, modelRepo, settings, ep.host, ep.consolePort, log)
-        : undefined;
+    const failed = await startup;
+    if (failed !== null) throw failed;
+    consoleSrv = consoleModule
+      ? await (
+          await consoleModule
+        ).startConsoleServer(worker, control, modelRepo, settings, ep.host, ep.consolePort, log)
+      : undefined;
     const ports = { grpc: grpc.port, http: httpPort, metrics: metrics?.port ?? -1, console: consoleSrv?.port ?? -1 };
     log.info('listening', { host: ep.host, ...ports, models: worker.repositoryIndex(true).map((m) => m.name) });
     let stopping: Promise<void> | null = null;
@@ -65,6 +74,7 @@ export async function serve(
         })()),
     };
   } catch (err) {
+    await startup;
     await grpc?.close(0);
     await http?.close();
     metrics?.server.close();

@@ -74,12 +74,19 @@ export interface NativeExecutable {
     outputDims: number[][];
     memoryStats: NativeCompiledMemoryStats | null;
   };
+  /** `lane.background` runs the call on the background threads (warmup), not the serving ones. */
   execute(
     args: Array<NativeBuffer | NativeHostArray>,
     deviceIndex: number,
     download: true,
+    lane?: { background: boolean },
   ): Promise<NativeHostResult[]>;
-  execute(args: Array<NativeBuffer | NativeHostArray>, deviceIndex: number, download: false): Promise<NativeBuffer[]>;
+  execute(
+    args: Array<NativeBuffer | NativeHostArray>,
+    deviceIndex: number,
+    download: false,
+    lane?: { background: boolean },
+  ): Promise<NativeBuffer[]>;
   serialize(): Promise<Buffer>;
   dispose(): void;
 }
@@ -142,6 +149,12 @@ export interface NativeBinding {
   readonly compileOptions: Buffer;
   /** Threads the addon runs blocking PJRT calls on (HLOSERVE_NATIVE_THREADS, default 4). */
   readonly workerThreads: number;
+  /**
+   * What the background threads (every compile, deserialize and serialize, and warmup executions)
+   * run at: 'idle' (SCHED_IDLE), 'nice' (nice 19) or 'normal'; HLOSERVE_BACKGROUND_PRIORITY asks,
+   * this says what the system granted.
+   */
+  readonly backgroundPriority: 'idle' | 'nice' | 'normal';
   /** Copies `length` bytes at `position` of an open shm object into a new Buffer, on the addon's threads. */
   shmRead(fd: number, position: number, length: number, minSize: number): Promise<Buffer>;
   /** Writes `data` at `position` of an open shm object, on the addon's threads. */

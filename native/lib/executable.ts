@@ -10,7 +10,14 @@ export type ExecuteArg = DeviceBuffer | HostArray;
 export interface ExecuteOptions {
   device?: number;
   signal?: AbortSignal;
+  /**
+   * Run on the addon's background threads (lowered CPU priority) instead of the serving ones: for
+   * work nobody waits on, such as a new version's warmup while the current one serves.
+   */
+  background?: boolean;
 }
+
+const BACKGROUND = { background: true } as const;
 
 function shapeMatches(expected: readonly number[], got: readonly number[]): boolean {
   return expected.length === got.length && expected.every((d, i) => d === -1 || d === got[i]);
@@ -54,7 +61,7 @@ export class Executable {
   /** Executes and downloads every output. Never blocks the event loop. */
   async run(args: readonly ExecuteArg[], options: ExecuteOptions = {}): Promise<HostArray[]> {
     const [nativeArgs, device] = this.#prepare(args, options);
-    const pending = this.#native.execute(nativeArgs, device, true);
+    const pending = this.#native.execute(nativeArgs, device, true, options.background ? BACKGROUND : undefined);
     const out = await this.#race(pending, options.signal);
     return out.map((o) => ({ dtype: dtypeFromPjrt(o.type) ?? 'u8', shape: o.dims, data: o.data }));
   }
@@ -62,7 +69,7 @@ export class Executable {
   /** Executes and leaves the outputs on the device. */
   async runToDevice(args: readonly ExecuteArg[], options: ExecuteOptions = {}): Promise<DeviceBuffer[]> {
     const [nativeArgs, device] = this.#prepare(args, options);
-    const pending = this.#native.execute(nativeArgs, device, false);
+    const pending = this.#native.execute(nativeArgs, device, false, options.background ? BACKGROUND : undefined);
     const out = await this.#race(pending, options.signal);
     return out.map((b) => new DeviceBuffer(b, this.#memories));
   }

@@ -112,6 +112,14 @@ export class Runtime {
     return new Runtime(client, info);
   }
 
+  /**
+   * The CPU priority of the addon's background threads, which run every compile, deserialize and
+   * serialize and warmup executions: 'idle', 'nice' or 'normal' (see HLOSERVE_BACKGROUND_PRIORITY).
+   */
+  static get backgroundPriority(): 'idle' | 'nice' | 'normal' {
+    return binding().backgroundPriority;
+  }
+
   get disposed(): boolean {
     return this.#client.isDisposed();
   }

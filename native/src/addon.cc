@@ -60,6 +60,7 @@ void Teardown(AddonData* data) {
   data->tearing_down = true;
   // Join the workers first so no task touches a client while it is destroyed.
   if (data->pool) data->pool->Shutdown();
+  if (data->background) data->background->Shutdown();
   std::set<std::shared_ptr<ClientState>> clients;
   {
     std::lock_guard<std::mutex> lock(data->clients_mu);
@@ -78,6 +79,12 @@ Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
     if (n >= 1 && n <= 256) threads = static_cast<size_t>(n);
   }
   data->pool = std::make_unique<TaskPool>(threads);
+  // Two threads: a model's modules compile one after another (XLA parallelises inside a compile),
+  // and a second model's build need not wait behind the first. XLA starts its compile helper
+  // threads lazily from the first thread that compiles and they inherit that thread's priority,
+  // which is why every compile goes through this pool.
+  const ThreadPriority priority = ParseThreadPriority(std::getenv("HLOSERVE_BACKGROUND_PRIORITY"), ThreadPriority::kIdle);
+  data->background = std::make_unique<TaskPool>(2, priority);
   data->completions = Napi::ThreadSafeFunction::New(env, Napi::Function::New(env, [](const Napi::CallbackInfo&) {}),
                                                     "hloserve-pjrt", 0, 1);
   data->completions.Unref(env);
@@ -97,6 +104,7 @@ Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
   std::string opts = CompileOptionsBytes();
   exports.Set("compileOptions", Napi::Buffer<char>::Copy(env, opts.data(), opts.size()));
   exports.Set("workerThreads", Napi::Number::New(env, static_cast<double>(threads)));
+  exports.Set("backgroundPriority", Napi::String::New(env, data->background->applied_priority()));
   exports.Set("PjrtClient", data->client_ctor.Value());
   exports.Set("PjrtBuffer", data->buffer_ctor.Value());
   exports.Set("PjrtExecutable", data->executable_ctor.Value());

@@ -53,12 +53,18 @@ Napi::Error MakeError(Napi::Env env, const Status& s) {
 
 void ThrowStatus(Napi::Env env, const Status& s) { throw MakeError(env, s); }
 
-Napi::Promise RunAsync(Napi::Env env, AsyncOp op) {
+Lane LaneOf(const Napi::Value& options) {
+  if (!options.IsObject()) return Lane::kServing;
+  return options.As<Napi::Object>().Get("background").ToBoolean() ? Lane::kBackground : Lane::kServing;
+}
+
+Napi::Promise RunAsync(Napi::Env env, AsyncOp op, Lane lane) {
   AddonData* data = AddonData::Get(env);
   auto* p = new Pending{Napi::Promise::Deferred::New(env), std::move(op), {}};
   Napi::Promise promise = p->deferred.Promise();
   if (data->inflight++ == 0) data->completions.Ref(env);
-  data->pool->Post([p, tsfn = data->completions]() mutable {
+  TaskPool* pool = lane == Lane::kBackground && data->background ? data->background.get() : data->pool.get();
+  pool->Post([p, tsfn = data->completions]() mutable {
     try {
       p->status = p->op.work();
     } catch (const std::exception& e) {

@@ -26,6 +26,9 @@ struct AddonData {
   Napi::FunctionReference arena_ctor;
   Napi::ThreadSafeFunction completions;
   std::unique_ptr<TaskPool> pool;
+  // Compiles, deserializes, serializes and warmup executions: threads at background priority
+  // (task_pool.h), so building a model never takes CPU time from the executions serving.
+  std::unique_ptr<TaskPool> background;
   int inflight = 0;  // JS thread only
   bool tearing_down = false;
   std::mutex clients_mu;
@@ -48,7 +51,13 @@ struct AsyncOp {
   std::function<Napi::Value(Napi::Env)> finish;
 };
 
+// Which pool runs an operation.
+enum class Lane { kServing, kBackground };
+
 // Posts `op` and returns its promise. Each promise is settled exactly once, on the JS thread.
-Napi::Promise RunAsync(Napi::Env env, AsyncOp op);
+Napi::Promise RunAsync(Napi::Env env, AsyncOp op, Lane lane = Lane::kServing);
+
+// The lane named by an options object's `background` flag (absent or not an object: serving).
+Lane LaneOf(const Napi::Value& options);
 
 }  // namespace hlo

@@ -391,7 +391,7 @@ Napi::Value ClientWrap::Compile(const Napi::CallbackInfo& info) {
     return s;
   };
   op.finish = [out](Napi::Env env) -> Napi::Value { return ExecutableWrap::NewInstance(env, *out); };
-  return RunAsync(env, std::move(op));
+  return RunAsync(env, std::move(op), Lane::kBackground);
 }
 
 // deserializeAndLoad(bytes) -> Promise<PjrtExecutable>. The bytes must come from serialize() on
@@ -426,7 +426,7 @@ Napi::Value ClientWrap::DeserializeAndLoad(const Napi::CallbackInfo& info) {
       return s;
     };
     op.finish = [out](Napi::Env env) -> Napi::Value { return ExecutableWrap::NewInstance(env, *out); };
-    return RunAsync(env, std::move(op));
+    return RunAsync(env, std::move(op), Lane::kBackground);
   } catch (const Napi::Error&) {
     throw;
   } catch (const std::exception& e) {

@@ -239,7 +239,7 @@ Napi::Value ExecutableWrap::Describe(const Napi::CallbackInfo& info) {
   return o;
 }
 
-// execute(args: Array<PjrtBuffer | {data, type, dims}>, deviceIndex, download) -> Promise
+// execute(args: Array<PjrtBuffer | {data, type, dims}>, deviceIndex, download, {background}?) -> Promise
 Napi::Value ExecutableWrap::Execute(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto job = std::make_shared<ExecuteJob>();
@@ -310,7 +310,7 @@ Napi::Value ExecutableWrap::Execute(const Napi::CallbackInfo& info) {
     }
     return out;
   };
-  return RunAsync(env, std::move(op));
+  return RunAsync(env, std::move(op), LaneOf(info[3]));
 }
 
 // serialize() -> Promise<Buffer>: the plugin's own serialization of the compiled program (object
@@ -365,7 +365,7 @@ Napi::Value ExecutableWrap::Serialize(const Napi::CallbackInfo& info) {
       return s;
     };
     op.finish = [bytes](Napi::Env env) -> Napi::Value { return bytes->ToJs(env); };
-    return RunAsync(env, std::move(op));
+    return RunAsync(env, std::move(op), Lane::kBackground);
   } catch (const Napi::Error&) {
     throw;
   } catch (const std::exception& e) {

@@ -3,20 +3,35 @@
 // Why not the libuv pool: it is shared with fs, dns, zlib and crypto and has four threads by
 // default, so long device waits there would stall unrelated I/O. Results come back to the JS
 // thread through one ThreadSafeFunction (see addon_data.h).
+//
+// Two pools: serving (executions, transfers) at the process's priority, and background (compile,
+// deserialize, serialize, warmup) whose threads lower their own CPU priority when they start, so
+// that a model being built beside the ones serving takes only CPU time that serving leaves idle.
 #pragma once
 
 #include <condition_variable>
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
 namespace hlo {
 
+// How a background thread ranks against the serving threads of the same process (Linux
+// scheduling is per thread): kIdle = SCHED_IDLE (runs when no normal thread wants the CPU), kNice
+// = nice 19 under SCHED_OTHER, kNormal = no change. An unprivileged thread cannot raise its
+// priority back (RLIMIT_NICE is 0 by default), which is why background work has threads of its
+// own instead of lowering a serving thread for the duration of a compile.
+enum class ThreadPriority { kNormal, kNice, kIdle };
+
+// Parses "idle" | "nice" | "normal"; anything else is `fallback`.
+ThreadPriority ParseThreadPriority(const char* text, ThreadPriority fallback);
+
 class TaskPool {
  public:
-  explicit TaskPool(size_t threads);
+  explicit TaskPool(size_t threads, ThreadPriority priority = ThreadPriority::kNormal);
   ~TaskPool();
   TaskPool(const TaskPool&) = delete;
   TaskPool& operator=(const TaskPool&) = delete;
@@ -24,6 +39,8 @@ class TaskPool {
   void Post(std::function<void()> task);
   // Stops accepting work, runs what is queued, joins the threads.
   void Shutdown();
+  // What the threads got: "idle", "nice" or "normal" (lower than asked when the system refused).
+  std::string applied_priority();
 
  private:
   void Loop();
@@ -32,6 +49,9 @@ class TaskPool {
   std::deque<std::function<void()>> queue_;
   std::vector<std::thread> threads_;
   bool stopping_ = false;
+  const ThreadPriority priority_;
+  ThreadPriority applied_;
+  size_t started_ = 0;
 };
 
 }  // namespace hlo

@@ -39,6 +39,10 @@ export const GLOBAL_DEFAULTS = {
   modelControlMode: 'static' as ModelControlMode,
   modelPollSeconds: 15,
   modelsInclude: [] as readonly string[],
+  /** How long an unload lets queued requests finish before answering them NOT_FOUND. */
+  modelUnloadGraceSeconds: 5,
+  /** How soon after a file event dynamic mode looks at the repository (and again to see it settled). */
+  modelSettleSeconds: 0.25,
 };
 
 export const RUNTIME_DEFAULTS: RuntimeConfig = {
@@ -116,6 +120,12 @@ export const RANGES = {
   unit: { min: 0, max: 1 },
   hookThreads: { min: 1, max: 64 },
   hookHeapMb: { min: 16, max: 65536 },
+  /** A day: a poll interval beyond this is a typo, not a setting. */
+  pollSeconds: { min: 0, minOpen: true, max: 86400 },
+  /** An unload that waits longer than an hour for its queue is stuck, not draining. */
+  unloadGraceSeconds: { min: 0, max: 3600 },
+  /** A copy into the repository is seen as settled within this long; beyond a minute, reloads lag. */
+  settleSeconds: { min: 0.01, max: 60 },
   /** What setTimeout holds (common/src/timers.ts). */
   timerMs: { min: 1, max: 2147483647 },
   /** gRPC message limits are signed 32-bit in grpc-js. */

@@ -32,6 +32,8 @@ export const ENV_OVERRIDES: readonly EnvOverrideSpec[] = [
   spec(null, 'cache_dir', 'path'),
   spec(null, 'model_control_mode', 'string'),
   spec(null, 'model_poll_seconds', 'number'),
+  spec(null, 'model_unload_grace_seconds', 'number'),
+  spec(null, 'model_settle_seconds', 'number'),
   spec(null, 'models_include', 'list'),
   spec('runtime', 'plugin', 'plugin'),
   spec('runtime', 'device_ordinal', 'int'),

@@ -109,6 +109,10 @@ export interface WorkerSettings {
   readonly cacheDir: string;
   readonly modelControlMode: ModelControlMode;
   readonly modelPollSeconds: number;
+  /** How long an unload lets queued requests finish before answering them NOT_FOUND. */
+  readonly modelUnloadGraceSeconds: number;
+  /** dynamic mode: how soon after a file event the repository is looked at, and again to see it settled. */
+  readonly modelSettleSeconds: number;
   /** Only these models are loaded; empty means every bundle in the repository. */
   readonly modelsInclude: readonly string[];
   readonly runtime: RuntimeConfig;

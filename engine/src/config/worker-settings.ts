@@ -40,6 +40,8 @@ export const SETTINGS_KEYS = [
   'cache_dir',
   'model_control_mode',
   'model_poll_seconds',
+  'model_unload_grace_seconds',
+  'model_settle_seconds',
   'models_include',
   'runtime',
   'compile_cache',
@@ -58,7 +60,13 @@ export function parseWorkerSettings(r: MappingReader, baseDir: string): WorkerSe
   const settings: WorkerSettings = {
     cacheDir: cacheDir ? resolve(baseDir, cacheDir) : defaultCacheDir(),
     modelControlMode: r.oneOf('model_control_mode', MODEL_CONTROL_MODES, GLOBAL_DEFAULTS.modelControlMode),
-    modelPollSeconds: r.number('model_poll_seconds', GLOBAL_DEFAULTS.modelPollSeconds, RANGES.positive),
+    modelPollSeconds: r.number('model_poll_seconds', GLOBAL_DEFAULTS.modelPollSeconds, RANGES.pollSeconds),
+    modelUnloadGraceSeconds: r.number(
+      'model_unload_grace_seconds',
+      GLOBAL_DEFAULTS.modelUnloadGraceSeconds,
+      RANGES.unloadGraceSeconds,
+    ),
+    modelSettleSeconds: r.number('model_settle_seconds', GLOBAL_DEFAULTS.modelSettleSeconds, RANGES.settleSeconds),
     modelsInclude: r.stringList('models_include', GLOBAL_DEFAULTS.modelsInclude),
     runtime: parseRuntime(r.section('runtime'), baseDir),
     compileCache: parseCompileCache(r.section('compile_cache')),

@@ -133,6 +133,7 @@ export class CompiledModel {
     inputs: readonly HostTensor[],
     weights: readonly DeviceBuffer[],
     signal?: AbortSignal,
+    background = false,
   ): Promise<HostTensor[]> {
     const exe = this.#executables.get(batch) ?? this.#executables.get(0);
     if (!exe) throw new ServeError('HLO_ERR_INTERNAL', `model '${this.name}' has no executable for batch ${batch}`);
@@ -140,7 +141,7 @@ export class CompiledModel {
       if (t.dtype === 'BYTES') throw new ServeError('HLO_ERR_INTERNAL', `executable input '${t.name}' cannot be BYTES`);
       return { dtype: t.dtype, shape: t.shape, data: t.data };
     });
-    const out = await exe.run([...args, ...weights], signal ? { signal } : {});
+    const out = await exe.run([...args, ...weights], background ? { signal, background } : signal ? { signal } : {});
     return out.map((o, i) => ({
       name: this.manifest.executableOutputs[i]?.name ?? `output_${i}`,
       dtype: o.dtype,
@@ -149,7 +150,11 @@ export class CompiledModel {
     }));
   }
 
-  /** Zero inputs at every compiled size: proves each module runs with these weights, and times it. */
+  /**
+   * Zero inputs at every compiled size: proves each module runs with these weights, and times it.
+   * On the addon's background threads, one size at a time, so a version warming beside one that
+   * serves never holds the serving threads.
+   */
   async warmup(weights: readonly DeviceBuffer[]): Promise<Map<number, number>> {
     const seconds = new Map<number, number>();
     for (const batch of this.batchSizes) {
@@ -159,7 +164,7 @@ export class CompiledModel {
         return { name: s.name, dtype: s.dtype, shape, data: new Uint8Array(bytes) };
       });
       const t = performance.now();
-      await this.run(batch, inputs, weights);
+      await this.run(batch, inputs, weights, undefined, true);
       seconds.set(batch, (performance.now() - t) / 1e3);
     }
     return seconds;

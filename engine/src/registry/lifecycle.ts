@@ -56,6 +56,14 @@ export interface HookRuntime {
 
 const NO_WEIGHTS: WeightSource = { path: null, argumentOrder: [] };
 
+/** Where a build's time went (the `model ready` / `model reloaded` log line): hooks and files, compile or cache load, weights, warmup. */
+interface BuildPhases {
+  readSeconds: number;
+  compileSeconds: number;
+  weightsSeconds: number;
+  warmupSeconds: number;
+}
+
 /** The weight cache's key for a build's weights: one per build, so two versions never share a copy by accident. */
 function weightKey(name: string, generation: number): string {
   return `${name}@${generation}`;
@@ -120,8 +128,9 @@ export class Lifecycle {
     if (sig !== null) slot.directoryId = sig.directoryId;
     let version: ModelVersion;
     let costs: ReadonlyMap<number, number>;
+    const phases: BuildPhases = { readSeconds: 0, compileSeconds: 0, weightsSeconds: 0, warmupSeconds: 0 };
     try {
-      ({ version, costs } = await this.#build(bundle, sig?.files ?? '', signal));
+      ({ version, costs } = await this.#build(bundle, sig?.files ?? '', signal, phases));
     } catch (err) {
       throw this.#fail(slot, toServeError(err));
     }
@@ -163,6 +172,7 @@ export class Lifecycle {
       weightBytes: version.weights.bytes,
       residency: version.policy.residency,
       loadSeconds: seconds,
+      ...phases,
     });
     return version;
   }
@@ -196,18 +206,28 @@ export class Lifecycle {
   async #build(
     bundle: Bundle,
     signature: string,
-    signal?: AbortSignal,
+    signal: AbortSignal | undefined,
+    phases: BuildPhases,
   ): Promise<{ version: ModelVersion; costs: ReadonlyMap<number, number> }> {
     const d = this.#d;
     const name = bundle.name;
     if (bundle.notServable) throw new ServeError('HLO_ERR_BUNDLE_INVALID', bundle.notServable);
+    let t = performance.now();
+    const lap = (): number => {
+      const now = performance.now();
+      const s = +((now - t) / 1e3).toFixed(3);
+      t = now;
+      return s;
+    };
     const hooks = await this.#loadHooks(bundle);
     if (bundle.kind === 'meta') return this.#buildMeta(bundle, hooks!, signature);
     const modules = new Map<number, Uint8Array>();
-    for (const m of bundle.modules) modules.set(m.batchSize, await readFile(m.path));
+    await Promise.all(bundle.modules.map(async (m) => modules.set(m.batchSize, await readFile(m.path))));
+    phases.readSeconds = lap();
     const weights = (bundle.weights?.tensors ?? []).map((t) => ({ name: t.name, dtype: t.dtype, shape: t.shape }));
     const compile = d.compile ?? ((rt, src, sig) => CompiledModel.compile(rt, src, sig));
     const compiled = await compile(d.runtime, { name, manifest: bundle.manifest, modules, weights }, signal);
+    phases.compileSeconds = lap();
     d.metrics.compiles.inc({ model: name }, modules.size);
     const generation = this.nextGeneration();
     const key = weightKey(name, generation);
@@ -235,12 +255,14 @@ export class Lifecycle {
       await d.cache.addModel({ name: key, bytes, residency: policy.residency, source });
       // Warmup proves every module runs with these weights and seeds the cost table.
       const lease = await d.cache.acquire(key);
+      phases.weightsSeconds = lap();
       let costs: Map<number, number>;
       try {
         costs = await compiled.warmup(lease.weights);
       } finally {
         lease.release();
       }
+      phases.warmupSeconds = lap();
       const build = new ModelBuild(
         compiled,
         { key, source, bytes },

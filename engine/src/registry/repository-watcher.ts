@@ -23,7 +23,10 @@ export interface RepositoryWatcherOptions {
   readonly include: readonly string[];
   readonly log: Logger;
   readonly actions: WatcherActions;
-  /** How soon after a file event the repository is looked at (and again, to see it settled); default 250 ms. */
+  /**
+   * How soon after a file event the repository is looked at (and again, to see it settled):
+   * node.yaml's model_settle_seconds; default 250 ms.
+   */
   readonly settleMs?: number;
 }
 

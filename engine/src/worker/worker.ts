@@ -82,12 +82,7 @@ export interface WorkerOptions {
   readonly log: Logger;
   /** Overrides the runtime (tests share one). */
   readonly runtime?: Runtime;
-  /** How long an unload lets queued requests finish before answering them NOT_FOUND; default 5000. */
-  readonly unloadGraceMs?: number;
 }
-
-/** What an unload waits for queued requests by default (docs/lifecycle.md). */
-export const DEFAULT_UNLOAD_GRACE_MS = 5000;
 
 /** Weights load into a device arena where the device is host memory and the cache has a budget. */
 function usesDeviceArena(config: { readonly deviceArena: boolean }, runtime: Runtime, budgetBytes: number): boolean {
@@ -121,6 +116,8 @@ export class Worker implements InferenceService {
   /** dynamic mode's repository watcher. */
   #watcher: RepositoryWatcher | null = null;
   #stopping = false;
+  /** The startup set has loaded (begin()); not ready before. */
+  #started = false;
   #inflight = 0;
   /** The largest weights of any model loaded so far (sizes the device arena). */
   #largestWeights = 0;
@@ -212,13 +209,26 @@ export class Worker implements InferenceService {
       log: o.log,
       defaults: { maxQueueDepth: s.scheduler.maxQueueDepth, maxQueueDelayUs: s.scheduler.maxQueueDelayUs },
       fitWeights: (bytes) => this.#fitArena(bytes),
-      unloadGraceMs: o.unloadGraceMs ?? DEFAULT_UNLOAD_GRACE_MS,
+      unloadGraceMs: s.modelUnloadGraceSeconds * 1000,
       hooks: this.#hooks,
       compile: (rt, src, sig) => CompiledModel.compile(rt, src, sig, compileCache),
     });
   }
 
+  /** Creates a worker and loads its startup set of models (see begin()). */
   static async start(o: WorkerOptions): Promise<Worker> {
+    const { worker, loaded } = await Worker.begin(o);
+    await loaded;
+    return worker;
+  }
+
+  /**
+   * Creates a worker and starts loading the repository without waiting for it, so the caller can
+   * open its listeners meanwhile (serve()). `loaded` settles once the startup set has (a model
+   * that fails is recorded on its slot) and rejects only when the repository cannot be read;
+   * serverReady() is false until it has settled, and dynamic mode's watcher starts after it.
+   */
+  static async begin(o: WorkerOptions): Promise<{ worker: Worker; loaded: Promise<void> }> {
     const rt = o.settings.runtime;
     const runtime =
       o.runtime ??
@@ -240,11 +250,15 @@ export class Worker implements InferenceService {
       devices: runtime.devices.length,
       weightBudgetBytes: Number.isFinite(budget) ? budget : 'unlimited',
       deviceArena: usesDeviceArena(rt, runtime, budget),
+      backgroundPriority: Runtime.backgroundPriority,
     });
     const w = new Worker(o, runtime, budget, await openExecutableCache(o.settings, o.log));
-    await w.loadRepository();
-    if (o.settings.modelControlMode === 'dynamic') w.#watchRepository();
-    return w;
+    const loaded = (async () => {
+      await w.loadRepository();
+      w.#started = true;
+      if (o.settings.modelControlMode === 'dynamic' && !w.#stopping) w.#watchRepository();
+    })();
+    return { worker: w, loaded };
   }
 
   /** dynamic mode: the repository decides what is loaded (registry/repository-watcher.ts). */
@@ -252,6 +266,7 @@ export class Worker implements InferenceService {
     this.#watcher = new RepositoryWatcher({
       repo: this.#modelRepo,
       pollSeconds: this.#settings.modelPollSeconds,
+      settleMs: this.#settings.modelSettleSeconds * 1000,
       include: this.#settings.modelsInclude,
       log: this.#log,
       actions: {
@@ -293,17 +308,24 @@ export class Worker implements InferenceService {
     const include = this.#settings.modelsInclude;
     if (this.#settings.modelControlMode === 'explicit' && include.length === 0) return;
     const found = await discoverBundles(this.#modelRepo, { include });
+    const bundles: Bundle[] = [];
     for (const d of found) {
-      if (!d.ok) {
-        const slot = this.registry.ensure(d.name);
-        slot.state = 'UNAVAILABLE';
-        slot.reason = d.error.message;
-        this.#log.error('bundle failed to load', { model: d.name, error: d.error.message });
-        this.events.emit({ type: 'failed', model: d.name, error: d.error.message, stillServing: false });
+      if (d.ok) {
+        bundles.push(d.bundle);
         continue;
       }
-      await this.lifecycle.load(d.bundle).catch(() => undefined);
+      const slot = this.registry.ensure(d.name);
+      slot.state = 'UNAVAILABLE';
+      slot.reason = d.error.message;
+      this.#log.error('bundle failed to load', { model: d.name, error: d.error.message });
+      this.events.emit({ type: 'failed', model: d.name, error: d.error.message, stillServing: false });
     }
+    // Side by side: compiles and executable loads queue on the runtime's background threads while
+    // another model's files, weights and warmup proceed. Meta models last: each checks the models
+    // it calls. A failure is recorded on its slot (the lifecycle) and does not stop the others.
+    const load = (b: Bundle) => this.lifecycle.load(b).catch(() => undefined);
+    await Promise.all(bundles.filter((b) => b.kind !== 'meta').map(load));
+    await Promise.all(bundles.filter((b) => b.kind === 'meta').map(load));
   }
 
   // ---- InferenceService ----------------------------------------------------------------------
@@ -313,7 +335,7 @@ export class Worker implements InferenceService {
   }
 
   serverReady(): boolean {
-    return !this.#stopping && this.registry.list().some((e) => e.state === 'READY');
+    return !this.#stopping && this.#started && this.registry.list().some((e) => e.state === 'READY');
   }
 
   serverMetadata(): ServerMetadata {

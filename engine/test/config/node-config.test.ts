@@ -65,6 +65,8 @@ suite('node config: defaults', () => {
       modelControlMode: 'static',
       modelPollSeconds: 15,
       modelsInclude: [],
+      modelUnloadGraceSeconds: 5,
+      modelSettleSeconds: 0.25,
       runtime: {
         plugin: 'cpu',
         deviceOrdinal: 0,
@@ -124,6 +126,8 @@ suite('node config: a full file', () => {
         model_control_mode: 'dynamic',
         model_poll_seconds: 2.5,
         models_include: ['mlp', 'resnet'],
+        model_unload_grace_seconds: 0,
+        model_settle_seconds: 1.5,
         runtime: {
           plugin: 'plugins/libtpu.so',
           device_ordinal: 1,
@@ -171,6 +175,8 @@ suite('node config: a full file', () => {
     assert.equal(g.cacheDir, '/etc/hloserve/cache');
     assert.equal(g.modelControlMode, 'dynamic');
     assert.equal(g.modelPollSeconds, 2.5);
+    assert.equal(g.modelUnloadGraceSeconds, 0);
+    assert.equal(g.modelSettleSeconds, 1.5);
     assert.deepEqual(g.modelsInclude, ['mlp', 'resnet']);
     assert.equal(g.runtime.plugin, '/etc/hloserve/plugins/libtpu.so');
     assert.equal(g.runtime.weightCacheBytes, 1.5 * 2 ** 30);
@@ -299,8 +305,23 @@ suite('node config: errors name file and path', () => {
       at('global.model_control_mode'),
       /static \| dynamic \| explicit/,
     ));
-  test('model_poll_seconds > 0', () =>
-    invalid(withGlobal({ model_poll_seconds: 0 }), at('global.model_poll_seconds'), /\(0, inf\)/));
+  test('model_poll_seconds in (0, 86400]', () => {
+    invalid(withGlobal({ model_poll_seconds: 0 }), at('global.model_poll_seconds'), /\(0, 86400\]/);
+    invalid(withGlobal({ model_poll_seconds: 86401 }), at('global.model_poll_seconds'), /\(0, 86400\], got 86401/);
+  });
+  test('model_unload_grace_seconds in [0, 3600]', () => {
+    invalid(withGlobal({ model_unload_grace_seconds: -1 }), at('global.model_unload_grace_seconds'), /\[0, 3600\]/);
+    invalid(
+      withGlobal({ model_unload_grace_seconds: 3601 }),
+      at('global.model_unload_grace_seconds'),
+      /\[0, 3600\], got 3601/,
+    );
+    invalid(withGlobal({ model_unload_grace_seconds: '5s' }), at('global.model_unload_grace_seconds'), /got "5s"/);
+  });
+  test('model_settle_seconds in [0.01, 60]', () => {
+    invalid(withGlobal({ model_settle_seconds: 0 }), at('global.model_settle_seconds'), /\[0.01, 60\], got 0/);
+    invalid(withGlobal({ model_settle_seconds: 61 }), at('global.model_settle_seconds'), /\[0.01, 60\], got 61/);
+  });
   test('models_include is a list of names', () => {
     invalid(withGlobal({ models_include: 'mlp' }), at('global.models_include'), /expected a list of strings/);
     invalid(
