@@ -120,6 +120,11 @@ export interface SubmitOptions<V = unknown> {
   /** Cancels the request: removed if queued, answered CANCELLED at once if executing. */
   readonly signal?: CancelSignal;
   readonly timing?: RequestTiming;
+  /**
+   * A meta model's sub-call: queued ahead of its model's fresh requests, and its model served
+   * before models whose front request is fresh, so that a started pipeline finishes first.
+   */
+  readonly nested?: boolean;
 }
 
 export interface ShutdownOptions {
@@ -443,7 +448,7 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
         timing: options.timing,
       };
       if (r.timing !== undefined) r.timing.submittedAt = now;
-      r.node = st.queue.push(r, rows);
+      r.node = options.nested === true ? st.queue.pushAhead(r, rows) : st.queue.push(r, rows);
       if (deadline !== null) st.deadlines.push(r);
       this.#withWork.add(st);
       if (r.signal !== undefined) {
@@ -624,6 +629,7 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
         state: st,
         name: st.info.name,
         frontArrival: st.queue.front!.value.arrival,
+        aheadFront: st.queue.front!.ahead,
         minDeadline: st.deadlines.peek()?.deadline ?? null,
         priority,
       });

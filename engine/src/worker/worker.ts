@@ -476,6 +476,7 @@ export class Worker implements InferenceService {
         signal: ctx.signal,
         timing: call,
         version: call.version,
+        nested: ctx.nested === true,
       })
       .then(
         (outputs) => (call.writesSharedMemory ? this.#answerShared(call, outputs) : this.#answer(call, outputs)),
@@ -523,6 +524,7 @@ export class Worker implements InferenceService {
           signal: ctx.signal,
           timing: call,
           version: v,
+          nested: ctx.nested === true,
         });
         outputs = hooks.hasPostprocess ? await hooks.postprocess(raw, context) : raw;
       }
