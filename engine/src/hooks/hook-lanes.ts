@@ -114,64 +114,99 @@ export function epochMs(): number {
   return performance.timeOrigin + performance.now();
 }
 
-type TensorEntry = [name: string, dtype: TensorDType, shape: number[], offset: number, byteLength: number];
-
-const encoder = new TextEncoder();
-const decoder = new TextDecoder();
+/** Numeric dtypes by their code in a lane's tensor table. */
+const CODES: readonly Exclude<TensorDType, 'BYTES'>[] = [
+  'bool',
+  'u8',
+  'i8',
+  'i16',
+  'u16',
+  'f16',
+  'bf16',
+  'i32',
+  'u32',
+  'f32',
+  'f64',
+  'i64',
+  'u64',
+];
+const CODE_OF = new Map<string, number>(CODES.map((d, i) => [d, i]));
+/** One table entry before its dims and name: name length, code, rank, data offset, byte length. */
+const ENTRY = 16;
 
 /**
- * Writes `header` and `tensors` into a lane; false (nothing is promised about the lane's bytes)
- * when a tensor is not a plain numeric one of its dtype's array type or the whole does not fit.
+ * Writes `header` (JSON; null writes none) and `tensors` into a lane; false (nothing is promised
+ * about the lane's bytes) when a tensor is not a plain numeric one of its dtype's array type or
+ * the whole does not fit. The tensor table is binary: JSON for it cost more than the copies.
  */
-export function writeLane(lane: Uint8Array, header: object, tensors: unknown): boolean {
+export function writeLane(lane: Uint8Array, header: object | null, tensors: unknown): boolean {
   if (typeof tensors !== 'object' || tensors === null || Array.isArray(tensors)) return false;
-  const entries: TensorEntry[] = [];
-  const views: Uint8Array[] = [];
+  const names = Object.keys(tensors);
+  const values = names.map((n) => (tensors as Record<string, unknown>)[n]);
+  let tableBytes = 0;
   let dataBytes = 0;
-  for (const [name, value] of Object.entries(tensors as Record<string, unknown>)) {
-    const t = value as Partial<HookTensor> | null;
-    if (typeof t !== 'object' || t === null || typeof t.dtype !== 'string' || t.dtype === 'BYTES') return false;
-    const Ctor = arrayTypeFor(t.dtype);
-    if (Ctor === null || !(t.data instanceof Ctor) || !Array.isArray(t.shape)) return false;
-    if (!t.shape.every((d) => Number.isSafeInteger(d))) return false;
+  for (let i = 0; i < values.length; i++) {
+    const t = values[i] as Partial<HookTensor> | null;
+    if (typeof t !== 'object' || t === null || typeof t.dtype !== 'string') return false;
+    const code = CODE_OF.get(t.dtype);
+    if (code === undefined || !(t.data instanceof arrayTypeFor(t.dtype)!) || !Array.isArray(t.shape)) return false;
+    if (t.shape.length > 255 || !t.shape.every((d) => Number.isSafeInteger(d))) return false;
+    tableBytes += ENTRY + 8 * t.shape.length + align8(3 * names[i]!.length);
+    dataBytes += align8((t.data as NumericArray).byteLength);
+  }
+  const buf = Buffer.from(lane.buffer, lane.byteOffset, lane.byteLength);
+  const view = new DataView(lane.buffer, lane.byteOffset, lane.byteLength);
+  // Header length is known only once written: UTF-8 may take up to 3 bytes per UTF-16 unit.
+  const headText = header === null ? '' : JSON.stringify(header);
+  const headMax = 3 * headText.length;
+  if (align8(8 + headMax) + tableBytes + dataBytes > lane.byteLength) return false;
+  const headBytes = headText.length === 0 ? 0 : buf.write(headText, 8, 'utf8');
+  view.setUint32(0, headBytes, true);
+  view.setUint32(4, names.length, true);
+  let at = align8(8 + headBytes);
+  let data = at + tableBytes;
+  for (let i = 0; i < values.length; i++) {
+    const t = values[i] as HookTensor;
     const d = t.data as NumericArray;
-    entries.push([name, t.dtype, t.shape as number[], 0, d.byteLength]);
-    views.push(new Uint8Array(d.buffer, d.byteOffset, d.byteLength));
-    dataBytes += align8(d.byteLength);
+    const nameBytes = buf.write(names[i]!, at + ENTRY + 8 * t.shape.length, 'utf8');
+    view.setUint32(at, nameBytes, true);
+    view.setUint8(at + 4, CODE_OF.get(t.dtype)!);
+    view.setUint8(at + 5, t.shape.length);
+    view.setUint32(at + 8, data, true);
+    view.setUint32(at + 12, d.byteLength, true);
+    for (let k = 0; k < t.shape.length; k++) view.setFloat64(at + ENTRY + 8 * k, t.shape[k]!, true);
+    at += ENTRY + 8 * t.shape.length + align8(nameBytes);
+    lane.set(new Uint8Array(d.buffer, d.byteOffset, d.byteLength), data);
+    data += align8(d.byteLength);
   }
-  // Offsets are written before the header is sized: the header goes first, so they are relative
-  // to the data area, which starts at an aligned offset after the header.
-  let at = 0;
-  for (const e of entries) {
-    e[3] = at;
-    at += align8(e[4]);
-  }
-  const head = encoder.encode(JSON.stringify({ h: header, t: entries }));
-  const dataStart = align8(4 + head.byteLength);
-  if (dataStart + dataBytes > lane.byteLength) return false;
-  new DataView(lane.buffer, lane.byteOffset, 4).setUint32(0, head.byteLength, true);
-  lane.set(head, 4);
-  for (let i = 0; i < entries.length; i++) lane.set(views[i]!, dataStart + entries[i]![3]);
   return true;
 }
 
 /** Reads a lane written by writeLane; every tensor is copied out into an ArrayBuffer of its own. */
-export function readLane<H>(lane: Uint8Array): { header: H; tensors: HookTensors } {
-  const headLength = new DataView(lane.buffer, lane.byteOffset, 4).getUint32(0, true);
-  const { h, t } = JSON.parse(decoder.decode(lane.subarray(4, 4 + headLength))) as { h: H; t: TensorEntry[] };
-  const dataStart = align8(4 + headLength);
+export function readLane<H>(lane: Uint8Array): { header: H | null; tensors: HookTensors } {
+  const buf = Buffer.from(lane.buffer, lane.byteOffset, lane.byteLength);
+  const view = new DataView(lane.buffer, lane.byteOffset, lane.byteLength);
+  const headBytes = view.getUint32(0, true);
+  const count = view.getUint32(4, true);
+  const header = headBytes === 0 ? null : (JSON.parse(buf.toString('utf8', 8, 8 + headBytes)) as H);
   const tensors: Record<string, HookTensor> = {};
-  for (const [name, dtype, shape, offset, byteLength] of t) {
+  let at = align8(8 + headBytes);
+  for (let i = 0; i < count; i++) {
+    const nameBytes = view.getUint32(at, true);
+    const dtype = CODES[view.getUint8(at + 4)]!;
+    const rank = view.getUint8(at + 5);
+    const offset = view.getUint32(at + 8, true);
+    const byteLength = view.getUint32(at + 12, true);
+    const shape: number[] = [];
+    for (let k = 0; k < rank; k++) shape.push(view.getFloat64(at + ENTRY + 8 * k, true));
+    const nameAt = at + ENTRY + 8 * rank;
+    const name = buf.toString('utf8', nameAt, nameAt + nameBytes);
+    at = nameAt + align8(nameBytes);
     const own = new Uint8Array(byteLength);
-    own.set(lane.subarray(dataStart + offset, dataStart + offset + byteLength));
-    const Ctor = arrayTypeFor(dtype)!;
-    tensors[name] = {
-      dtype,
-      shape,
-      data: new Ctor(own.buffer, 0, byteLength / DTYPE_BYTES[dtype as Exclude<TensorDType, 'BYTES'>]),
-    };
+    own.set(lane.subarray(offset, offset + byteLength));
+    tensors[name] = { dtype, shape, data: new (arrayTypeFor(dtype)!)(own.buffer, 0, byteLength / DTYPE_BYTES[dtype]) };
   }
-  return { header: h, tensors };
+  return { header, tensors };
 }
 
 function align8(n: number): number {

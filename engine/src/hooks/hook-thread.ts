@@ -150,7 +150,8 @@ function takeLanes(): boolean {
   for (let i = 0; i < block.lanes; i++) {
     if (!block.claim(i, Lane.Requested, Lane.Taken)) continue;
     took = true;
-    const { header, tensors } = readLane<LaneHeader>(block.lane(i));
+    const { header: read, tensors } = readLane<LaneHeader>(block.lane(i));
+    const header = read!;
     const mod = loaded.get(header.url);
     if (mod !== undefined) {
       startLane(i, header, tensors, mod);
@@ -202,7 +203,7 @@ function startLane(i: number, header: LaneHeader, tensors: HookTensors, mod: Mod
 }
 
 function finishLane(i: number, id: number, result: unknown): void {
-  if (!writeLane(block.lane(i), {}, result))
+  if (!writeLane(block.lane(i), null, result))
     return answerByMessage(i, { type: 'result', id, tensors: result as HookTensors });
   block.setState(i, Lane.Done);
   if (Atomics.compareExchange(block.words, NOTED, 0, 1) === 0)
