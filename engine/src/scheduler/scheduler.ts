@@ -573,8 +573,9 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
 
   #view(st: ModelState, now: number): QueueView {
     const front = st.queue.front!;
-    // The front request's version decides the batch: it is the oldest one queued (versions only
-    // ever replace each other in submit order), and a batch never mixes versions.
+    // The front request's version decides the batch, and a batch never mixes versions. The front
+    // is the oldest request queued, or a sub-call put ahead of it, which may run on a newer
+    // version than the requests behind it: they keep theirs (each holds its version) and run next.
     const info = front.value.info;
     const scan = planScanRows(info.sizes, info.cap);
     const prefixRows: number[] = [];
