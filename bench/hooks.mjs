@@ -7,23 +7,29 @@
 // (b) classify-image: PNG bytes in, top-3 labels out, decoding in the preprocess hook; rows/s at
 //     concurrency 1 and 16.
 //
-//   npm run build && node bench/hooks.mjs [--seconds N] [--rounds N]
+//   npm run build && node bench/hooks.mjs [--seconds N] [--rounds N] [--no-image] [--engine DIR]
+//
+// --engine names another build of the engine (a copy of engine/dist) to measure, so that two
+// builds can be compared in alternating runs (bench/hooks-ab.mjs).
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { defaultConfig, workerSettings } from '../engine/dist/src/config/node-config.js';
-import { createLogger } from '../engine/dist/src/log.js';
-import { Worker } from '../engine/dist/src/worker/worker.js';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const examples = join(here, '..', 'examples', 'models');
 const flag = (name, fallback) => {
   const i = process.argv.indexOf(name);
-  return i < 0 ? fallback : Number(process.argv[i + 1]);
+  return i < 0 ? fallback : process.argv[i + 1];
 };
-const seconds = flag('--seconds', 3);
-const rounds = flag('--rounds', 3);
+const seconds = Number(flag('--seconds', 3));
+const rounds = Number(flag('--rounds', 3));
+const engine = resolve(flag('--engine', join(here, '..', 'engine', 'dist')));
+const image = !process.argv.includes('--no-image');
+const load = (path) => import(pathToFileURL(join(engine, 'src', path)).href);
+const { defaultConfig, workerSettings } = await load('config/node-config.js');
+const { createLogger } = await load('log.js');
+const { Worker } = await load('worker/worker.js');
 
 const repo = mkdtempSync(join(tmpdir(), 'hloserve-bench-hooks-'));
 cpSync(join(examples, 'mlp'), join(repo, 'mlp'), { recursive: true });
@@ -106,12 +112,13 @@ for (const c of [1, 16]) {
   });
   const a = row('mlp');
   const b = row('mlp-hooked');
+  if (process.env.HOOKS_BENCH_JSON) console.log(JSON.stringify({ c, none: a, hooks: b }));
   console.log(
     `  c=${c}: none p50 ${a.p50.toFixed(0)} µs p99 ${a.p99.toFixed(0)} µs ${a.rate.toFixed(0)}/s | hooks p50 ${b.p50.toFixed(0)} µs p99 ${b.p99.toFixed(0)} µs ${b.rate.toFixed(0)}/s | added p50 ${(b.p50 - a.p50).toFixed(0)} µs (${((b.p50 / a.p50 - 1) * 100).toFixed(0)} %)`,
   );
 }
-console.log('(b) classify-image: one 32x32 PNG per request, decoded in preprocess, top-3 in postprocess');
-for (const c of [1, 16]) {
+if (image) console.log('(b) classify-image: one 32x32 PNG per request, decoded in preprocess, top-3 in postprocess');
+for (const c of image ? [1, 16] : []) {
   const r = await closedLoop(imageRequest, c, seconds * 1000);
   console.log(
     `  c=${c}: ${r.perSecond.toFixed(0)} images/s, p50 ${(r.p50 / 1000).toFixed(2)} ms, p99 ${(r.p99 / 1000).toFixed(2)} ms`,

@@ -1,16 +1,19 @@
 /**
  * A bounded pool of worker threads that run bundle hooks (preprocess, postprocess, a meta model's
  * run). Hooks never run on the dispatch loop. A thread holds a few calls at once, so it never
- * idles through a message round trip; it still runs them one after another (a hook is ordinary
- * code on the thread's event loop). A hook that hangs or exhausts its heap stops its thread: the
- * pool terminates it (the only way to stop a synchronous loop), fails the call that had started,
- * and sends the calls that had not started to a fresh thread, so only the guilty request fails.
+ * idles through a round trip; it still runs them one after another (a hook is ordinary code on
+ * the thread's event loop). Small numeric preprocess / postprocess calls go through a lane of
+ * the thread's shared block (hook-lanes.ts); the rest, and answers that do not fit, by message.
+ * A hook that hangs or exhausts its heap stops its thread: the pool terminates it (the only way
+ * to stop a synchronous loop), fails the call that had started, and sends the calls that had not
+ * started to a fresh thread, so only the guilty request fails.
  */
 import { Worker } from 'node:worker_threads';
 import { ServeError, invalidArgument, type ErrorCode } from '@hloserve/common/errors';
 import { clampTimerMs } from '@hloserve/common/timers';
 import type { FromThread, HookContextData, HookErrorData, HookFunction, ToThread } from './hook-protocol.js';
 import { transferList, type HookTensors } from './hook-tensor.js';
+import { epochMs, Lane, LANE_BYTES, LaneBlock, MAIL, NOTED, readLane, writeLane } from './hook-lanes.js';
 
 export interface HookPoolOptions {
   /** Threads at most; each is started on first need. */
@@ -48,12 +51,20 @@ interface Pending {
 interface InFlight {
   readonly pending: Pending;
   timer: ReturnType<typeof setTimeout>;
-  /** The thread said the hook began: from here a failure of the thread is this call's. */
+  /** A message call: the thread said the hook began; from here a failure of the thread is this call's. */
   started: boolean;
+  /** The lane the call went through, or -1 (by message). */
+  readonly lane: number;
+  /** When it was handed to the thread (epoch ms). */
+  readonly sentAt: number;
 }
 
 interface Slot {
   worker: Worker;
+  /** The thread's shared block; a replaced thread gets a fresh one. */
+  block: LaneBlock;
+  /** Per lane, the id of the call it holds (which may have been answered already), or 0. */
+  laneOwners: number[];
   readonly inflight: Map<number, InFlight>;
 }
 
@@ -118,7 +129,13 @@ export class HookPool {
     for (const s of this.#slots) if (best === null || s.inflight.size < best.inflight.size) best = s;
     if (best !== null && best.inflight.size === 0) return best;
     if (this.#slots.length < this.#opts.threads) {
-      const slot: Slot = { worker: this.#spawn(), inflight: new Map() };
+      const block = this.#newBlock();
+      const slot: Slot = {
+        worker: this.#spawn(block),
+        block,
+        laneOwners: new Array<number>(block.lanes).fill(0),
+        inflight: new Map(),
+      };
       this.#attach(slot);
       this.#slots.push(slot);
       return slot;
@@ -126,9 +143,14 @@ export class HookPool {
     return best !== null && best.inflight.size < this.#perThread ? best : null;
   }
 
-  #spawn(): Worker {
+  #newBlock(): LaneBlock {
+    return new LaneBlock({ lanes: this.#perThread, laneBytes: LANE_BYTES });
+  }
+
+  #spawn(block: LaneBlock): Worker {
     const w = new Worker(THREAD_URL, {
       resourceLimits: { maxOldGenerationSizeMb: this.#opts.maxHeapMb, maxYoungGenerationSizeMb: 16 },
+      workerData: { sab: block.sab, lanes: block.lanes, laneBytes: block.laneBytes },
     });
     // An idle hook thread must not keep the process alive.
     w.unref();
@@ -151,12 +173,29 @@ export class HookPool {
   #start(slot: Slot, pending: Pending): void {
     const id = this.#nextId++;
     const { call } = pending;
+    slot.worker.ref();
+    if (call.fn === 'preprocess' || call.fn === 'postprocess') {
+      const lane = slot.laneOwners.indexOf(0);
+      const header = { id, url: call.url, fn: call.fn, context: call.context };
+      if (lane >= 0 && writeLane(slot.block.lane(lane), header, call.tensors)) {
+        slot.laneOwners[lane] = id;
+        const sentAt = epochMs();
+        const f: InFlight = { pending, timer: undefined!, started: false, lane, sentAt };
+        slot.inflight.set(id, f);
+        // One timer stands for every limit: it wakes at the earliest that could have passed and
+        // looks at the lane to see which applies (no message says when the hook started).
+        const byDeadline = call.context.deadline === null ? Infinity : call.context.deadline - sentAt;
+        f.timer = this.#armLane(slot, slot.worker, id, Math.min(call.timeoutMs, LOAD_TIMEOUT_MS, byDeadline));
+        slot.block.setState(lane, Lane.Requested);
+        slot.block.ring();
+        return;
+      }
+    }
     // Until the thread says the hook started, the clock that runs is the load limit: the call may
     // wait behind others on its thread, and a fresh thread must start and import the module
     // first, which on a busy machine can take longer than a hook call may.
     const timer = this.#arm(slot, id, call, Math.max(call.timeoutMs, LOAD_TIMEOUT_MS), 'it did not start in time');
-    slot.inflight.set(id, { pending, timer, started: false });
-    slot.worker.ref();
+    slot.inflight.set(id, { pending, timer, started: false, lane: -1, sentAt: epochMs() });
     const msg: ToThread =
       call.fn === 'inspect'
         ? { type: 'inspect', id, url: call.url }
@@ -164,12 +203,73 @@ export class HookPool {
     try {
       // Inputs are copied, not moved: a call its thread had not started when the thread was
       // replaced is sent again, so its tensors must still be here.
-      slot.worker.postMessage(msg);
+      this.#post(slot, msg);
     } catch (e) {
       this.#settle(slot, id, () =>
         pending.reject(invalidArgument(`hook input could not be sent: ${String(e).slice(0, 200)}`)),
       );
     }
+  }
+
+  /** Posts to the thread and rings its doorbell: a thread asleep on it must wake to read messages. */
+  #post(slot: Slot, msg: ToThread, transfer: ArrayBuffer[] = []): void {
+    slot.worker.postMessage(msg, transfer);
+    // Counted once sent: a message that could not be cloned must not keep the thread looking for it.
+    Atomics.add(slot.block.words, MAIL, 1);
+    slot.block.ring();
+  }
+
+  /** Whether the thread began the call's hook: from then on a failure of the thread is the call's. */
+  #started(slot: Slot, f: InFlight): boolean {
+    return f.lane < 0 ? f.started : slot.block.state(f.lane) >= Lane.Running;
+  }
+
+  /**
+   * The timer of a lane call: at the earlier of the hook's limit counted from its start, the load
+   * limit counted from when it was sent, and the request's deadline, the call fails as a message
+   * call's timer would; before that it re-arms for what is left.
+   */
+  #armLane(slot: Slot, w: Worker, id: number, inMs: number): ReturnType<typeof setTimeout> {
+    return setTimeout(() => {
+      const f = slot.inflight.get(id);
+      if (slot.worker !== w || f === undefined) return;
+      const { call } = f.pending;
+      const now = epochMs();
+      const started = this.#started(slot, f);
+      const limitAt = started
+        ? slot.block.startedAt[f.lane]! + call.timeoutMs
+        : f.sentAt + Math.max(call.timeoutMs, LOAD_TIMEOUT_MS);
+      const deadline = call.context.deadline ?? Infinity;
+      const due = Math.min(limitAt, deadline);
+      if (now < due) {
+        // Not started yet: look again no later than a hook that starts now would overrun.
+        f.timer = this.#armLane(slot, w, id, clampTimerMs(Math.min(due, started ? due : now + call.timeoutMs) - now));
+        return;
+      }
+      if (deadline <= limitAt)
+        return this.#expire(slot, w, id, 'HLO_ERR_DEADLINE_EXCEEDED', 'the request deadline passed');
+      const why = started ? `it ran past its ${call.timeoutMs} ms limit` : 'it did not start in time';
+      this.#expire(slot, w, id, 'HLO_ERR_HOOK_FAILED', why);
+    }, clampTimerMs(inMs));
+  }
+
+  /** Settles every lane call whose result is in its lane and frees the lane. */
+  #harvest(slot: Slot): void {
+    const { block } = slot;
+    for (let lane = 0; lane < slot.laneOwners.length; lane++) {
+      const id = slot.laneOwners[lane]!;
+      if (id === 0 || block.state(lane) !== Lane.Done) continue;
+      const f = slot.inflight.get(id);
+      // An answered call's lane is freed all the same.
+      const tensors = f === undefined ? null : readLane(block.lane(lane)).tensors;
+      this.#freeLane(slot, lane);
+      if (f !== undefined) this.#settle(slot, id, () => f.pending.resolve(tensors as never));
+    }
+  }
+
+  #freeLane(slot: Slot, lane: number): void {
+    slot.laneOwners[lane] = 0;
+    slot.block.setState(lane, Lane.Free);
   }
 
   /** A timer that fails call `id` after `limitMs` or at the request's deadline, whichever is first. */
@@ -191,12 +291,26 @@ export class HookPool {
   #expire(slot: Slot, w: Worker, id: number, code: ErrorCode, why: string): void {
     const f = slot.inflight.get(id);
     if (slot.worker !== w || f === undefined) return;
-    if (f.started || slot.inflight.keys().next().value === id) return this.#fail(slot, w, id, code, why);
+    if (this.#started(slot, f) || slot.inflight.keys().next().value === id) return this.#fail(slot, w, id, code, why);
+    // A lane call the thread has not taken leaves its lane; one it took keeps the lane until the
+    // thread is done with it.
+    if (f.lane >= 0 && slot.block.claim(f.lane, Lane.Requested, Lane.Free)) slot.laneOwners[f.lane] = 0;
     const where = `${f.pending.call.fn} hook of ${f.pending.call.context.model}`;
     this.#settle(slot, id, () => f.pending.reject(new ServeError(code, `${where} failed: ${why}`)));
   }
 
   #onMessage(slot: Slot, w: Worker, msg: FromThread): void {
+    if (slot.worker !== w) return;
+    if (msg.type === 'lanes') {
+      // Cleared before reading, so a lane done from here on sends a note of its own.
+      Atomics.store(slot.block.words, NOTED, 0);
+      return this.#harvest(slot);
+    }
+    if (msg.type === 'result' || msg.type === 'error') {
+      // A lane call answered by message (an error, or a result too large for its lane).
+      const lane = slot.laneOwners.indexOf(msg.id);
+      if (lane >= 0) this.#freeLane(slot, lane);
+    }
     const f = slot.inflight.get(msg.id);
     if (slot.worker !== w || f === undefined) return;
     const { pending } = f;
@@ -211,7 +325,7 @@ export class HookPool {
       const sub = 'subcall' in pending.call ? pending.call.subcall : undefined;
       const answer = (m: ToThread): void => {
         if (slot.worker === w && slot.inflight.has(msg.id))
-          w.postMessage(m, m.type === 'subresult' && m.tensors ? transferList(m.tensors) : []);
+          this.#post(slot, m, m.type === 'subresult' && m.tensors ? transferList(m.tensors) : []);
       };
       if (!sub) {
         answer({
@@ -265,18 +379,21 @@ export class HookPool {
     if (slot.worker !== w || this.#closed) return;
     this.restarts++;
     void w.terminate();
-    slot.worker = this.#spawn();
-    this.#attach(slot);
-    const calls = [...slot.inflight.entries()];
+    // What had started is read from the old block before the thread gets a fresh one.
+    const calls = [...slot.inflight.entries()].map(([cid, f]) => [cid, f, this.#started(slot, f)] as const);
     slot.inflight.clear();
+    slot.block = this.#newBlock();
+    slot.laneOwners = new Array<number>(slot.block.lanes).fill(0);
+    slot.worker = this.#spawn(slot.block);
+    this.#attach(slot);
     // A thread that died with nothing started died on the call it was working on: the oldest.
-    const guilty = id ?? (calls.some(([, f]) => f.started) ? null : (calls[0]?.[0] ?? null));
+    const guilty = id ?? (calls.some(([, , started]) => started) ? null : (calls[0]?.[0] ?? null));
     const retry: Pending[] = [];
-    for (const [cid, f] of calls) {
+    for (const [cid, f, started] of calls) {
       clearTimeout(f.timer);
       const where = `${f.pending.call.fn} hook of ${f.pending.call.context.model}`;
       if (cid === guilty) f.pending.reject(new ServeError(code, `${where} failed: ${why}`));
-      else if (!f.started) retry.push(f.pending);
+      else if (!started) retry.push(f.pending);
       else if (id === null) f.pending.reject(new ServeError(code, `${where} failed: ${why}`));
       else f.pending.reject(new ServeError('HLO_ERR_HOOK_FAILED', `${where} failed: its thread was replaced (${why})`));
     }

@@ -51,6 +51,8 @@ export interface HookErrorData {
 
 export type FromThread =
   | { readonly type: 'result'; readonly id: number; readonly tensors: HookTensors }
+  /** Lanes are done (hook-lanes.ts): their results are in the shared block. */
+  | { readonly type: 'lanes' }
   | { readonly type: 'exports'; readonly id: number; readonly functions: readonly string[] }
   /** The module is loaded and the hook is about to run: its own time limit starts now. */
   | { readonly type: 'started'; readonly id: number }

@@ -82,9 +82,12 @@ export function toHostTensor(name: string, t: HookTensor): HostTensor {
 /** The ArrayBuffers postMessage may move: each numeric tensor's, once, when it owns all of it. */
 export function transferList(tensors: HookTensors): ArrayBuffer[] {
   const out = new Set<ArrayBuffer>();
-  for (const t of Object.values(tensors)) {
-    const parts: readonly ArrayBufferView[] = Array.isArray(t.data) ? t.data : [t.data as NumericArray];
+  // A hook's result is unchecked here: anything that is not a tensor's view is left to the clone.
+  for (const t of Object.values(tensors ?? {}) as Partial<HookTensor>[]) {
+    const data: unknown = typeof t === 'object' && t !== null ? t.data : undefined;
+    const parts: readonly unknown[] = Array.isArray(data) ? data : [data];
     for (const p of parts) {
+      if (!ArrayBuffer.isView(p)) continue;
       if (p.buffer instanceof ArrayBuffer && p.byteOffset === 0 && p.byteLength === p.buffer.byteLength)
         out.add(p.buffer);
     }

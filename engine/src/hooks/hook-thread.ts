@@ -1,19 +1,59 @@
 /**
  * The body of one hook thread: imports bundle hook modules on first use and runs one exported
- * function per call message. It holds no engine state; a thread that hangs or runs out of memory
- * is terminated by the pool and replaced.
+ * function per call, taken from a lane of the shared block (hook-lanes.ts) or from a message. It
+ * holds no engine state; a thread that hangs or runs out of memory is terminated by the pool and
+ * replaced.
+ *
+ * While lane calls are recent and nothing of its own is pending, the thread sleeps on the
+ * doorbell word (Atomics.wait), so that the next call wakes it without an event loop turn; that
+ * blocks its event loop, so the engine rings the doorbell after every message too, and the thread
+ * goes back to its event loop whenever a message, a pending hook or idleness needs it. It does
+ * not spin before sleeping: on the 2-vCPU machine measured, a spinning hook thread took the core
+ * the engine needed, and both c=1 and c=16 got slower (bench/RESULTS.md).
  */
-import { parentPort } from 'node:worker_threads';
-import type { FromThread, HookCallMessage, HookErrorData, InspectMessage, ToThread } from './hook-protocol.js';
+import { parentPort, workerData } from 'node:worker_threads';
+import type {
+  FromThread,
+  HookCallMessage,
+  HookContextData,
+  HookErrorData,
+  InspectMessage,
+  ToThread,
+} from './hook-protocol.js';
+import {
+  DOORBELL,
+  NOTED,
+  SLEEPING,
+  epochMs,
+  Lane,
+  LaneBlock,
+  MAIL,
+  readLane,
+  waitAsync,
+  writeLane,
+  type LaneBlockShape,
+} from './hook-lanes.js';
 import { transferList, type HookTensors } from './hook-tensor.js';
 
 type HookFn = (tensors: HookTensors, ...rest: unknown[]) => unknown;
-const modules = new Map<string, Promise<Record<string, unknown>>>();
+type Module = Record<string, unknown>;
+const modules = new Map<string, Promise<Module>>();
+/** Modules already imported, so that a lane call runs without waiting for a microtask. */
+const loaded = new Map<string, Module>();
 const pendingSubcalls = new Map<number, { resolve: (t: HookTensors) => void; reject: (e: Error) => void }>();
 let nextSubId = 1;
+/** Calls begun and not finished: while any is, the thread must not block its event loop. */
+let pending = 0;
+let mailSeen = 0;
+let lastLaneCall = -Infinity;
+
+/** How long after a lane call the thread keeps sleeping on the doorbell rather than its event loop. */
+const HOT_MS = 20;
 
 const port = parentPort;
 if (!port) throw new Error('hook-thread runs only as a worker thread');
+const { sab, lanes, laneBytes } = workerData as LaneBlockShape & { sab: SharedArrayBuffer };
+const block = new LaneBlock({ lanes, laneBytes }, sab);
 
 function send(msg: FromThread): void {
   // A finished hook's results are moved; a sub-call's inputs are copied, since the hook may use
@@ -37,13 +77,21 @@ function errorData(e: unknown): HookErrorData {
   return { name: 'Error', message: `hook threw ${String(e).slice(0, 200)}`, code: null };
 }
 
-function load(url: string): Promise<Record<string, unknown>> {
+function load(url: string): Promise<Module> {
   let mod = modules.get(url);
   if (!mod) {
-    mod = import(url) as Promise<Record<string, unknown>>;
+    mod = import(url) as Promise<Module>;
     modules.set(url, mod);
+    mod.then(
+      (m) => loaded.set(url, m),
+      () => undefined,
+    );
   }
   return mod;
+}
+
+function hookContext(context: HookContextData) {
+  return { ...context, log: (...args: unknown[]) => console.log(`[hook ${context.model}]`, ...args) };
 }
 
 async function inspect(msg: InspectMessage): Promise<void> {
@@ -56,10 +104,7 @@ async function run(msg: HookCallMessage): Promise<void> {
   const fn = (await load(msg.url))[msg.fn];
   if (typeof fn !== 'function') throw new Error(`the hooks module exports no function "${msg.fn}"`);
   port!.postMessage({ type: 'started', id: msg.id } satisfies FromThread);
-  const ctx = {
-    ...msg.context,
-    log: (...args: unknown[]) => console.log(`[hook ${msg.context.model}]`, ...args),
-  };
+  const ctx = hookContext(msg.context);
   const call = (model: string, tensors: HookTensors): Promise<HookTensors> =>
     new Promise((resolve, reject) => {
       const subId = nextSubId++;
@@ -76,6 +121,7 @@ async function run(msg: HookCallMessage): Promise<void> {
 }
 
 port.on('message', (msg: ToThread) => {
+  mailSeen++;
   if (msg.type === 'subresult') {
     const p = pendingSubcalls.get(msg.subId);
     pendingSubcalls.delete(msg.subId);
@@ -84,6 +130,116 @@ port.on('message', (msg: ToThread) => {
     else p.reject(Object.assign(new Error(msg.error!.message), { name: msg.error!.name, code: msg.error!.code }));
     return;
   }
+  pending++;
   const work = msg.type === 'inspect' ? inspect(msg) : run(msg);
-  work.catch((e: unknown) => send({ type: 'error', id: msg.id, error: errorData(e) }));
+  work.catch((e: unknown) => send({ type: 'error', id: msg.id, error: errorData(e) })).finally(() => pending--);
 });
+
+// ---- lane calls ---------------------------------------------------------------------------
+
+interface LaneHeader {
+  readonly id: number;
+  readonly url: string;
+  readonly fn: 'preprocess' | 'postprocess';
+  readonly context: HookContextData;
+}
+
+/** Takes every requested lane; true when there was one. */
+function takeLanes(): boolean {
+  let took = false;
+  for (let i = 0; i < block.lanes; i++) {
+    if (!block.claim(i, Lane.Requested, Lane.Taken)) continue;
+    took = true;
+    const { header: read, tensors } = readLane<LaneHeader>(block.lane(i));
+    const header = read!;
+    const mod = loaded.get(header.url);
+    if (mod !== undefined) {
+      startLane(i, header, tensors, mod);
+      continue;
+    }
+    pending++;
+    load(header.url).then(
+      (m) => {
+        pending--;
+        startLane(i, header, tensors, m);
+      },
+      (e: unknown) => {
+        pending--;
+        answerByMessage(i, { type: 'error', id: header.id, error: errorData(e) });
+      },
+    );
+  }
+  return took;
+}
+
+function startLane(i: number, header: LaneHeader, tensors: HookTensors, mod: Module): void {
+  const fn = mod[header.fn];
+  if (typeof fn !== 'function') {
+    const e = new Error(`the hooks module exports no function "${header.fn}"`);
+    answerByMessage(i, { type: 'error', id: header.id, error: errorData(e) });
+    return;
+  }
+  block.startedAt[i] = epochMs();
+  block.setState(i, Lane.Running);
+  let out: unknown;
+  try {
+    out = (fn as HookFn)(tensors, hookContext(header.context));
+  } catch (e) {
+    answerByMessage(i, { type: 'error', id: header.id, error: errorData(e) });
+    return;
+  }
+  if (typeof (out as { then?: unknown } | null)?.then !== 'function') return finishLane(i, header.id, out);
+  pending++;
+  (out as Promise<unknown>).then(
+    (v) => {
+      pending--;
+      finishLane(i, header.id, v);
+    },
+    (e: unknown) => {
+      pending--;
+      answerByMessage(i, { type: 'error', id: header.id, error: errorData(e) });
+    },
+  );
+}
+
+function finishLane(i: number, id: number, result: unknown): void {
+  if (!writeLane(block.lane(i), null, result))
+    return answerByMessage(i, { type: 'result', id, tensors: result as HookTensors });
+  block.setState(i, Lane.Done);
+  if (Atomics.compareExchange(block.words, NOTED, 0, 1) === 0)
+    port!.postMessage({ type: 'lanes' } satisfies FromThread);
+}
+
+function answerByMessage(i: number, msg: FromThread): void {
+  block.setState(i, Lane.Posted);
+  send(msg);
+}
+
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+async function serveLanes(): Promise<void> {
+  for (;;) {
+    const bell = Atomics.load(block.words, DOORBELL);
+    if (takeLanes()) {
+      lastLaneCall = performance.now();
+      // An async hook (or a module import) finishes on the event loop: give it a turn.
+      if (pending > 0) await nextTurn();
+      continue;
+    }
+    if (Atomics.load(block.words, MAIL) !== mailSeen) {
+      await nextTurn();
+      continue;
+    }
+    const cold = pending > 0 || performance.now() - lastLaneCall > HOT_MS;
+    Atomics.store(block.words, SLEEPING, 1);
+    if (Atomics.load(block.words, DOORBELL) === bell) {
+      if (cold) {
+        const w = waitAsync(block.words, DOORBELL, bell);
+        if (w.async) await w.value;
+      } else Atomics.wait(block.words, DOORBELL, bell, HOT_MS);
+    }
+    Atomics.store(block.words, SLEEPING, 0);
+  }
+}
+
+void serveLanes();

@@ -21,6 +21,8 @@ export interface SelectionCandidate {
   readonly minDeadline: number | null;
   /** fairPriority of the planned dispatch; only read under `fair`. */
   readonly priority: number;
+  /** The front request is a meta model's sub-call: it goes before any model's fresh work. */
+  readonly aheadFront?: boolean;
 }
 
 /**
@@ -29,6 +31,8 @@ export interface SelectionCandidate {
  * deterministic and testable.
  */
 export function servesBefore(discipline: Discipline, a: SelectionCandidate, b: SelectionCandidate): boolean {
+  // A started pipeline finishes before fresh work starts, whatever the discipline.
+  if ((a.aheadFront === true) !== (b.aheadFront === true)) return a.aheadFront === true;
   if (discipline === 'fair' && a.priority !== b.priority) return a.priority > b.priority;
   if (discipline === 'edf') {
     const da = a.minDeadline ?? Infinity;

@@ -1,7 +1,9 @@
 /**
  * A model's FIFO queue: a doubly linked list so that a request cancelled or expired anywhere in
  * the queue leaves in O(1), while the dispatch loop reads the front and a short prefix. The total
- * rows are kept up to date so that batching-window checks never walk the queue.
+ * rows are kept up to date so that batching-window checks never walk the queue. Requests pushed
+ * "ahead" (a meta model's sub-calls: a started pipeline finishes before fresh work starts) form a
+ * FIFO prefix of their own in front of every other request.
  */
 export class QueueNode<T> {
   prev: QueueNode<T> | null = null;
@@ -11,12 +13,16 @@ export class QueueNode<T> {
   constructor(
     readonly value: T,
     readonly rows: number,
+    /** Queued ahead of ordinary requests (pushAhead). */
+    readonly ahead = false,
   ) {}
 }
 
 export class RequestQueue<T> {
   #head: QueueNode<T> | null = null;
   #tail: QueueNode<T> | null = null;
+  /** The last node of the ahead prefix, null when it is empty. */
+  #lastAhead: QueueNode<T> | null = null;
   #length = 0;
   #rows = 0;
 
@@ -45,9 +51,28 @@ export class RequestQueue<T> {
     return node;
   }
 
+  /** Queues `value` behind every earlier pushAhead and in front of every ordinary request. */
+  pushAhead(value: T, rows: number): QueueNode<T> {
+    const node = new QueueNode(value, rows, true);
+    node.owner = this;
+    const before = this.#lastAhead;
+    node.prev = before;
+    node.next = before === null ? this.#head : before.next;
+    if (before === null) this.#head = node;
+    else before.next = node;
+    if (node.next === null) this.#tail = node;
+    else node.next.prev = node;
+    this.#lastAhead = node;
+    this.#length++;
+    this.#rows += rows;
+    return node;
+  }
+
   /** Unlinks `node`; false when it was not (or no longer) in this queue. */
   remove(node: QueueNode<T>): boolean {
     if (node.owner !== this) return false;
+    // Ahead nodes are a prefix, so the one before the last is ahead too (or there is none).
+    if (node === this.#lastAhead) this.#lastAhead = node.prev;
     if (node.prev === null) this.#head = node.next;
     else node.prev.next = node.next;
     if (node.next === null) this.#tail = node.prev;

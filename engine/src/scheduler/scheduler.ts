@@ -120,6 +120,11 @@ export interface SubmitOptions<V = unknown> {
   /** Cancels the request: removed if queued, answered CANCELLED at once if executing. */
   readonly signal?: CancelSignal;
   readonly timing?: RequestTiming;
+  /**
+   * A meta model's sub-call: queued ahead of its model's fresh requests, and its model served
+   * before models whose front request is fresh, so that a started pipeline finishes first.
+   */
+  readonly nested?: boolean;
 }
 
 export interface ShutdownOptions {
@@ -443,7 +448,7 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
         timing: options.timing,
       };
       if (r.timing !== undefined) r.timing.submittedAt = now;
-      r.node = st.queue.push(r, rows);
+      r.node = options.nested === true ? st.queue.pushAhead(r, rows) : st.queue.push(r, rows);
       if (deadline !== null) st.deadlines.push(r);
       this.#withWork.add(st);
       if (r.signal !== undefined) {
@@ -568,8 +573,9 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
 
   #view(st: ModelState, now: number): QueueView {
     const front = st.queue.front!;
-    // The front request's version decides the batch: it is the oldest one queued (versions only
-    // ever replace each other in submit order), and a batch never mixes versions.
+    // The front request's version decides the batch, and a batch never mixes versions. The front
+    // is the oldest request queued, or a sub-call put ahead of it, which may run on a newer
+    // version than the requests behind it: they keep theirs (each holds its version) and run next.
     const info = front.value.info;
     const scan = planScanRows(info.sizes, info.cap);
     const prefixRows: number[] = [];
@@ -624,6 +630,7 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
         state: st,
         name: st.info.name,
         frontArrival: st.queue.front!.value.arrival,
+        aheadFront: st.queue.front!.ahead,
         minDeadline: st.deadlines.peek()?.deadline ?? null,
         priority,
       });

@@ -50,6 +50,12 @@ const EXTENSIONS = [
   'parameters',
 ];
 
+/** What a meta model's sub-calls add up to: the meta's queue and compute statistics. */
+interface SubcallAccount {
+  queueSeconds: number;
+  computeSeconds: number;
+}
+
 /** One request from decode to answer. It is also the scheduler's timing record for that request. */
 class InferCall implements RequestTiming {
   submittedAt: number | undefined = undefined;
@@ -60,6 +66,8 @@ class InferCall implements RequestTiming {
   batchRows: number | undefined = undefined;
 
   readonly writesSharedMemory: boolean;
+  /** A meta model's sub-call adds its queue and compute time here when it is answered. */
+  account: SubcallAccount | null = null;
 
   constructor(
     readonly slot: ModelSlot,
@@ -449,6 +457,11 @@ export class Worker implements InferenceService {
    * heap profiler, bench/RESULTS.md session 6).
    */
   infer(req: WireInferRequest, ctx: InferContext): Promise<WireInferResponse> {
+    return this.#infer(req, ctx, null);
+  }
+
+  /** infer(), with the meta model's account a sub-call's time is added to (null for a client's request). */
+  #infer(req: WireInferRequest, ctx: InferContext, account: SubcallAccount | null): Promise<WireInferResponse> {
     // Every reading is the scheduler's clock (epoch ms), and the scheduler's own readings at submit
     // and settle stand in for the rest: two clock reads per request instead of six.
     const t0 = this.scheduler.now();
@@ -476,6 +489,7 @@ export class Worker implements InferenceService {
         throw new ServeError('HLO_ERR_DEADLINE_EXCEEDED', 'the deadline passed before the request was queued');
       }
       call = new InferCall(slot, version, decoded, req.id, t0);
+      call.account = account;
     } catch (err) {
       return Promise.reject(this.#failed(err, slot, version, rows, t0));
     }
@@ -498,6 +512,7 @@ export class Worker implements InferenceService {
         signal: ctx.signal,
         timing: call,
         version: call.version,
+        nested: ctx.nested === true,
       })
       .then(
         (outputs) => (call.writesSharedMemory ? this.#answerShared(call, outputs) : this.#answer(call, outputs)),
@@ -534,9 +549,16 @@ export class Worker implements InferenceService {
     let outputs: readonly HostTensor[];
     try {
       if (v.isMeta) {
+        // The meta counts as one request whose queue and compute are its sub-calls' sums; the
+        // rest of its time (its run hook) shows only in its total.
+        const account: SubcallAccount = { queueSeconds: 0, computeSeconds: 0 };
         outputs = await hooks.run(call.decoded.inputs, context, (model, tensors) =>
-          this.#subcall(v, req.id, model, tensors, ctx),
+          this.#subcall(v, req.id, model, tensors, ctx, account),
         );
+        call.submittedAt = call.t0;
+        call.settledAt = this.scheduler.now();
+        call.queueSeconds = account.queueSeconds;
+        call.computeSeconds = account.computeSeconds;
       } else {
         const inputs = hooks.hasPreprocess ? await hooks.preprocess(call.decoded.inputs, context) : call.decoded.inputs;
         checkRows(v, inputs);
@@ -545,6 +567,7 @@ export class Worker implements InferenceService {
           signal: ctx.signal,
           timing: call,
           version: v,
+          nested: ctx.nested === true,
         });
         outputs = hooks.hasPostprocess ? await hooks.postprocess(raw, context) : raw;
       }
@@ -561,6 +584,7 @@ export class Worker implements InferenceService {
     model: string,
     tensors: HookTensors,
     ctx: InferContext,
+    account: SubcallAccount,
   ): Promise<HookTensors> {
     if (!meta.bundle.manifest.metaCalls.includes(model))
       throw new ServeError(
@@ -579,9 +603,10 @@ export class Worker implements InferenceService {
         data: { kind: 'raw' as const, bytes: host.data },
       };
     });
-    const res = await this.infer(
+    const res = await this.#infer(
       { modelName: model, modelVersion: '', id: `${parentId}/${model}`, parameters: {}, inputs, outputs: [] },
       { deadline: ctx.deadline, signal: ctx.signal, nested: true },
+      account,
     );
     const out: Record<string, ReturnType<typeof toHookTensor>> = {};
     for (const o of res.outputs) {
@@ -605,9 +630,14 @@ export class Worker implements InferenceService {
     const t2 = call.settledAt ?? t1;
     // Inline outputs are wrapped, not copied: their output time is nil and the clock is not read
     // again. Writing into shared memory is a copy, and is timed.
-    const t3 = call.writesSharedMemory ? this.scheduler.now() : t2;
+    // A postprocess is the request's output step, and a meta's run its whole body: both are timed.
+    const t3 = call.writesSharedMemory || call.version.hooks !== null ? this.scheduler.now() : t2;
     const queue = call.queueSeconds ?? 0;
     const infer = call.computeSeconds ?? (t2 - t1) / 1e3;
+    if (call.account !== null) {
+      call.account.queueSeconds += queue;
+      call.account.computeSeconds += infer;
+    }
     const e = call.slot;
     const rows = call.decoded.rows;
     const st = this.#okStats;

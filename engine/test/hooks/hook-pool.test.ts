@@ -173,6 +173,70 @@ suite('HookPool', () => {
   });
 });
 
+suite('HookPool lanes (the shared-memory path) and messages side by side', () => {
+  test('calls too large for a lane, results too large for one, and BYTES all go by message, mixed with lane calls', async () => {
+    const pool = new HookPool({ threads: 1, maxQueued: 64, maxHeapMb: 64, name: 'mixed', perThread: 4 });
+    try {
+      const url = await hook(
+        'mixed.mjs',
+        `export function preprocess(t) {
+           if (t.grow) return { y: { dtype: 'f32', shape: [100000], data: new Float32Array(100000).fill(7) } };
+           return t;
+         }
+         export function postprocess(t) {
+           return { b: { dtype: 'BYTES', shape: [1], data: [new TextEncoder().encode(String(t.x.data[0]))] } };
+         }`,
+      );
+      const big = new Float64Array(20_000).map((_, i) => i);
+      const calls = Array.from({ length: 40 }, async (_, i) => {
+        switch (i % 4) {
+          case 0: {
+            const out = await pool.run(call(url));
+            assert.deepEqual([...(out.x!.data as Float32Array)], [1, 2, 3]);
+            break;
+          }
+          case 1: {
+            const out = await pool.run(call(url, { tensors: { x: { dtype: 'f64', shape: [20_000], data: big } } }));
+            assert.equal((out.x!.data as Float64Array)[19_999], 19_999);
+            break;
+          }
+          case 2: {
+            const grow = { dtype: 'u8' as const, shape: [1], data: new Uint8Array([1]) };
+            const out = await pool.run(call(url, { tensors: { ...x(), grow } }));
+            assert.equal((out.y!.data as Float32Array).length, 100_000);
+            assert.equal((out.y!.data as Float32Array)[99_999], 7);
+            break;
+          }
+          default: {
+            const out = await pool.run(call(url, { fn: 'postprocess' }));
+            assert.equal(new TextDecoder().decode((out.b!.data as Uint8Array[])[0]), '1');
+          }
+        }
+      });
+      await Promise.all(calls);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  test('a lane hands the hook tensors of its own: changing them after the call changes nothing it returned', async () => {
+    const pool = new HookPool({ threads: 1, maxQueued: 8, maxHeapMb: 64, name: 'own', perThread: 2 });
+    try {
+      const url = await hook(
+        'keep.mjs',
+        `let kept = null;
+         export function preprocess(t) { if (kept) kept.x.data[0] = 99; kept = t; return t; }`,
+      );
+      const first = await pool.run(call(url));
+      const second = await pool.run(call(url));
+      assert.deepEqual([...(first.x!.data as Float32Array)], [1, 2, 3]);
+      assert.deepEqual([...(second.x!.data as Float32Array)], [1, 2, 3]);
+    } finally {
+      await pool.close();
+    }
+  });
+});
+
 suite('checkHookTensors', () => {
   const spec = [{ name: 'y', dtype: 'f32' as const, shape: [null, 3] }];
   test('accepts the declared tensors and refuses wrong names, dtypes, shapes and element counts', () => {

@@ -33,7 +33,8 @@ client_outputs:
 const META_HOOKS = `
 export async function run({ x }, call, ctx) {
   if (ctx.parameters.target) return await call(ctx.parameters.target, { x });
-  const out = await call('faulty', { x });
+  let out = await call('faulty', { x });
+  for (let i = 1; i < Number(ctx.parameters.calls ?? 1); i++) out = await call('faulty', { x });
   if (ctx.parameters.linger) await new Promise((r) => setTimeout(r, Number(ctx.parameters.linger)));
   return out;
 }
@@ -121,6 +122,32 @@ suite('a worker serving bundles with hooks', () => {
     const viaMeta = await worker.infer(request('pipeline', 2), ctx());
     assert.deepEqual(viaMeta.outputs[0]!.shape, [2, 3]);
     assert.deepEqual(viaMeta.outputs[0]!.data, direct.outputs[0]!.data);
+  });
+
+  test('statistics: a meta counts as one request; its queue and compute are the sums of its sub-calls', async () => {
+    const stats = (name: string) => worker.modelStatistics(name, '')[0]!;
+    const [meta0, sub0] = [stats('pipeline'), stats('faulty')];
+    const lingerMs = 150;
+    await worker.infer(request('pipeline', 2, { calls: 3, linger: lingerMs }), ctx());
+    const [meta1, sub1] = [stats('pipeline'), stats('faulty')];
+    const delta = (a: { count: number; ns: number }, b: { count: number; ns: number }) => ({
+      count: b.count - a.count,
+      ns: b.ns - a.ns,
+    });
+    const m = (k: 'success' | 'queue' | 'compute_infer') => delta(meta0.inference_stats[k], meta1.inference_stats[k]);
+    const s = (k: 'success' | 'queue' | 'compute_infer') => delta(sub0.inference_stats[k], sub1.inference_stats[k]);
+    assert.equal(m('success').count, 1, 'one request');
+    assert.equal(meta1.inference_count - meta0.inference_count, 2, 'its rows, once');
+    assert.equal(s('success').count, 3, 'three sub-calls');
+    // Each side rounds its own seconds to ns once per request: up to a nanosecond per sub-call.
+    assert.ok(
+      Math.abs(m('compute_infer').ns - s('compute_infer').ns) <= 3,
+      `${m('compute_infer').ns} vs ${s('compute_infer').ns}`,
+    );
+    assert.ok(Math.abs(m('queue').ns - s('queue').ns) <= 3, `${m('queue').ns} vs ${s('queue').ns}`);
+    assert.ok(m('compute_infer').ns > 0);
+    assert.ok(m('success').ns >= lingerMs * 1e6, 'its total is its whole time, run hook included');
+    assert.ok(m('compute_infer').ns < m('success').ns - lingerMs * 1e6 * 0.9, 'the linger is not compute');
   });
 
   test('a meta whose deadline passes mid-pipeline answers DEADLINE_EXCEEDED and leaves nothing queued', async () => {

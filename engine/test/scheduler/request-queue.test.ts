@@ -26,6 +26,41 @@ suite('RequestQueue', () => {
     q.push('d', 1);
     assert.deepEqual(q.shift(1), ['d']);
   });
+
+  test('pushAhead: a FIFO prefix in front of ordinary requests, kept through removals', () => {
+    const q = new RequestQueue<string>();
+    q.push('a', 1);
+    const x = q.pushAhead('x', 1);
+    q.push('b', 1);
+    const y = q.pushAhead('y', 1);
+    assert.deepEqual(
+      [...q].map((n) => n.value),
+      ['x', 'y', 'a', 'b'],
+    );
+    q.remove(y);
+    q.pushAhead('z', 2);
+    assert.deepEqual(
+      [...q].map((n) => n.value),
+      ['x', 'z', 'a', 'b'],
+    );
+    q.remove(x);
+    assert.deepEqual(q.shift(1), ['z']);
+    q.pushAhead('w', 1);
+    assert.deepEqual(
+      [...q].map((n) => [n.value, n.ahead]),
+      [
+        ['w', true],
+        ['a', false],
+        ['b', false],
+      ],
+    );
+    assert.equal(q.rows, 3);
+    assert.deepEqual(q.shift(3), ['w', 'a', 'b']);
+    q.pushAhead('v', 1);
+    assert.equal(q.front?.value, 'v');
+    q.push('c', 1);
+    assert.deepEqual(q.shift(2), ['v', 'c']);
+  });
 });
 
 suite('DeadlineHeap', () => {

@@ -377,6 +377,69 @@ suite('Scheduler: disciplines', () => {
   });
 });
 
+suite("Scheduler: a meta model's sub-calls go ahead of fresh work", () => {
+  test('a sub-call queued behind fresh requests of its model is dispatched first; sub-calls stay FIFO', async () => {
+    const { exec, sched } = setup();
+    sched.addModel(model('m'));
+    track(sched.submit('m', rowsOf(1, 0)));
+    await flush();
+    assert.equal(exec.calls.length, 1, 'the device is busy');
+    const fresh1 = track(sched.submit('m', rowsOf(1, 100)));
+    const fresh2 = track(sched.submit('m', rowsOf(1, 200)));
+    const sub1 = track(sched.submit('m', rowsOf(1, 300), { nested: true }));
+    const sub2 = track(sched.submit('m', rowsOf(1, 400), { nested: true }));
+    await flush();
+    for (let i = 0; i < 5; i++) {
+      exec.calls[i]!.finish();
+      await flush();
+    }
+    const order = exec.calls.map((c) => values(c.request.inputs[0]!)[0]);
+    assert.deepEqual(order, [0, 300, 400, 100, 200]);
+    assert.deepEqual(
+      [sub1, sub2, fresh1, fresh2].map((r) => r.code()),
+      ['ok', 'ok', 'ok', 'ok'],
+    );
+    assert.equal(sched.queueDepth('m'), 0);
+  });
+
+  for (const discipline of ['fair', 'fifo', 'edf'] as const) {
+    test(`${discipline}: a model whose front is a sub-call is served before older fresh work of another`, async () => {
+      const { exec, sched } = setup({ discipline });
+      sched.addModel(model('fresh', { weight: 100 }));
+      sched.addModel(model('sub'));
+      track(sched.submit('fresh', rowsOf(1), { deadline: 1_000_000 }));
+      track(sched.submit('sub', rowsOf(1), { nested: true }));
+      await flush();
+      exec.calls[0]!.finish();
+      await flush();
+      assert.deepEqual(exec.order, ['sub', 'fresh']);
+    });
+  }
+
+  test('cancelling a queued sub-call keeps the rest of the order', async () => {
+    const { exec, sched } = setup();
+    sched.addModel(model('m'));
+    track(sched.submit('m', rowsOf(1, 0)));
+    await flush();
+    const ac = new AbortController();
+    track(sched.submit('m', rowsOf(1, 100)));
+    const gone = track(sched.submit('m', rowsOf(1, 300), { nested: true, signal: ac.signal }));
+    track(sched.submit('m', rowsOf(1, 400), { nested: true }));
+    ac.abort();
+    track(sched.submit('m', rowsOf(1, 500), { nested: true }));
+    await flush();
+    assert.equal(gone.code(), 'HLO_ERR_CANCELLED');
+    for (let i = 0; i < 4; i++) {
+      exec.calls[i]!.finish();
+      await flush();
+    }
+    assert.deepEqual(
+      exec.calls.map((c) => values(c.request.inputs[0]!)[0]),
+      [0, 400, 500, 100],
+    );
+  });
+});
+
 suite('Scheduler: deadlines, cancellation, timeouts', () => {
   test('a queued request whose deadline passes is answered promptly and never runs', async () => {
     const { clock, exec, sched } = setup({ discipline: 'fifo' });
