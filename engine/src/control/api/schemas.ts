@@ -158,6 +158,13 @@ export const settingsView = obj({
   discipline,
   modelControlMode: str,
   stateStore: { type: 'string', enum: ['sqlite', 'postgres'] },
+  tls: obj({
+    enabled: bool,
+    certFile: nullable(str),
+    subject: nullable(str),
+    validTo: nullable(str),
+    clientCertificates: bool,
+  }),
   feed: obj({ metricsIntervalMs: int, heartbeatMs: int }),
 });
 
