@@ -58,6 +58,17 @@ export interface ModelView {
   readonly policy: ModelPolicyView | null;
   readonly queue: ModelQueueView | null;
   readonly stats: ModelStatsView | null;
+  /** Set while the model is drained; null when it admits requests. */
+  readonly drain: ModelDrainView | null;
+}
+
+export interface ModelDrainView {
+  /** When the drain began, ms since the epoch. */
+  readonly since: number;
+  /** Requests admitted before the drain and not yet answered. */
+  readonly pending: number;
+  /** Every request admitted before the drain has been answered. */
+  readonly idle: boolean;
 }
 
 export interface DeviceMemoryView {
@@ -94,7 +105,8 @@ export interface EngineEvent {
   readonly data: Readonly<Record<string, unknown>>;
 }
 
-export type ModelAction = 'load' | 'unload' | 'reload' | 'drain';
+/** drain: admit nothing new, let what was admitted finish; resume (or load, reload) lifts it. */
+export type ModelAction = 'load' | 'unload' | 'reload' | 'drain' | 'resume';
 
 export interface ModelPort {
   worker(): WorkerView;

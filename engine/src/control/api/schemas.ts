@@ -80,6 +80,7 @@ export const model = obj({
   ),
   policy: nullable(policy),
   queue: nullable(obj({ depth: int, rows: int, inflight: int })),
+  drain: nullable(obj({ since: int, pending: int, idle: bool })),
   stats: nullable(
     obj({
       requestsServed: int,
