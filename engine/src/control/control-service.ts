@@ -12,6 +12,7 @@ import type { PolicyLayer } from '../registry/policy.js';
 import type { ModelSlot } from '../registry/registry.js';
 import type { ModelSchedulingStats } from '../scheduler/model-counters.js';
 import type { WeightModelStats } from '../weights/weight-cache.js';
+import type { LatencyCounts } from '../worker/latency-histogram.js';
 import type { Worker } from '../worker/worker.js';
 
 /** self_managed: the worker's weight cache decides residency; externally_managed: a control plane does (explicit mode). */
@@ -101,6 +102,11 @@ export class ControlService {
 
   models(): ModelControlView[] {
     return this.#w.registry.list().map((s) => this.#view(s));
+  }
+
+  /** The model's request latency distribution (cumulative; it outlives versions); undefined: no such model. */
+  latency(name: string): LatencyCounts | undefined {
+    return this.#w.registry.get(name)?.stats.latency;
   }
 
   /** undefined: no model of that name. */

@@ -4,6 +4,7 @@
  * the lifecycle's ControlService facade replaces that adapter without touching the routes.
  */
 import type { Discipline, Residency } from '../../config/types.js';
+import type { LatencyCounts } from '../../worker/latency-histogram.js';
 
 export type ModelLifecycleState = 'UNKNOWN' | 'READY' | 'UNAVAILABLE' | 'LOADING' | 'UNLOADING';
 
@@ -113,6 +114,8 @@ export interface ModelPort {
   models(): ModelView[];
   /** undefined: no such model known to the engine. */
   model(name: string): ModelView | undefined;
+  /** The model's cumulative request latency counts (LATENCY_BUCKETS log buckets); undefined: unknown. */
+  latency(name: string): LatencyCounts | undefined;
   /** Resolves when the action is done; failures are ServeErrors from the catalogue. */
   act(name: string, action: ModelAction, signal?: AbortSignal): Promise<void>;
   /** Applies a live policy change and resolves once it holds (a residency floor may upload). */

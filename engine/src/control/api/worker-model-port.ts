@@ -7,6 +7,7 @@ import { ServeError } from '@hloserve/common/errors';
 import type { Discipline, ModelPolicy, WorkerSettings } from '../../config/types.js';
 import { ControlService, DRAIN_WAIT_MS, type ModelControlView } from '../control-service.js';
 import type { LifecycleEvent } from '../../registry/lifecycle-events.js';
+import type { LatencyCounts } from '../../worker/latency-histogram.js';
 import type { Worker } from '../../worker/worker.js';
 import type {
   DeviceMemoryView,
@@ -65,6 +66,10 @@ export class WorkerModelPort implements ModelPort {
 
   models(): ModelView[] {
     return this.#control.models().map(view);
+  }
+
+  latency(name: string): LatencyCounts | undefined {
+    return this.#control.latency(name);
   }
 
   model(name: string): ModelView | undefined {
