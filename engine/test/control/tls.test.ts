@@ -15,7 +15,9 @@ import { Client, credentials, Metadata, type ServiceError } from '@grpc/grpc-js'
 import { ServeError } from '@hloserve/common/errors';
 import { WebSocket } from 'ws';
 import type { WorkerSettings } from '../../src/config/types.js';
+import { defaultConfig } from '../../src/config/node-config.js';
 import { startMetricsServer } from '../../src/kserve/metrics-server.js';
+import { runSupervisor } from '../../src/supervisor/run.js';
 import { type RunningServer, serve } from '../../src/serve.js';
 import { loadTlsMaterial } from '../../src/tls/tls-material.js';
 import type { Worker } from '../../src/worker/worker.js';
@@ -250,5 +252,20 @@ suite('TLS material', () => {
     } finally {
       await new Promise<void>((r) => m.server.close(() => r()));
     }
+  });
+});
+
+suite('TLS and several workers', () => {
+  test('a supervisor refuses TLS at start (its gateway reaches workers over plaintext)', async () => {
+    const c = defaultConfig(examples);
+    const tls = { certFile: '/etc/hloserve/c.pem', keyFile: '/etc/hloserve/k.pem', clientCaFile: null };
+    const global = { ...c.global, endpoints: { ...c.global.endpoints, tls } };
+    await assert.rejects(
+      runSupervisor({ ...c, global }, null, { workers: '2' }, log),
+      (e: unknown) =>
+        e instanceof ServeError &&
+        e.code === 'HLO_ERR_CONFIG_INVALID' &&
+        /endpoints\.tls .*TLS is served by a single worker only/.test(e.message),
+    );
   });
 });
