@@ -128,5 +128,15 @@ suite('drain (control API, real Worker)', () => {
     assert.deepEqual(drain.after, { state: 'READY', version: '1', draining: true });
     const resume = rows.find((r) => r.action === 'model.resume')!;
     assert.deepEqual(resume.after, { state: 'READY', version: '1', draining: false });
+    await new Promise((r) => setTimeout(r, 50)); // events are stored asynchronously
+    const events = (
+      await h.control.app.inject({
+        method: 'GET',
+        url: '/api/v1/events?model=mlp&limit=500',
+        headers: { authorization: `Bearer ${admin}` },
+      })
+    ).json().data as { kind: string }[];
+    assert.ok(events.some((e) => e.kind === 'model.drain'));
+    assert.ok(events.some((e) => e.kind === 'model.resume'));
   });
 });
