@@ -12,12 +12,15 @@ export interface GrpcServerHandle {
   close(graceMs?: number): Promise<void>;
 }
 
-/** Binds `server` on host:port (0: any free port), plaintext, and returns its handle. */
-export async function listenGrpc(server: Server, host: string, port: number): Promise<GrpcServerHandle> {
+/** Binds `server` on host:port (0: any free port), plaintext unless TLS credentials are given. */
+export async function listenGrpc(
+  server: Server,
+  host: string,
+  port: number,
+  credentials: ServerCredentials = ServerCredentials.createInsecure(),
+): Promise<GrpcServerHandle> {
   const bound = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(`${host}:${port}`, ServerCredentials.createInsecure(), (err, p) =>
-      err ? reject(err) : resolve(p),
-    ),
+    server.bindAsync(`${host}:${port}`, credentials, (err, p) => (err ? reject(err) : resolve(p))),
   );
   return {
     server,

@@ -5,6 +5,7 @@ import { buildControlApp, type ControlApp } from './control/api/control-app.js';
 import { WorkerModelPort } from './control/api/worker-model-port.js';
 import type { ControlService } from './control/control-service.js';
 import type { Logger } from './log.js';
+import type { TlsMaterial } from './tls/tls-material.js';
 import { trialCompiler } from './control/uploads/trial-compile.js';
 import { DEFAULT_UPLOAD_LIMITS } from './control/uploads/upload-service.js';
 import { openStore } from './state/open-store.js';
@@ -19,7 +20,8 @@ export interface ConsoleServer {
 
 /**
  * The console's listener: the control API (REST + the live feed) and the console's files. The
- * operations store is SQLite under cache_dir, or PostgreSQL when HLOSERVE_STATE_URL names one.
+ * operations store is SQLite under cache_dir, or PostgreSQL when `console.state_url` (or
+ * HLOSERVE_STATE_URL, which overrides it) names one.
  */
 export async function startConsoleServer(
   worker: Worker,
@@ -29,8 +31,9 @@ export async function startConsoleServer(
   host: string,
   port: number,
   log: Logger,
+  tls: TlsMaterial | null = null,
 ): Promise<ConsoleServer> {
-  const store = await openStore({ url: process.env.HLOSERVE_STATE_URL ?? null, cacheDir: settings.cacheDir });
+  const store = await openStore({ url: settings.console.stateUrl, cacheDir: settings.cacheDir });
   let control: ControlApp | undefined;
   try {
     control = await buildControlApp({
@@ -39,7 +42,8 @@ export async function startConsoleServer(
       log,
       options: {
         setupTokenFile: join(settings.cacheDir, 'console-setup-token'),
-        allowedOrigins: (process.env.HLOSERVE_CONSOLE_ORIGINS ?? '').split(',').filter(Boolean),
+        allowedOrigins: settings.console.allowedOrigins,
+        tls,
         feed: { sampleMs: 250, heartbeatMs: 15_000, highWaterBytes: 1 << 20 },
         uploads: {
           stagingDir: join(settings.cacheDir, 'uploads'),
@@ -53,7 +57,7 @@ export async function startConsoleServer(
       log.warn('console setup: exchange this one-time token for an admin token (POST /api/v1/setup)', {
         setupToken: control.setupToken,
         file: join(settings.cacheDir, 'console-setup-token'),
-        url: `http://${host}:${port}/#setup=${control.setupToken}`,
+        url: `${tls ? 'https' : 'http'}://${host}:${port}/#setup=${control.setupToken}`,
       });
     await control.app.listen({ host, port });
   } catch (err) {

@@ -8,6 +8,7 @@ import { type GrpcServerHandle, startGrpcServer } from './kserve/grpc-server.js'
 import { buildHttpServer } from './kserve/http-server.js';
 import { startMetricsServer } from './kserve/metrics-server.js';
 import type { Logger } from './log.js';
+import { loadTlsMaterial } from './tls/tls-material.js';
 import { Worker } from './worker/worker.js';
 
 export interface RunningServer {
@@ -21,6 +22,8 @@ export interface RunningServer {
 
 /** Starts a worker and every listener of DESIGN.md's small deployment (gRPC, HTTP, metrics, console). */
 export async function serve(modelRepo: string, settings: WorkerSettings, log: Logger): Promise<RunningServer> {
+  // Checked before any model compiles: a bad certificate should stop the start at once.
+  const tls = settings.endpoints.tls ? loadTlsMaterial(settings.endpoints.tls) : null;
   // The KServe listeners open while the startup set loads (health says not ready until it has);
   // the console starts after, because it applies the stored policies to the models loaded.
   const ep = settings.endpoints;
@@ -40,24 +43,30 @@ export async function serve(modelRepo: string, settings: WorkerSettings, log: Lo
   let metrics: { server: Server; port: number } | undefined;
   let consoleSrv: ConsoleServer | undefined;
   try {
-    grpc = await startGrpcServer(worker, ep.host, ep.grpcPort, (server) => addControlService(server, control));
+    grpc = await startGrpcServer(worker, ep.host, ep.grpcPort, (server) => addControlService(server, control), tls);
     http = buildHttpServer(worker, {
       maxJsonBytes: ep.maxJsonBytes,
       requestTimeoutMs: ep.httpRequestTimeoutSeconds * 1000,
       headersTimeoutMs: ep.httpHeadersTimeoutSeconds * 1000,
+      tls,
     });
     await http.listen({ host: ep.host, port: ep.httpPort });
     const httpPort = (http.server.address() as { port: number }).port;
-    metrics = ep.metricsPort >= 0 ? await startMetricsServer(worker, ep.host, ep.metricsPort) : undefined;
+    metrics = ep.metricsPort >= 0 ? await startMetricsServer(worker, ep.host, ep.metricsPort, tls) : undefined;
     const failed = await startup;
     if (failed !== null) throw failed;
     consoleSrv = consoleModule
       ? await (
           await consoleModule
-        ).startConsoleServer(worker, control, modelRepo, settings, ep.host, ep.consolePort, log)
+        ).startConsoleServer(worker, control, modelRepo, settings, ep.host, ep.consolePort, log, tls)
       : undefined;
     const ports = { grpc: grpc.port, http: httpPort, metrics: metrics?.port ?? -1, console: consoleSrv?.port ?? -1 };
-    log.info('listening', { host: ep.host, ...ports, models: worker.repositoryIndex(true).map((m) => m.name) });
+    log.info('listening', {
+      host: ep.host,
+      ...ports,
+      tls: tls !== null,
+      models: worker.repositoryIndex(true).map((m) => m.name),
+    });
     let stopping: Promise<void> | null = null;
     return {
       worker,

@@ -8,6 +8,7 @@ import type { Interval } from './config-reader.js';
 import type {
   Allocator,
   CompileCacheConfig,
+  ConsoleConfig,
   Discipline,
   EndpointsConfig,
   HooksConfig,
@@ -95,7 +96,10 @@ export const ENDPOINTS_DEFAULTS: EndpointsConfig = {
   httpRequestTimeoutSeconds: 300,
   httpHeadersTimeoutSeconds: 60,
   allowSharedMemory: true,
+  tls: null,
 };
+
+export const CONSOLE_DEFAULTS: ConsoleConfig = { stateUrl: null, allowedOrigins: [] };
 
 export const HOOKS_DEFAULTS: HooksConfig = {
   enabled: true,

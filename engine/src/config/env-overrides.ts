@@ -11,7 +11,7 @@ import { PLUGIN_NAMES } from './defaults.js';
 import type { AppliedOverride } from './types.js';
 
 /** How a variable's text becomes a YAML value (the settings parser then checks its range). */
-export type EnvValueKind = 'string' | 'path' | 'plugin' | 'int' | 'number' | 'bool' | 'list' | 'bytes';
+export type EnvValueKind = 'string' | 'path' | 'plugin' | 'int' | 'number' | 'bool' | 'list' | 'csv' | 'bytes';
 
 export interface EnvOverrideSpec {
   readonly variable: string;
@@ -67,6 +67,8 @@ export const ENV_OVERRIDES: readonly EnvOverrideSpec[] = [
   spec('endpoints', 'http_request_timeout_seconds', 'number'),
   spec('endpoints', 'http_headers_timeout_seconds', 'number'),
   spec('endpoints', 'allow_shared_memory', 'bool'),
+  spec('console', 'state_url', 'string'),
+  spec('console', 'allowed_origins', 'csv'),
   spec('hooks', 'enabled', 'bool'),
   spec('hooks', 'threads', 'int'),
   spec('hooks', 'timeout_ms', 'int'),
@@ -74,6 +76,15 @@ export const ENV_OVERRIDES: readonly EnvOverrideSpec[] = [
   spec('hooks', 'max_queued', 'int'),
   spec('logging', 'level', 'string'),
 ];
+
+/**
+ * Older names, read when the table's own name is unset: they predate the console section and
+ * deployments set them.
+ */
+export const ENV_ALIASES: Readonly<Record<string, string>> = {
+  HLOSERVE_CONSOLE_STATE_URL: 'HLOSERVE_STATE_URL',
+  HLOSERVE_CONSOLE_ALLOWED_ORIGINS: 'HLOSERVE_CONSOLE_ORIGINS',
+};
 
 /**
  * Variables under these prefixes must be in the table: a misspelt override would otherwise be
@@ -134,6 +145,12 @@ export function envValue(s: EnvOverrideSpec, text: string, cwd: string): unknown
         .split(/[,:]/)
         .map((x) => x.trim())
         .filter((x) => x !== '');
+    case 'csv':
+      // Commas only: origins hold colons (https://host:8443).
+      return t
+        .split(',')
+        .map((x) => x.trim())
+        .filter((x) => x !== '');
     case 'bytes':
       return ['null', 'none', 'auto'].includes(t.toLowerCase()) ? null : /^\d+$/.test(t) ? Number(t) : t;
   }
@@ -156,7 +173,10 @@ export function applyEnvOverrides(
   }
   const applied: AppliedOverride[] = [];
   const sources = new Map<string, string>();
-  for (const s of ENV_OVERRIDES) {
+  for (const entry of ENV_OVERRIDES) {
+    const alias = ENV_ALIASES[entry.variable];
+    const own = env[entry.variable];
+    const s = (own === undefined || own.trim() === '') && alias && env[alias] ? { ...entry, variable: alias } : entry;
     const text = env[s.variable];
     if (text === undefined || text.trim() === '') continue;
     const value = envValue(s, text, cwd);

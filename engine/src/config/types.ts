@@ -78,6 +78,24 @@ export interface EndpointsConfig {
   readonly httpRequestTimeoutSeconds: number;
   readonly httpHeadersTimeoutSeconds: number;
   readonly allowSharedMemory: boolean;
+  /** TLS on every listener of this worker (gRPC, HTTP, metrics, console); null: plaintext. */
+  readonly tls: TlsConfig | null;
+}
+
+/** PEM files, absolute; read and checked at start (engine/src/tls/tls-material.ts). */
+export interface TlsConfig {
+  readonly certFile: string;
+  readonly keyFile: string;
+  /** When set, clients must present a certificate this CA signed (mutual TLS). */
+  readonly clientCaFile: string | null;
+}
+
+/** The console's listener: where its operations state lives and who may open its live feed. */
+export interface ConsoleConfig {
+  /** postgres://... or sqlite:PATH; null: SQLite under cache_dir. */
+  readonly stateUrl: string | null;
+  /** Origins besides the console's own that may open the live feed (scheme://host[:port]). */
+  readonly allowedOrigins: readonly string[];
 }
 
 /** Bundle hooks (model.js / model.mjs / model.ts): code that runs inside the server with its rights. */
@@ -120,6 +138,7 @@ export interface WorkerSettings {
   readonly compileCache: CompileCacheConfig;
   readonly scheduler: SchedulerConfig;
   readonly endpoints: EndpointsConfig;
+  readonly console: ConsoleConfig;
   readonly hooks: HooksConfig;
   readonly logging: LoggingConfig;
 }

@@ -9,6 +9,7 @@ import { joinPath, MappingReader as Reader } from './config-reader.js';
 import {
   ALLOCATORS,
   COMPILE_CACHE_DEFAULTS,
+  CONSOLE_DEFAULTS,
   defaultCacheDir,
   DISCIPLINES,
   ENDPOINTS_DEFAULTS,
@@ -26,10 +27,12 @@ import {
 } from './defaults.js';
 import type {
   CompileCacheConfig,
+  ConsoleConfig,
   EndpointsConfig,
   HooksConfig,
   LoggingConfig,
   ModelPolicy,
+  TlsConfig,
   RuntimeConfig,
   SchedulerConfig,
   WorkerSettings,
@@ -47,6 +50,7 @@ export const SETTINGS_KEYS = [
   'compile_cache',
   'scheduler',
   'endpoints',
+  'console',
   'hooks',
   'logging',
 ] as const;
@@ -71,7 +75,8 @@ export function parseWorkerSettings(r: MappingReader, baseDir: string): WorkerSe
     runtime: parseRuntime(r.section('runtime'), baseDir),
     compileCache: parseCompileCache(r.section('compile_cache')),
     scheduler: parseScheduler(r.section('scheduler')),
-    endpoints: parseEndpoints(r.section('endpoints')),
+    endpoints: parseEndpoints(r.section('endpoints'), baseDir),
+    console: parseConsole(r.section('console')),
     hooks: parseHooks(r.section('hooks')),
     logging: parseLogging(r.section('logging')),
   };
@@ -154,7 +159,45 @@ function parseModelPolicies(r: MappingReader): Record<string, ModelPolicy> {
   return out;
 }
 
-function parseEndpoints(r: MappingReader): EndpointsConfig {
+/** `tls: {cert, key, client_ca?}`: paths only; the files are read and checked when the worker starts. */
+function parseTls(r: MappingReader, baseDir: string): TlsConfig | null {
+  if (!r.has('cert') && !r.has('key') && !r.has('client_ca')) {
+    r.finish();
+    return null;
+  }
+  const path = (key: string): string => {
+    const v = r.string(key, '', { nonEmpty: true });
+    if (!v) throw r.error(key, 'required when tls is set (a PEM file)');
+    return resolve(baseDir, v);
+  };
+  const tls: TlsConfig = {
+    certFile: path('cert'),
+    keyFile: path('key'),
+    clientCaFile: r.has('client_ca') ? path('client_ca') : null,
+  };
+  r.finish();
+  return tls;
+}
+
+function parseConsole(r: MappingReader): ConsoleConfig {
+  const d = CONSOLE_DEFAULTS;
+  const stateUrl = r.string('state_url', '', { nonEmpty: true }) || d.stateUrl;
+  if (stateUrl !== null && !/^(postgres(ql)?:\/\/|sqlite:)/.test(stateUrl))
+    throw r.error('state_url', 'expected postgres://user:password@host/db or sqlite:PATH');
+  const origins = r.stringList('allowed_origins', d.allowedOrigins);
+  origins.forEach((o, i) => {
+    if (!/^https?:\/\/[^/\s]+$/.test(o))
+      throw r.ctx.error(
+        joinPath(r.keyPath('allowed_origins'), i),
+        `expected scheme://host[:port], got ${JSON.stringify(o)}`,
+      );
+  });
+  const console_: ConsoleConfig = { stateUrl, allowedOrigins: origins };
+  r.finish();
+  return console_;
+}
+
+function parseEndpoints(r: MappingReader, baseDir: string): EndpointsConfig {
   const d = ENDPOINTS_DEFAULTS;
   const endpoints: EndpointsConfig = {
     host: r.string('host', d.host, { nonEmpty: true }),
@@ -169,6 +212,7 @@ function parseEndpoints(r: MappingReader): EndpointsConfig {
     httpRequestTimeoutSeconds: r.number('http_request_timeout_seconds', d.httpRequestTimeoutSeconds, RANGES.positive),
     httpHeadersTimeoutSeconds: r.number('http_headers_timeout_seconds', d.httpHeadersTimeoutSeconds, RANGES.positive),
     allowSharedMemory: r.bool('allow_shared_memory', d.allowSharedMemory),
+    tls: parseTls(r.section('tls'), baseDir),
   };
   r.finish();
   return endpoints;

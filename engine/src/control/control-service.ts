@@ -4,6 +4,7 @@
  * here, so a mode's rules (static, dynamic, explicit) are enforced in one place.
  */
 import { ServeError } from '@hloserve/common/errors';
+import { setClampedTimeout } from '@hloserve/common/timers';
 import type { Discipline, ModelControlMode, ModelPolicy, Residency } from '../config/types.js';
 import type { ModelState } from '../kserve/service.js';
 import type { LifecycleEvent, LifecycleListener } from '../registry/lifecycle-events.js';
@@ -11,6 +12,7 @@ import type { PolicyLayer } from '../registry/policy.js';
 import type { ModelSlot } from '../registry/registry.js';
 import type { ModelSchedulingStats } from '../scheduler/model-counters.js';
 import type { WeightModelStats } from '../weights/weight-cache.js';
+import type { LatencyCounts } from '../worker/latency-histogram.js';
 import type { Worker } from '../worker/worker.js';
 
 /** self_managed: the worker's weight cache decides residency; externally_managed: a control plane does (explicit mode). */
@@ -36,7 +38,21 @@ export interface ModelControlView {
   readonly maxBatchSize: number;
   /** The first executable input with a batch axis, and that axis (wire order, 0-based); null when none. */
   readonly batchInput: { readonly name: string; readonly axis: number } | null;
+  /** Set while the model is drained: no new requests are admitted. */
+  readonly drain: DrainView | null;
 }
+
+export interface DrainView {
+  /** When the drain began, ms since the epoch. */
+  readonly since: number;
+  /** Requests admitted before the drain that have not been answered yet (queued or executing). */
+  readonly pending: number;
+  /** True once every request admitted before the drain has been answered. */
+  readonly idle: boolean;
+}
+
+/** How long a drain call waits for the model to go idle before it answers with what is left. */
+export const DRAIN_WAIT_MS = 30_000;
 
 export interface ControlStatus {
   readonly mode: ModelControlMode;
@@ -88,6 +104,11 @@ export class ControlService {
     return this.#w.registry.list().map((s) => this.#view(s));
   }
 
+  /** The model's request latency distribution (cumulative; it outlives versions); undefined: no such model. */
+  latency(name: string): LatencyCounts | undefined {
+    return this.#w.registry.get(name)?.stats.latency;
+  }
+
   /** undefined: no model of that name. */
   model(name: string): ModelControlView | undefined {
     const s = this.#w.registry.get(name);
@@ -119,20 +140,46 @@ export class ControlService {
       scheduling,
       maxBatchSize: Number.isFinite(maxRows) ? maxRows : 0,
       batchInput,
+      drain: slot.drainingSince === null ? null : drainView(slot),
     };
   }
 
   // ---- changing models -----------------------------------------------------------------------
 
-  /** Loads (or reloads) a model from the repository. Refused in static mode. */
-  load(name: string, signal?: AbortSignal): Promise<void> {
-    return this.#w.loadModel(name, signal);
+  /** Loads (or reloads) a model from the repository; lifts a drain. Refused in static mode. */
+  async load(name: string, signal?: AbortSignal): Promise<void> {
+    await this.#w.loadModel(name, signal);
+    this.resume(name);
   }
 
   /** A reload is a load of a model that is serving: built beside it, swapped when ready. */
   async reload(name: string, signal?: AbortSignal): Promise<void> {
     this.#require(name);
     await this.#w.loadModel(name, signal);
+    this.resume(name);
+  }
+
+  /**
+   * Drains a model: from now on it admits no new request (each is refused with
+   * HLO_ERR_MODEL_NOT_READY naming the drain, and KServe readiness turns false), while the
+   * requests already admitted, queued or executing, finish. Resolves once they have (or after
+   * `waitMs`, with what is left in the view); resume, load or reload lift it.
+   */
+  async drain(name: string, waitMs = DRAIN_WAIT_MS, signal?: AbortSignal): Promise<DrainView> {
+    const slot = this.#require(name);
+    slot.drainingSince ??= Date.now();
+    const deadline = Date.now() + waitMs;
+    for (;;) {
+      const d = drainView(slot);
+      if (d.idle || Date.now() >= deadline || signal?.aborted || slot.drainingSince === null) return d;
+      await new Promise<void>((r) => setClampedTimeout(r, 10));
+    }
+  }
+
+  /** Lifts a drain (nothing happens for a model that is not drained). */
+  resume(name: string): void {
+    const slot = this.#w.registry.get(name);
+    if (slot) slot.drainingSince = null;
   }
 
   /** Unloads a model: queued requests get the unload grace, then NOT_FOUND. Refused in static mode. */
@@ -229,4 +276,9 @@ export class ControlService {
     if (s === undefined) throw new ServeError('HLO_ERR_MODEL_NOT_FOUND', `model '${name}' is not loaded`);
     return s;
   }
+}
+
+function drainView(slot: ModelSlot): DrainView {
+  const pending = slot.current?.holds ?? 0;
+  return { since: slot.drainingSince ?? 0, pending, idle: pending === 0 };
 }

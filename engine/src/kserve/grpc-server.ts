@@ -1,6 +1,7 @@
 import {
   type sendUnaryData,
   Server,
+  ServerCredentials,
   type ServerDuplexStream,
   type ServerUnaryCall,
   status as Status,
@@ -25,6 +26,7 @@ import { requestDeadline } from './deadline.js';
 import { installGrpcTimeoutClamp } from './grpc-timeout.js';
 import { systemClock } from '../scheduler/clock.js';
 import type { InferenceService, ModelStatisticsJson } from './service.js';
+import type { TlsMaterial } from '../tls/tls-material.js';
 
 type Callback<T> = sendUnaryData<T>;
 
@@ -239,6 +241,8 @@ export async function startGrpcServer(
   port: number,
   /** More services on the same port (the ControlService), added before it binds. */
   register?: (server: Server) => void,
+  /** TLS for the port; absent: plaintext. */
+  tls?: TlsMaterial | null,
 ): Promise<GrpcServerHandle> {
   installGrpcTimeoutClamp();
   const server = new Server({
@@ -264,5 +268,14 @@ export async function startGrpcServer(
       call.emit('error', { code: Status.UNIMPLEMENTED, details: 'Watch is not supported' }),
   });
   register?.(server);
-  return listenGrpc(server, host, port);
+  return listenGrpc(server, host, port, tls ? grpcCredentials(tls) : undefined);
+}
+
+/** The certificate and key as grpc-js server credentials; a client CA turns on client checks. */
+export function grpcCredentials(tls: TlsMaterial): ServerCredentials {
+  return ServerCredentials.createSsl(
+    tls.clientCa,
+    [{ private_key: tls.key, cert_chain: tls.cert }],
+    tls.clientCa !== null,
+  );
 }

@@ -10,6 +10,7 @@ import { systemClock } from '../scheduler/clock.js';
 import { encodeHttpInfer } from './http-infer-body.js';
 import { type JsonUpload, OFF_THREAD_BYTES, openJsonUpload, parseHttpInferRequest } from './http-infer-parser.js';
 import type { InferenceService } from './service.js';
+import { httpsOptions, type TlsMaterial } from '../tls/tls-material.js';
 
 interface ModelParams {
   model: string;
@@ -37,6 +38,8 @@ export interface HttpServerOptions {
   readonly maxJsonBytes?: number;
   readonly requestTimeoutMs?: number;
   readonly headersTimeoutMs?: number;
+  /** TLS for the port; absent: plaintext. */
+  readonly tls?: TlsMaterial | null;
 }
 
 /** A Fastify/Node error (414, 413, content-type, JSON) as a catalogue error. */
@@ -101,6 +104,12 @@ export function buildHttpServer(service: InferenceService, options: HttpServerOp
   // The limit is enforced here rather than by Fastify's bodyLimit: an oversized body is read to
   // its end and discarded before the 413 goes out, so the client reads our answer instead of a
   // connection reset in the middle of its upload.
+  const timeouts = {
+    headersTimeout: Math.min(headersTimeout || requestTimeout, requestTimeout || headersTimeout),
+    connectionsCheckingInterval: Math.max(100, Math.min(30_000, Math.floor((requestTimeout || 300_000) / 10))),
+  };
+  // node:https takes node:http's server options too, so TLS keeps the same timeouts.
+  const serverOptions = options.tls ? { https: { ...httpsOptions(options.tls), ...timeouts } } : { http: timeouts };
   const app = Fastify({
     logger: options.logger ?? false,
     bodyLimit: Number.MAX_SAFE_INTEGER,
@@ -133,11 +142,8 @@ export function buildHttpServer(service: InferenceService, options: HttpServerOp
     },
     // Node checks the request and headers timeouts on this interval; a tenth keeps a stalled
     // request's overrun small.
-    http: {
-      headersTimeout: Math.min(headersTimeout || requestTimeout, requestTimeout || headersTimeout),
-      connectionsCheckingInterval: Math.max(100, Math.min(30_000, Math.floor((requestTimeout || 300_000) / 10))),
-    },
-  });
+    ...serverOptions,
+  }) as unknown as FastifyInstance;
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (req, payload, done) => {
     // Without Inference-Header-Content-Length the whole body is JSON.

@@ -1,5 +1,7 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type RequestListener, type Server } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import { listen } from '../listen.js';
+import { httpsOptions, type TlsMaterial } from '../tls/tls-material.js';
 import type { Worker } from '../worker/worker.js';
 
 /** Prometheus /metrics plus liveness and readiness probes, on their own port (Triton: 8002). */
@@ -7,8 +9,9 @@ export function startMetricsServer(
   worker: Worker,
   host: string,
   port: number,
+  tls: TlsMaterial | null = null,
 ): Promise<{ server: Server; port: number }> {
-  const server = createServer((req, res) => {
+  const handler: RequestListener = (req, res) => {
     const url = (req.url ?? '/').split('?')[0];
     if (req.method === 'GET' && url === '/metrics') {
       worker.refreshGauges();
@@ -25,6 +28,8 @@ export function startMetricsServer(
       return void res.writeHead(ready ? 200 : 503).end(ready ? 'ready' : 'not ready');
     }
     res.writeHead(404).end();
-  });
+  };
+  // An https.Server is a tls.Server, which node:http's typings do not name; it listens and closes alike.
+  const server = tls ? (createTlsServer(httpsOptions(tls), handler) as unknown as Server) : createServer(handler);
   return listen(server, host, port);
 }

@@ -17,6 +17,8 @@ export class ModelSlot {
   attemptedSignature = '';
   /** The directory's (device, inode), for renames in dynamic mode. */
   directoryId = '';
+  /** When a drain began (ms since the epoch): no new request is admitted until it is lifted. */
+  drainingSince: number | null = null;
 
   constructor(
     public name: string,
@@ -32,6 +34,12 @@ export class ModelSlot {
       throw new ServeError(
         'HLO_ERR_MODEL_NOT_READY',
         `model '${this.name}' is not ready (${this.state}${this.reason ? `: ${this.reason}` : ''})`,
+      );
+    }
+    if (this.drainingSince !== null) {
+      throw new ServeError(
+        'HLO_ERR_MODEL_NOT_READY',
+        `model '${this.name}' is draining: it admits no new requests until it is resumed or loaded again`,
       );
     }
     return v;

@@ -2,6 +2,7 @@
  * `hloserve serve` with several workers: node.yaml lists two or more, or --workers N|auto. Runs
  * the supervisor until SIGTERM/SIGINT, then drains the gateway and every worker.
  */
+import { ServeError } from '@hloserve/common/errors';
 import { ROUTING_MODES, type RoutingMode } from '@hloserve/gateway';
 import type { NodeConfig } from '../config/types.js';
 import type { Logger } from '../log.js';
@@ -43,6 +44,14 @@ export async function runSupervisor(
   flags: SuperviseFlags,
   log: Logger,
 ): Promise<number> {
+  // The gateway reaches its workers over plaintext; serving TLS with several workers would need
+  // TLS between them as well, which is not built. Refuse rather than serve plaintext by surprise.
+  const withTls = [config.global, ...config.workers.map((w) => w.settings)].some((s) => s.endpoints.tls !== null);
+  if (withTls)
+    throw new ServeError(
+      'HLO_ERR_CONFIG_INVALID',
+      `endpoints.tls (${config.file ?? 'node.yaml'}): TLS is served by a single worker only; with several workers (a supervisor and its gateway) it is not supported`,
+    );
   const mode = (flags.routing ?? 'lpt_packing') as RoutingMode;
   if (!ROUTING_MODES.includes(mode)) throw new Error(`--routing must be one of ${ROUTING_MODES.join(', ')}`);
   const basePort = Number(flags.basePort ?? 8100);

@@ -1,4 +1,5 @@
 import type { Duration, ModelStatisticsJson } from '../kserve/service.js';
+import { LatencyHistogram } from './latency-histogram.js';
 
 class Acc {
   count = 0;
@@ -24,6 +25,8 @@ export class ModelStatistics {
   readonly #infer = new Acc();
   readonly #output = new Acc();
   readonly #batches = new Map<number, { input: Acc; infer: Acc; output: Acc }>();
+  /** Successful requests' total time, for the control API's p50 / p99 history. */
+  readonly latency = new LatencyHistogram();
 
   /** `s.at`: when the request was answered, epoch milliseconds (the caller has just read its clock). */
   success(
@@ -33,6 +36,7 @@ export class ModelStatistics {
     this.#lastInference = Math.floor(s.at);
     this.#inferenceCount += rows;
     this.#success.add(s.total);
+    this.latency.add(s.total);
     this.#queue.add(s.queue);
     this.#input.add(s.input);
     this.#infer.add(s.infer);

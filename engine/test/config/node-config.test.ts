@@ -105,7 +105,9 @@ suite('node config: defaults', () => {
         httpRequestTimeoutSeconds: 300,
         httpHeadersTimeoutSeconds: 60,
         allowSharedMemory: true,
+        tls: null,
       },
+      console: { stateUrl: null, allowedOrigins: [] },
       hooks: { enabled: true, threads: 2, timeoutMs: 5000, maxHeapMb: 256, maxQueued: 256 },
       logging: { level: 'info' },
     });

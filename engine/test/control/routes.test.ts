@@ -40,6 +40,7 @@ const ROUTES: Route[] = [
   },
   { method: 'POST', url: '/api/v1/models/mlp/reload', scope: 'operator', mutation: true },
   { method: 'POST', url: '/api/v1/models/mlp/drain', scope: 'operator', mutation: true },
+  { method: 'POST', url: '/api/v1/models/mlp/resume', scope: 'operator', mutation: true },
   { method: 'POST', url: '/api/v1/models/mlp/unload', scope: 'operator', mutation: true },
   { method: 'POST', url: '/api/v1/models/mlp/load', scope: 'operator', mutation: true },
   { method: 'PATCH', url: '/api/v1/settings', scope: 'admin', body: { discipline: 'fair' }, mutation: true },
@@ -158,6 +159,11 @@ suite('control API routes (inject, real Worker, SQLite)', () => {
   });
 
   test('audit records say who, what, before -> after and the result', async () => {
+    const unknown = await call(
+      { method: 'POST', url: '/api/v1/models/no-such-model/drain', scope: 'operator' },
+      'operator',
+    );
+    assert.equal(unknown.statusCode, 404);
     const res = await h.control.app.inject({
       method: 'GET',
       url: '/api/v1/audit?limit=200',
@@ -175,8 +181,10 @@ suite('control API routes (inject, real Worker, SQLite)', () => {
     assert.match(pin.actor, /^token:[0-9a-f]{12}$/);
     assert.equal(pin.target, 'model:mlp');
     assert.equal((pin.after as { residency: string }).residency, 'device');
-    const drain = rows.find((r) => r.action === 'model.drain')!;
-    assert.equal(drain.result, 'HLO_ERR_FAILED_PRECONDITION', 'refused actions are audited with their reason');
+    const drain = rows.find((r) => r.action === 'model.drain' && r.target === 'model:mlp' && r.result === 'ok')!;
+    assert.deepEqual(drain.after, { state: 'READY', version: '1', draining: true });
+    const refused = rows.find((r) => r.action === 'model.drain' && r.target === 'model:no-such-model')!;
+    assert.equal(refused.result, 'HLO_ERR_MODEL_NOT_FOUND', 'refused actions are audited with their reason');
   });
 
   test('idempotent retries: the same Idempotency-Key runs once, is audited once, and replays the answer', async () => {

@@ -7,6 +7,7 @@ import type { FeedHub } from '../feed/feed-hub.js';
 import type { DesiredState } from '../reconcile/desired-state.js';
 import type { UploadConfig, UploadService } from '../uploads/upload-service.js';
 import type { ModelPort } from './model-port.js';
+import type { TlsMaterial } from '../../tls/tls-material.js';
 
 export interface ControlOptions {
   /** Where the one-time setup token is written (0600). */
@@ -14,6 +15,8 @@ export interface ControlOptions {
   /** Origins allowed to open the live feed besides the console's own (scheme://host:port). */
   readonly allowedOrigins: readonly string[];
   readonly feed: { readonly sampleMs: number; readonly heartbeatMs: number; readonly highWaterBytes: number };
+  /** TLS for the console's port (REST and the live feed); absent: plaintext. */
+  readonly tls?: TlsMaterial | null;
   /** Absent: the upload routes answer 501. */
   readonly uploads?: UploadConfig;
 }

@@ -25,6 +25,7 @@ import { installAuth } from './auth-hook.js';
 import type { ControlContext, ControlOptions } from './context.js';
 import { installErrorHandler } from './error-handler.js';
 import type { ModelPort } from './model-port.js';
+import { httpsOptions } from '../../tls/tls-material.js';
 
 export interface ControlAppOptions {
   readonly port: ModelPort;
@@ -71,14 +72,16 @@ export async function buildControlApp(o: ControlAppOptions): Promise<ControlApp>
     log: o.log,
   };
 
+  const tls = o.options.tls ?? null;
   const app = Fastify({
+    ...(tls ? { https: httpsOptions(tls) } : {}),
     logger: false,
     bodyLimit: 1 << 20,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && /^[\x21-\x7e]{1,100}$/.test(given) ? given : randomUUID();
     },
-  });
+  }) as unknown as FastifyInstance;
   installErrorHandler(app);
   installAuth(app, tokens);
   await app.register(swagger, {

@@ -4,6 +4,7 @@
  * the lifecycle's ControlService facade replaces that adapter without touching the routes.
  */
 import type { Discipline, Residency } from '../../config/types.js';
+import type { LatencyCounts } from '../../worker/latency-histogram.js';
 
 export type ModelLifecycleState = 'UNKNOWN' | 'READY' | 'UNAVAILABLE' | 'LOADING' | 'UNLOADING';
 
@@ -58,6 +59,17 @@ export interface ModelView {
   readonly policy: ModelPolicyView | null;
   readonly queue: ModelQueueView | null;
   readonly stats: ModelStatsView | null;
+  /** Set while the model is drained; null when it admits requests. */
+  readonly drain: ModelDrainView | null;
+}
+
+export interface ModelDrainView {
+  /** When the drain began, ms since the epoch. */
+  readonly since: number;
+  /** Requests admitted before the drain and not yet answered. */
+  readonly pending: number;
+  /** Every request admitted before the drain has been answered. */
+  readonly idle: boolean;
 }
 
 export interface DeviceMemoryView {
@@ -94,13 +106,16 @@ export interface EngineEvent {
   readonly data: Readonly<Record<string, unknown>>;
 }
 
-export type ModelAction = 'load' | 'unload' | 'reload' | 'drain';
+/** drain: admit nothing new, let what was admitted finish; resume (or load, reload) lifts it. */
+export type ModelAction = 'load' | 'unload' | 'reload' | 'drain' | 'resume';
 
 export interface ModelPort {
   worker(): WorkerView;
   models(): ModelView[];
   /** undefined: no such model known to the engine. */
   model(name: string): ModelView | undefined;
+  /** The model's cumulative request latency counts (LATENCY_BUCKETS log buckets); undefined: unknown. */
+  latency(name: string): LatencyCounts | undefined;
   /** Resolves when the action is done; failures are ServeErrors from the catalogue. */
   act(name: string, action: ModelAction, signal?: AbortSignal): Promise<void>;
   /** Applies a live policy change and resolves once it holds (a residency floor may upload). */

@@ -80,6 +80,7 @@ export const model = obj({
   ),
   policy: nullable(policy),
   queue: nullable(obj({ depth: int, rows: int, inflight: int })),
+  drain: nullable(obj({ since: int, pending: int, idle: bool })),
   stats: nullable(
     obj({
       requestsServed: int,
@@ -158,6 +159,13 @@ export const settingsView = obj({
   discipline,
   modelControlMode: str,
   stateStore: { type: 'string', enum: ['sqlite', 'postgres'] },
+  tls: obj({
+    enabled: bool,
+    certFile: nullable(str),
+    subject: nullable(str),
+    validTo: nullable(str),
+    clientCertificates: bool,
+  }),
   feed: obj({ metricsIntervalMs: int, heartbeatMs: int }),
 });
 

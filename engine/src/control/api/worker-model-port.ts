@@ -1,13 +1,13 @@
 /**
  * The ModelPort over the engine: models, actions, policies and events come from the lifecycle's
  * ControlService facade (the one the gRPC ControlService serves too), memory from the Worker's
- * weight cache and runtime. What the engine cannot do yet (drain) is refused here, and only here,
- * with the reason.
+ * weight cache and runtime.
  */
 import { ServeError } from '@hloserve/common/errors';
 import type { Discipline, ModelPolicy, WorkerSettings } from '../../config/types.js';
-import { ControlService, type ModelControlView } from '../control-service.js';
+import { ControlService, DRAIN_WAIT_MS, type ModelControlView } from '../control-service.js';
 import type { LifecycleEvent } from '../../registry/lifecycle-events.js';
+import type { LatencyCounts } from '../../worker/latency-histogram.js';
 import type { Worker } from '../../worker/worker.js';
 import type {
   DeviceMemoryView,
@@ -68,6 +68,10 @@ export class WorkerModelPort implements ModelPort {
     return this.#control.models().map(view);
   }
 
+  latency(name: string): LatencyCounts | undefined {
+    return this.#control.latency(name);
+  }
+
   model(name: string): ModelView | undefined {
     const m = this.#control.model(name);
     return m && view(m);
@@ -77,7 +81,15 @@ export class WorkerModelPort implements ModelPort {
     const c = this.#control;
     switch (action) {
       case 'drain':
-        throw new ServeError('HLO_ERR_FAILED_PRECONDITION', `drain of '${name}' is not available yet`);
+      case 'resume': {
+        if (!c.model(name)) throw new ServeError('HLO_ERR_MODEL_NOT_FOUND', `unknown model '${name}'`);
+        if (action === 'drain') await c.drain(name, DRAIN_WAIT_MS, signal);
+        else c.resume(name);
+        // Not a lifecycle event (the version does not change), but an operations one.
+        const event: EngineEvent = { at: Date.now(), kind: `model.${action}`, model: name, data: {} };
+        for (const l of this.#listeners) l(event);
+        return;
+      }
       case 'unload':
         if (!c.model(name)) throw new ServeError('HLO_ERR_MODEL_NOT_FOUND', `unknown model '${name}'`);
         return c.unload(name);
@@ -160,5 +172,6 @@ function view(m: ModelControlView): ModelView {
           costSeconds: { ...s.costEstimates },
         }
       : null,
+    drain: m.drain && { since: m.drain.since, pending: m.drain.pending, idle: m.drain.idle },
   };
 }

@@ -2,13 +2,15 @@
  * The short metric history: once a second, per model, requests/s (from the served counter),
  * queue depth, resident bytes, loads and evictions. Each sample is streamed on the feed's
  * `metrics` topic (so ticks are aggregated to 1 Hz) and stored: seconds for 15 minutes, minute
- * averages for a day. Latency percentiles are not recorded yet (null): the Worker keeps no
- * per-model latency distribution the port can read.
+ * averages for a day. p50 / p99 come from the model's latency histogram: the requests answered
+ * since the previous sample (a second's row), or within the minute (a minute's row); null when
+ * none were.
  */
 import type { ModelPort } from '../api/model-port.js';
 import type { Topic } from '../feed/topic.js';
 import type { MetricSampleInsert, Store } from '../../state/store.js';
 import type { Logger } from '../../log.js';
+import { LATENCY_BUCKETS, percentilesMs } from '../../worker/latency-histogram.js';
 
 export const SECOND_RETENTION_MS = 15 * 60 * 1000;
 export const MINUTE_RETENTION_MS = 24 * 3600 * 1000;
@@ -16,6 +18,9 @@ const FLUSH_EVERY = 5;
 
 export class MetricHistory {
   readonly #last = new Map<string, { at: number; served: number }>();
+  /** Per model: the latency counts at the previous sample, and what arrived within this minute. */
+  readonly #latency = new Map<string, { prev: Uint32Array; minute: Uint32Array }>();
+  readonly #delta = new Uint32Array(LATENCY_BUCKETS);
   #pending: MetricSampleInsert[] = [];
   #minute: MetricSampleInsert[] = [];
   #minuteStart = 0;
@@ -36,18 +41,24 @@ export class MetricHistory {
 
   tick(at: number): void {
     const samples: MetricSampleInsert[] = [];
-    for (const m of this.port.models()) {
+    const models = this.port.models();
+    if (this.#latency.size > models.length) {
+      const names = new Set(models.map((m) => m.name));
+      for (const name of this.#latency.keys()) if (!names.has(name)) this.#latency.delete(name);
+    }
+    for (const m of models) {
       const served = m.stats?.requestsServed ?? 0;
       const prev = this.#last.get(m.name);
       this.#last.set(m.name, { at, served });
       const dt = prev ? (at - prev.at) / 1000 : 0;
+      const [p50Ms, p99Ms] = this.#percentiles(m.name);
       samples.push({
         model: m.name,
         resolution: 's',
         at,
         requestsPerSecond: prev && dt > 0 ? Math.max(0, served - prev.served) / dt : 0,
-        p50Ms: null,
-        p99Ms: null,
+        p50Ms,
+        p99Ms,
         queueDepth: m.queue?.depth ?? 0,
         residentBytes: m.residency?.deviceResident ? m.residency.weightBytes : 0,
         loads: m.residency?.loads ?? 0,
@@ -59,11 +70,41 @@ export class MetricHistory {
     if (this.#minuteStart === 0) this.#minuteStart = at;
     this.#minute.push(...samples);
     if (at - this.#minuteStart >= 60_000) {
-      this.#pending.push(...averageByModel(this.#minute, this.#minuteStart));
+      const minute = averageByModel(this.#minute, this.#minuteStart).map((r) => {
+        const l = this.#latency.get(r.model);
+        if (!l) return r;
+        const [p50Ms, p99Ms] = percentilesMs(l.minute, [0.5, 0.99]);
+        l.minute.fill(0);
+        return { ...r, p50Ms: p50Ms ?? null, p99Ms: p99Ms ?? null };
+      });
+      this.#pending.push(...minute);
       this.#minute = [];
       this.#minuteStart = at;
     }
     if (++this.#ticks % FLUSH_EVERY === 0) void this.flush(at);
+  }
+
+  /** p50 and p99 of the requests answered since the last sample; adds them to the minute's counts. */
+  #percentiles(model: string): [number | null, number | null] {
+    const counts = this.port.latency(model)?.counts;
+    if (!counts) return [null, null];
+    let l = this.#latency.get(model);
+    if (!l) {
+      // The first sample of a model has no previous counts: it counts what came before it.
+      l = { prev: new Uint32Array(LATENCY_BUCKETS), minute: new Uint32Array(LATENCY_BUCKETS) };
+      this.#latency.set(model, l);
+    }
+    // A slot made again (unload, then load) counts from zero: then everything it holds is new.
+    let restarted = false;
+    for (let i = 0; i < LATENCY_BUCKETS && !restarted; i++) restarted = counts[i]! < l.prev[i]!;
+    const d = this.#delta;
+    for (let i = 0; i < LATENCY_BUCKETS; i++) {
+      d[i] = restarted ? counts[i]! : counts[i]! - l.prev[i]!;
+      l.minute[i] += d[i]!;
+    }
+    l.prev.set(counts);
+    const [p50, p99] = percentilesMs(d, [0.5, 0.99]);
+    return [p50 ?? null, p99 ?? null];
   }
 
   flush(at = Date.now()): Promise<void> {

@@ -6,7 +6,16 @@ import type { ModelAction, ModelPolicyPatch, ModelView } from '../api/model-port
 import { mutate } from '../api/route-kit.js';
 import * as S from '../api/schemas.js';
 
-const ACTIONS: readonly ModelAction[] = ['load', 'unload', 'reload', 'drain'];
+const ACTIONS: readonly ModelAction[] = ['load', 'unload', 'reload', 'drain', 'resume'];
+
+const SUMMARIES: Readonly<Record<ModelAction, string>> = {
+  load: 'Load a model from the repository (lifts a drain)',
+  unload: 'Unload a model',
+  reload: 'Reload a model: the new version is built beside the serving one (lifts a drain)',
+  drain:
+    'Drain a model: admit no new request, answer once those admitted have finished (at most 30 s; drain.idle says)',
+  resume: 'Lift a drain',
+};
 
 export const modelRoutes =
   (ctx: ControlContext): FastifyPluginAsync =>
@@ -79,7 +88,7 @@ export const modelRoutes =
         {
           config: { scope: 'operator' },
           schema: {
-            summary: `${action[0]!.toUpperCase()}${action.slice(1)} a model (audited; send an Idempotency-Key to retry safely)`,
+            summary: `${SUMMARIES[action]} (audited; send an Idempotency-Key to retry safely)`,
             params: S.modelParams,
             response: actionResponse,
           },
@@ -162,4 +171,5 @@ export const modelRoutes =
     );
   };
 
-const stateOf = (m: ModelView | undefined) => (m ? { state: m.state, version: m.version } : null);
+const stateOf = (m: ModelView | undefined) =>
+  m ? { state: m.state, version: m.version, draining: m.drain !== null } : null;

@@ -145,6 +145,20 @@ function settingsView(ctx: ControlContext) {
     discipline: w.discipline,
     modelControlMode: w.modelControlMode,
     stateStore: ctx.store.dialect,
+    tls: tlsView(ctx),
     feed: { metricsIntervalMs: 1000, heartbeatMs: ctx.options.feed.heartbeatMs },
+  };
+}
+
+/** What the console's own listener serves (every listener of the worker shares `endpoints.tls`). */
+function tlsView(ctx: ControlContext) {
+  const t = ctx.options.tls;
+  if (!t) return { enabled: false, certFile: null, subject: null, validTo: null, clientCertificates: false };
+  return {
+    enabled: true,
+    certFile: t.config.certFile,
+    subject: t.subject,
+    validTo: t.validTo,
+    clientCertificates: t.clientCa !== null,
   };
 }

@@ -1,0 +1,95 @@
+/**
+ * TLS from node.yaml through the real command: `hloserve serve --config node.yaml` with an
+ * `endpoints.tls` block serves HTTPS on its HTTP, metrics and console ports and says so in its
+ * "listening" record; a key that does not match the certificate stops it before it listens, naming
+ * the file.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { get } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, suite, test } from 'node:test';
+import { examplesDir, startServer, type ServerProcess } from '../src/server-process.js';
+
+const selfSigned = (dir: string, name: string) =>
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      `${name}.key`,
+      '-out',
+      `${name}.crt`,
+      '-days',
+      '2',
+      '-subj',
+      '/CN=localhost',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+    ],
+    { cwd: dir, stdio: 'pipe' },
+  );
+
+const status = (url: string, ca: Buffer) =>
+  new Promise<number>((done, fail) => get(url, { ca }, (r) => (r.resume(), done(r.statusCode ?? 0))).on('error', fail));
+
+function nodeYaml(dir: string, key: string): string {
+  const file = join(dir, `node-${key}.yaml`);
+  writeFileSync(
+    file,
+    [
+      `model_repo: ${examplesDir}`,
+      'global:',
+      `  cache_dir: ${join(dir, 'cache')}`,
+      '  models_include: [mlp]',
+      '  endpoints:',
+      '    host: 127.0.0.1',
+      '    tls:',
+      '      cert: server.crt',
+      `      key: ${key}.key`,
+      '',
+    ].join('\n'),
+  );
+  return file;
+}
+
+suite('TLS from node.yaml through hloserve serve', () => {
+  let dir: string;
+  let server: ServerProcess;
+  let ca: Buffer;
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'hloserve-tls-e2e-'));
+    selfSigned(dir, 'server');
+    selfSigned(dir, 'other');
+    ca = readFileSync(join(dir, 'server.crt'));
+    // A later --config wins over the helper's examples/node.yaml.
+    server = await startServer({}, 120_000, ['--config', nodeYaml(dir, 'server')]);
+  });
+  after(async () => {
+    if (server) assert.equal(await server.stop(), 0);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('HTTP, metrics and console answer over https; the listening record says tls', async () => {
+    const rec = server.logs.map((l) => (l.startsWith('{') ? JSON.parse(l) : {})).find((r) => r.msg === 'listening');
+    assert.equal(rec.tls, true);
+    const { http, metrics, console: consolePort } = server.ports;
+    assert.equal(await status(`https://127.0.0.1:${http}/v2/health/ready`, ca), 200);
+    assert.equal(await status(`https://127.0.0.1:${metrics}/readyz`, ca), 200);
+    assert.equal(await status(`https://127.0.0.1:${consolePort}/api/v1/health`, ca), 200);
+  });
+
+  test('a key that does not match the certificate stops the start naming the file', async () => {
+    await assert.rejects(startServer({}, 120_000, ['--config', nodeYaml(dir, 'other')]), (e: Error) =>
+      e.message.includes(`endpoints.tls.key (${join(dir, 'other.key')}): does not match the certificate`),
+    );
+  });
+});
