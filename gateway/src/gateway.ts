@@ -12,7 +12,7 @@ import { DEFAULT_PLACEMENT, PlacementController, type PlacementSettings } from '
 import { forwardDeadline } from './routing/deadline.js';
 import { peekInfer } from './routing/infer-peek.js';
 import { type FillSettings, Router, type RoutingMode } from './routing/router.js';
-import { classifyFailure, finalStatus, neverConnected, shouldRetry } from './routing/status.js';
+import { classifyFailure, droppedStatus, finalStatus, neverConnected, shouldRetry } from './routing/status.js';
 import type { RawAnswer, WorkerClient } from './worker-client.js';
 
 export interface GatewayOptions {
@@ -213,16 +213,15 @@ export class Gateway {
   }
 
   /**
-   * Sends a request about `model` to the worker the router picks, failing over only where the
-   * request cannot have run (or, for ModelInfer, where the connection broke: it is a pure
-   * function of its inputs).
+   * Sends a request about `model` to the worker the router picks, failing over to the next holder
+   * only where the request cannot have run on this one (routing/status.ts). A call cut off mid-way
+   * answers UNAVAILABLE and is not re-sent.
    */
   async forward<A extends RawAnswer>(
     model: string,
     items: number,
     send: (w: WorkerClient, deadlineMs: number | null) => Promise<A>,
     deadlineMs: number | null,
-    idempotent = true,
   ): Promise<A | RawAnswer> {
     let holders = this.fleet.holders(model);
     if (holders.length === 0) {
@@ -232,7 +231,6 @@ export class Gateway {
     const res = this.router.route(model, items, holders);
     if (!res) return { ok: false, ...finalStatus(null, model) };
     let last: A | null = null;
-    let droppedRetries = 0;
     try {
       for (const name of res.order) {
         const w = this.fleet.workers.get(name);
@@ -248,9 +246,10 @@ export class Gateway {
         if (ans.code === Status.UNAVAILABLE && neverConnected(ans.details ?? '')) this.fleet.markDown(name);
         if (outcome === 'dropped') {
           this.fleet.markDown(name);
-          if (droppedRetries++ > 0) return ans;
+          this.metrics.dropped++;
+          return { ok: false, ...droppedStatus(name, ans.details ?? '') };
         }
-        if (!shouldRetry(outcome, idempotent)) return ans;
+        if (!shouldRetry(outcome)) return ans;
         this.metrics.retries++;
       }
     } finally {

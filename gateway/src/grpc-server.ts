@@ -69,7 +69,6 @@ export function buildGatewayImplementation(gw: Gateway): UntypedServiceImplement
         1,
         (w, dl) => w.call(path(method), call.request, dl, forwardedMetadata(call), undefined, true),
         callDeadlineMs(call),
-        true,
       )
       .then((a) => answer(cb, a));
   };
