@@ -4,7 +4,8 @@
  * the inbound in-flight cap and the shared-memory registrations it has fanned out (replayed to
  * a worker that comes back). Transports (grpc-server.ts, http-server.ts) call into it.
  */
-import { type Metadata, status as Status } from '@grpc/grpc-js';
+import { status as Status } from '@grpc/grpc-js';
+import type { GrpcHeaders } from './h2/grpc-wire.js';
 import { ModelConfigRequest, ModelConfigResponse } from '@hloserve/proto';
 import { Fleet, INFER_SERVICE, type WorkerSpec } from './fleet.js';
 import { GatewayMetrics } from './gateway-metrics.js';
@@ -50,7 +51,7 @@ export interface InferCall {
   readonly body: Buffer;
   /** Epoch ms, or null. */
   readonly deadlineMs: number | null;
-  readonly metadata?: Metadata;
+  readonly metadata?: GrpcHeaders;
   readonly onCancel?: (cancel: () => void) => void;
 }
 
@@ -74,10 +75,7 @@ export class Gateway {
       wedgeRounds: opts.wedgeRounds,
       minRefreshMs: 250,
       workerMaxInFlight: opts.workerMaxInFlight,
-      channelOptions: {
-        'grpc.max_receive_message_length': opts.maxMessageBytes,
-        'grpc.max_send_message_length': opts.maxMessageBytes,
-      },
+      maxMessageBytes: opts.maxMessageBytes,
       onWedged: (w) => {
         this.fleet.markDown(w);
         opts.onWedged?.(w);

@@ -27,13 +27,14 @@ import { serveGateway, type RunningGateway } from '@hloserve/gateway';
 type Behaviour = (
   req: ModelInferRequest,
   call: ServerUnaryCall<Buffer, Buffer>,
-) => { code: number; details: string } | null;
+) => { code: number; details: string } | null | 'hang';
 
 interface FakeWorker {
   name: string;
   port: number;
   calls: number;
   lastTimeoutMs: number | null;
+  lastAuth: string | null;
   shm: Set<string>;
   behave: Behaviour;
   server: Server;
@@ -45,6 +46,7 @@ async function fakeWorker(name: string, models: string[]): Promise<FakeWorker> {
     port: 0,
     calls: 0,
     lastTimeoutMs: null,
+    lastAuth: null,
     shm: new Set(),
     behave: () => null,
     server: new Server(),
@@ -88,8 +90,10 @@ async function fakeWorker(name: string, models: string[]): Promise<FakeWorker> {
       const dl = call.getDeadline();
       w.lastTimeoutMs =
         t !== undefined ? Number(String(t).slice(0, -1)) : Number.isFinite(+dl) ? +dl - Date.now() : null;
+      w.lastAuth = (call.metadata.get('authorization')[0] as string | undefined) ?? null;
       const req = ModelInferRequest.decode(call.request);
       const fail = w.behave(req, call);
+      if (fail === 'hang') return;
       if (fail) return cb(fail);
       cb(
         null,
@@ -122,7 +126,7 @@ suite('the gateway proxy against fault-injecting workers', () => {
   let w1: FakeWorker;
   let gw: RunningGateway;
   let client: InferClient;
-  const infer = (model: string, deadlineMs?: number) =>
+  const infer = (model: string, deadlineMs?: number, md = new Metadata()) =>
     new Promise<{ ok: boolean; code?: number; details?: string; id?: string }>((resolve) =>
       client.modelInfer(
         ModelInferRequest.fromPartial({
@@ -130,7 +134,7 @@ suite('the gateway proxy against fault-injecting workers', () => {
           id: 'r',
           inputs: [{ name: 'x', datatype: 'FP32', shape: [2, 3] }],
         }),
-        new Metadata(),
+        md,
         deadlineMs ? { deadline: new Date(Date.now() + deadlineMs) } : {},
         (err, res) => resolve(err ? { ok: false, code: err.code, details: err.details } : { ok: true, id: res!.id }),
       ),
@@ -233,6 +237,42 @@ suite('the gateway proxy against fault-injecting workers', () => {
     assert.equal(bad.ok, false);
     assert.equal(bad.code, Status.INVALID_ARGUMENT);
     assert.ok(!w0.shm.has('bad-region'), 'rolled back on the worker that accepted');
+  });
+
+  test("the client's metadata (a bearer token) reaches the worker", async () => {
+    const md = new Metadata();
+    md.set('authorization', 'Bearer abc.def');
+    await infer('only0', undefined, md);
+    assert.equal(w0.lastAuth, 'Bearer abc.def');
+  });
+
+  test('a call cut off mid-way by a dying worker answers UNAVAILABLE and is never re-sent to the replica', async () => {
+    const [w2, w3] = [await fakeWorker('w2', ['pair']), await fakeWorker('w3', ['pair'])];
+    try {
+      for (const w of [w2, w3]) {
+        gw.gateway.setWorker({
+          name: w.name,
+          address: { grpc: `127.0.0.1:${w.port}`, http: '127.0.0.1:1', metrics: null },
+        });
+        // The worker takes the call, then dies holding it.
+        w.behave = () => {
+          setImmediate(() => w.server.forceShutdown());
+          return 'hang';
+        };
+      }
+      await gw.gateway.fleet.refresh(true);
+      assert.equal(gw.gateway.fleet.holders('pair').length, 2);
+      const dropped = gw.gateway.metrics.dropped;
+      const r = await infer('pair');
+      assert.equal(r.code, Status.UNAVAILABLE, r.details);
+      assert.match(r.details!, /may have run; not re-sent/);
+      assert.equal(w2.calls + w3.calls, 1, 'the call reached one worker only');
+      assert.equal(gw.gateway.metrics.dropped, dropped + 1);
+      assert.equal(gw.gateway.fleet.holders('pair').length, 1, 'the dead worker left the routing table');
+    } finally {
+      w2.server.forceShutdown();
+      w3.server.forceShutdown();
+    }
   });
 
   test('a worker that refuses connections: requests fail over to the replica that holds the model', async () => {
