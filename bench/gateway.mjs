@@ -4,6 +4,8 @@
 // workers against round_robin: a simulation of larger fleets from the packing code itself, and
 // a measured run of three CPU workers behind the supervisor.
 // Usage: npm run build && nice -n 10 node bench/gateway.mjs [--rounds 3] [--skip-measured-spread]
+//   [--only-latency] [--baseline-cli PATH]: PATH is another build's gateway/dist/src/cli.js (e.g. an
+//   older commit's dist copied under tmp/), run as a third path in the same alternation.
 import { spawn } from 'node:child_process';
 import { get } from 'node:http';
 import { createInterface } from 'node:readline';
@@ -19,6 +21,8 @@ const arg = (name, dflt) => {
   return i >= 0 ? process.argv[i + 1] : dflt;
 };
 const rounds = Number(arg('rounds', '3'));
+const baselineCli = arg('baseline-cli', null);
+const onlyLatency = process.argv.includes('--only-latency');
 
 console.log(`# bench/gateway, machine: ${machine()}`);
 
@@ -33,12 +37,12 @@ const httpText = (url) =>
   );
 
 /** Starts the standalone gateway in its own process; resolves with its ports once it listens. */
-function startGateway(workers, extra = []) {
+function startGateway(workers, extra = [], cli = join(repoRoot, 'gateway', 'dist', 'src', 'cli.js')) {
   const child = spawn(
     process.execPath,
     [
       ...SERVER_NODE_FLAGS,
-      join(repoRoot, 'gateway', 'dist', 'src', 'cli.js'),
+      cli,
       ...workers.flatMap((w) => ['--worker', w]),
       '--grpc-port',
       '0',
@@ -46,6 +50,8 @@ function startGateway(workers, extra = []) {
       '0',
       '--metrics-port',
       '0',
+      '--console-port',
+      '-1',
       ...extra,
     ],
     { stdio: ['ignore', 'ignore', 'pipe'] },
@@ -92,32 +98,53 @@ function perf(url, c) {
     [`w0=127.0.0.1:${worker.ports.grpc},127.0.0.1:${worker.ports.http}`],
     ['--routing', 'round_robin'],
   );
+  const base = baselineCli
+    ? await startGateway(
+        [`w0=127.0.0.1:${worker.ports.grpc},127.0.0.1:${worker.ports.http}`],
+        ['--routing', 'round_robin'],
+        baselineCli,
+      )
+    : null;
   const rows = [];
+  const vias = ['direct', 'gateway', ...(base ? ['baseline'] : [])];
   try {
     for (const c of [1, 16]) {
       for (let r = 0; r < rounds; r++) {
-        rows.push({ c, via: 'direct', ...perf(worker.grpcUrl(), c) });
-        rows.push({ c, via: 'gateway', ...perf(`127.0.0.1:${gw.ports.grpc}`, c) });
+        // Rotate the order each round so no path always runs first after a pause.
+        for (let k = 0; k < vias.length; k++) {
+          const via = vias[(k + r) % vias.length];
+          const url = via === 'direct' ? worker.grpcUrl() : `127.0.0.1:${(via === 'gateway' ? gw : base).ports.grpc}`;
+          rows.push({ c, via, ...perf(url, c) });
+        }
       }
     }
   } finally {
     gw.child.kill('SIGTERM');
+    base?.child.kill('SIGTERM');
     await worker.stop();
   }
   console.log('\n## added latency (perf_analyzer, mlp batch 1, gRPC, one worker; direct and gateway alternate)\n');
   console.log('| concurrency | path | throughput infer/s | p50 µs | p99 µs |');
   console.log('|---|---|---|---|---|');
   for (const r of rows) console.log(`| ${r.c} | ${r.via} | ${fmt(r.throughput)} | ${r.p50} | ${r.p99} |`);
-  console.log('\n| concurrency | median p50 direct µs | median p50 gateway µs | added p50 µs | added p99 µs |');
-  console.log('|---|---|---|---|---|');
   const med = (xs) => xs.sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
-  for (const c of [1, 16]) {
-    const d = rows.filter((r) => r.c === c && r.via === 'direct');
-    const g = rows.filter((r) => r.c === c && r.via === 'gateway');
-    const [d50, g50] = [med(d.map((r) => r.p50)), med(g.map((r) => r.p50))];
-    const [d99, g99] = [med(d.map((r) => r.p99)), med(g.map((r) => r.p99))];
-    console.log(`| ${c} | ${d50} | ${g50} | ${g50 - d50} | ${g99 - d99} |`);
+  for (const via of vias.slice(1)) {
+    console.log(
+      `\n| concurrency | median p50 direct µs | median p50 ${via} µs | added p50 µs | added p99 µs | p50 ratio per round (${via}/direct) |`,
+    );
+    console.log('|---|---|---|---|---|---|');
+    for (const c of [1, 16]) {
+      const d = rows.filter((r) => r.c === c && r.via === 'direct');
+      const g = rows.filter((r) => r.c === c && r.via === via);
+      const ratios = g.map((r, i) => fmt(r.p50 / d[i].p50, 2)).join(', ');
+      const [d50, g50] = [med(d.map((r) => r.p50)), med(g.map((r) => r.p50))];
+      const [d99, g99] = [med(d.map((r) => r.p99)), med(g.map((r) => r.p99))];
+      console.log(`| ${c} | ${d50} | ${g50} | ${g50 - d50} | ${g99 - d99} | ${ratios} |`);
+    }
   }
+}
+if (onlyLatency) process.exit(0);
+{
 }
 
 // 2a. Work spread, simulated: Zipf(1) traffic over M models on W workers, the hottest models

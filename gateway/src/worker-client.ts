@@ -15,6 +15,8 @@ export interface WorkerAddress {
   readonly http: string;
   /** host:port of the worker's /metrics, or null when it has none. */
   readonly metrics: string | null;
+  /** host:port of the worker's console and control API, or absent when it has none. */
+  readonly console?: string | null;
 }
 
 export class WorkerClient {
@@ -41,7 +43,13 @@ export class WorkerClient {
   }
 
   setAddress(addr: WorkerAddress): void {
-    if (addr.grpc === this.addr.grpc && addr.http === this.addr.http && addr.metrics === this.addr.metrics) return;
+    if (
+      addr.grpc === this.addr.grpc &&
+      addr.http === this.addr.http &&
+      addr.metrics === this.addr.metrics &&
+      addr.console === this.addr.console
+    )
+      return;
     const old = this.channel;
     this.addr = addr;
     this.channel = new WorkerChannel(addr.grpc, this.maxMessageBytes);
