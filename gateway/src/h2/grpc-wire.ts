@@ -44,7 +44,6 @@ export function unframeUnary(body: Buffer, encoding: string | undefined): Unfram
 /** grpc-message's encoding: percent-encode what is not printable ASCII, and '%'. */
 export function encodeGrpcMessage(s: string): string {
   // The common case (plain ASCII) costs one test.
-  // eslint-disable-next-line no-control-regex
   if (!/[^\x20-\x24\x26-\x7e]/.test(s)) return s;
   let out = '';
   for (const b of Buffer.from(s, 'utf8'))
