@@ -16,6 +16,23 @@ export function messagePrefix(length: number): Buffer {
   return p;
 }
 
+/** Below this size the prefix and the message go out as one write (one copy is cheaper than two writes). */
+const COALESCE_BYTES = 64 * 1024;
+
+/** Writes one prefixed message and ends the stream's writable side. */
+export function writeMessage(stream: { write(b: Buffer): boolean; end(b?: Buffer): unknown }, body: Buffer): void {
+  if (body.length <= COALESCE_BYTES) {
+    const out = Buffer.allocUnsafe(5 + body.length);
+    out[0] = 0;
+    out.writeUInt32BE(body.length, 1);
+    body.copy(out, 5);
+    stream.end(out);
+    return;
+  }
+  stream.write(messagePrefix(body.length));
+  stream.end(body);
+}
+
 export type Unframed = { readonly ok: true; readonly message: Buffer } | { readonly ok: false; readonly error: string };
 
 /**

@@ -15,7 +15,7 @@ import {
 import { status as Status } from '@grpc/grpc-js';
 import { setClampedTimeout } from '@hloserve/common/timers';
 import { parseGrpcTimeout } from '../routing/deadline.js';
-import { encodeGrpcMessage, forwardableHeaders, type GrpcHeaders, messagePrefix, unframeUnary } from './grpc-wire.js';
+import { encodeGrpcMessage, forwardableHeaders, type GrpcHeaders, unframeUnary, writeMessage } from './grpc-wire.js';
 import type { RawAnswer } from './worker-channel.js';
 
 export interface UnaryCall {
@@ -62,8 +62,7 @@ function answer(stream: ServerHttp2Stream, a: RawAnswer): void {
     { waitForTrailers: true },
   );
   stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
-  stream.write(messagePrefix(body.length));
-  stream.end(body);
+  writeMessage(stream, body);
 }
 
 export async function listenUnaryGrpc(
@@ -104,12 +103,24 @@ export async function listenUnaryGrpc(
     const deadlineMs = timeoutMs === null ? null : arrival + timeoutMs;
     const chunks: Buffer[] = [];
     let size = 0;
-    let refused = false;
+    /** Bytes of the whole message with its prefix, once the prefix is in. */
+    let expected = -1;
+    let taken = false;
+    // The call starts as soon as its one message is complete, without waiting for the 'end'
+    // event's extra tick; END_STREAM normally rides on the same DATA frame anyway.
+    const take = () => {
+      if (taken) return;
+      taken = true;
+      const enc = headers['grpc-encoding'] as string | undefined;
+      const m = unframeUnary(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size), enc);
+      if (!m.ok) return trailersOnly(stream, Status.INTERNAL, m.error);
+      start(m.message);
+    };
     stream.on('data', (c: Buffer) => {
-      if (refused) return;
+      if (taken) return;
       size += c.length;
       if (size > maxMessageBytes + 5) {
-        refused = true;
+        taken = true;
         trailersOnly(
           stream,
           Status.RESOURCE_EXHAUSTED,
@@ -118,15 +129,17 @@ export async function listenUnaryGrpc(
         return;
       }
       chunks.push(c);
+      if (expected < 0 && size >= 5) {
+        const head = chunks[0]!.length >= 5 ? chunks[0]! : Buffer.concat(chunks, size);
+        expected = 5 + head.readUInt32BE(1);
+      }
+      if (size === expected) take();
     });
-    stream.once('end', () => {
-      if (refused) return;
-      const enc = headers['grpc-encoding'] as string | undefined;
-      const m = unframeUnary(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size), enc);
-      if (!m.ok) return trailersOnly(stream, Status.INTERNAL, m.error);
+    stream.once('end', take);
+    const start = (message: Buffer) => {
       let cancels: (() => void)[] | null = null;
       const call: UnaryCall = {
-        request: m.message,
+        request: message,
         deadlineMs,
         metadata: forwardableHeaders(headers),
         onCancel: (cancel) => {
@@ -151,7 +164,7 @@ export async function listenUnaryGrpc(
           (err: Error) => trailersOnly(stream, Status.INTERNAL, err.message),
         );
       else answer(stream, result);
-    });
+    };
   });
 
   const bound = await new Promise<number>((resolve, reject) => {

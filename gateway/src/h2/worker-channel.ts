@@ -20,7 +20,7 @@ import {
 import { status as Status } from '@grpc/grpc-js';
 import { setClampedTimeout } from '@hloserve/common/timers';
 import { grpcTimeoutHeader } from '../routing/deadline.js';
-import { decodeGrpcMessage, type GrpcHeaders, messagePrefix } from './grpc-wire.js';
+import { decodeGrpcMessage, type GrpcHeaders, writeMessage } from './grpc-wire.js';
 
 export interface RawAnswer {
   readonly ok: boolean;
@@ -152,7 +152,12 @@ export class WorkerChannel {
           grpcMessage = `worker answered HTTP ${http}`;
         } else readStatus(h);
       });
-      req.on('trailers', readStatus);
+      // The status trailers come after every DATA frame: the answer is complete here, a few ticks
+      // before the stream's 'close'.
+      req.on('trailers', (h) => {
+        readStatus(h);
+        if (grpcStatus !== -1) conclude();
+      });
       req.on('data', (c: Buffer) => {
         size += c.length;
         if (size > this.maxMessageBytes + 5) {
@@ -168,7 +173,7 @@ export class WorkerChannel {
       });
       // 'close' always follows; the error itself is read from the stream's state there.
       req.on('error', () => {});
-      req.once('close', () => {
+      const conclude = () => {
         if (settled) return;
         if (grpcStatus === -1) {
           settle({ ok: false, code: Status.UNAVAILABLE, details: this.brokenDetails(st, req) });
@@ -184,7 +189,8 @@ export class WorkerChannel {
           return;
         }
         settle({ ok: true, body: all.subarray(5) });
-      });
+      };
+      req.once('close', conclude);
       onCancel?.(() => {
         if (settled) return;
         req.close(constants.NGHTTP2_CANCEL);
@@ -196,8 +202,7 @@ export class WorkerChannel {
           settle({ ok: false, code: Status.DEADLINE_EXCEEDED, details: 'deadline exceeded waiting for the worker' });
         }, deadlineMs - Date.now());
       }
-      req.write(messagePrefix(body.length));
-      req.end(body);
+      writeMessage(req, body);
     });
   }
 
