@@ -7,6 +7,7 @@
 //   [--only-latency] [--baseline-cli PATH]: PATH is another build's gateway/dist/src/cli.js (e.g. an
 //   older commit's dist copied under tmp/), run as a third path in the same alternation.
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { get } from 'node:http';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
@@ -26,6 +27,12 @@ const onlyLatency = process.argv.includes('--only-latency');
 
 console.log(`# bench/gateway, machine: ${machine()}`);
 
+/** CPU time (user + system) a process has used, in ms (Linux /proc, 10 ms ticks). */
+function cpuMs(pid) {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(f[11]) + Number(f[12])) * 10;
+}
+
 const httpText = (url) =>
   new Promise((resolve, reject) =>
     get(url, (res) => {
@@ -37,7 +44,8 @@ const httpText = (url) =>
   );
 
 /** Starts the standalone gateway in its own process; resolves with its ports once it listens. */
-function startGateway(workers, extra = [], cli = join(repoRoot, 'gateway', 'dist', 'src', 'cli.js')) {
+const DEFAULT_CLI = join(repoRoot, 'gateway', 'dist', 'src', 'cli.js');
+function startGateway(workers, extra = [], cli = DEFAULT_CLI) {
   const child = spawn(
     process.execPath,
     [
@@ -50,8 +58,8 @@ function startGateway(workers, extra = [], cli = join(repoRoot, 'gateway', 'dist
       '0',
       '--metrics-port',
       '0',
-      '--console-port',
-      '-1',
+      // No console listener (an older build given by --baseline-cli has no such flag).
+      ...(cli === DEFAULT_CLI ? ['--console-port=-1'] : []),
       ...extra,
     ],
     { stdio: ['ignore', 'ignore', 'pipe'] },
@@ -114,7 +122,12 @@ function perf(url, c) {
         for (let k = 0; k < vias.length; k++) {
           const via = vias[(k + r) % vias.length];
           const url = via === 'direct' ? worker.grpcUrl() : `127.0.0.1:${(via === 'gateway' ? gw : base).ports.grpc}`;
-          rows.push({ c, via, ...perf(url, c) });
+          const proc = via === 'gateway' ? gw.child : via === 'baseline' ? base.child : null;
+          const before = proc ? cpuMs(proc.pid) : 0;
+          const row = perf(url, c);
+          // perf_analyzer's request count plus its few warm-up calls: close enough per request.
+          const cpu = proc ? ((cpuMs(proc.pid) - before) * 1000) / (c === 1 ? 2000 : 6000) : null;
+          rows.push({ c, via, ...row, cpu });
         }
       }
     }
@@ -124,9 +137,12 @@ function perf(url, c) {
     await worker.stop();
   }
   console.log('\n## added latency (perf_analyzer, mlp batch 1, gRPC, one worker; direct and gateway alternate)\n');
-  console.log('| concurrency | path | throughput infer/s | p50 µs | p99 µs |');
-  console.log('|---|---|---|---|---|');
-  for (const r of rows) console.log(`| ${r.c} | ${r.via} | ${fmt(r.throughput)} | ${r.p50} | ${r.p99} |`);
+  console.log('| concurrency | path | throughput infer/s | p50 µs | p99 µs | gateway CPU µs/request |');
+  console.log('|---|---|---|---|---|---|');
+  for (const r of rows)
+    console.log(
+      `| ${r.c} | ${r.via} | ${fmt(r.throughput)} | ${r.p50} | ${r.p99} | ${r.cpu === null ? '-' : fmt(r.cpu, 0)} |`,
+    );
   const med = (xs) => xs.sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
   for (const via of vias.slice(1)) {
     console.log(

@@ -40,6 +40,49 @@ suite('three CPU workers behind the supervisor and the gateway, one endpoint', (
     assert.match(text, /^hloserve_gateway_requests_total\{protocol="grpc",model="mlp",code="OK"\} \d+/m);
   });
 
+  test("the console port is the fleet's: placements from the gateway (auth by worker0's session), the rest passed through", async () => {
+    const base = `http://127.0.0.1:${server.ports.console}`;
+    const health = await fetch(`${base}/api/v1/health`);
+    assert.equal(health.status, 200, 'a worker route passes through');
+    assert.equal(
+      (await fetch(`${base}/api/v1/placements`)).status,
+      401,
+      'no token: refused by the worker the gateway asked',
+    );
+    // worker0 (the console worker) logged its one-time setup token; exchange it through the gateway.
+    const line = server.logs.find((l) => l.includes('"worker":"worker0"') && /setupToken|#setup=/.test(l));
+    const setupToken =
+      line && (/#setup=([A-Za-z0-9._~-]+)/.exec(line) ?? /"setupToken"\s*:\s*"([^"]+)"/.exec(line))?.[1];
+    assert.ok(setupToken, 'worker0 logs a setup token');
+    const minted = await fetch(`${base}/api/v1/setup`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ setupToken }),
+    });
+    assert.equal(minted.status, 201);
+    const token = ((await minted.json()) as { data: { token: string } }).data.token;
+    const r = await fetch(`${base}/api/v1/placements`, { headers: { authorization: `Bearer ${token}` } });
+    assert.equal(r.status, 200);
+    const view = (
+      (await r.json()) as {
+        data: { mode: string; workers: { name: string }[]; models: { name: string; placed: string[] }[] };
+      }
+    ).data;
+    assert.equal(view.mode, 'round_robin');
+    assert.deepEqual(
+      view.workers.map((w) => w.name),
+      ['worker0', 'worker1', 'worker2'],
+    );
+    const mlp = view.models.find((m) => m.name === 'mlp');
+    assert.deepEqual(mlp?.placed, ['worker0', 'worker1', 'worker2'], 'round robin: every holder serves');
+    // Actions need lpt_packing: refused with the catalogue's FAILED_PRECONDITION.
+    const act = await fetch(`${base}/api/v1/placements/mlp/add_replica`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}` },
+    });
+    assert.equal(((await act.json()) as { code: string }).code, 'HLO_ERR_FAILED_PRECONDITION');
+  });
+
   test('perf_analyzer through the one endpoint: zero errors, inline and shared memory', () => {
     const common = [
       '-m',
