@@ -155,13 +155,12 @@ function perf(url, c) {
       const ratios = g.map((r, i) => fmt(r.p50 / d[i].p50, 2)).join(', ');
       const [d50, g50] = [med(d.map((r) => r.p50)), med(g.map((r) => r.p50))];
       const [d99, g99] = [med(d.map((r) => r.p99)), med(g.map((r) => r.p99))];
-      console.log(`| ${c} | ${d50} | ${g50} | ${g50 - d50} | ${g99 - d99} | ${ratios} |`);
+      const cpu = med(g.map((r) => r.cpu));
+      console.log(`| ${c} | ${d50} | ${g50} | ${g50 - d50} | ${g99 - d99} | ${ratios} | ${fmt(cpu, 0)} |`);
     }
   }
 }
 if (onlyLatency) process.exit(0);
-{
-}
 
 // 2a. Work spread, simulated: Zipf(1) traffic over M models on W workers, the hottest models
 // with two replicas, memory caps that hold a third of the models per worker under round robin's
