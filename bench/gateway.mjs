@@ -146,9 +146,9 @@ function perf(url, c) {
   const med = (xs) => xs.sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
   for (const via of vias.slice(1)) {
     console.log(
-      `\n| concurrency | median p50 direct µs | median p50 ${via} µs | added p50 µs | added p99 µs | p50 ratio per round (${via}/direct) |`,
+      `\n| concurrency | median p50 direct µs | median p50 ${via} µs | added p50 µs | added p99 µs | p50 ratio per round (${via}/direct) | median ${via} CPU µs/request |`,
     );
-    console.log('|---|---|---|---|---|---|');
+    console.log('|---|---|---|---|---|---|---|');
     for (const c of [1, 16]) {
       const d = rows.filter((r) => r.c === c && r.via === 'direct');
       const g = rows.filter((r) => r.c === c && r.via === via);
