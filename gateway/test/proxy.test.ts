@@ -35,6 +35,7 @@ interface FakeWorker {
   calls: number;
   lastTimeoutMs: number | null;
   lastAuth: string | null;
+  lastRawBytes: number;
   shm: Set<string>;
   behave: Behaviour;
   server: Server;
@@ -47,9 +48,10 @@ async function fakeWorker(name: string, models: string[]): Promise<FakeWorker> {
     calls: 0,
     lastTimeoutMs: null,
     lastAuth: null,
+    lastRawBytes: 0,
     shm: new Set(),
     behave: () => null,
-    server: new Server(),
+    server: new Server({ 'grpc.max_receive_message_length': -1 }),
   };
   const raw = (b: Buffer) => b;
   const def = Object.fromEntries(
@@ -92,6 +94,7 @@ async function fakeWorker(name: string, models: string[]): Promise<FakeWorker> {
         t !== undefined ? Number(String(t).slice(0, -1)) : Number.isFinite(+dl) ? +dl - Date.now() : null;
       w.lastAuth = (call.metadata.get('authorization')[0] as string | undefined) ?? null;
       const req = ModelInferRequest.decode(call.request);
+      w.lastRawBytes = req.rawInputContents[0]?.length ?? 0;
       const fail = w.behave(req, call);
       if (fail === 'hang') return;
       if (fail) return cb(fail);
@@ -126,13 +129,14 @@ suite('the gateway proxy against fault-injecting workers', () => {
   let w1: FakeWorker;
   let gw: RunningGateway;
   let client: InferClient;
-  const infer = (model: string, deadlineMs?: number, md = new Metadata()) =>
+  const infer = (model: string, deadlineMs?: number, md = new Metadata(), raw?: Uint8Array) =>
     new Promise<{ ok: boolean; code?: number; details?: string; id?: string }>((resolve) =>
       client.modelInfer(
         ModelInferRequest.fromPartial({
           modelName: model,
           id: 'r',
           inputs: [{ name: 'x', datatype: 'FP32', shape: [2, 3] }],
+          rawInputContents: raw ? [raw] : [],
         }),
         md,
         deadlineMs ? { deadline: new Date(Date.now() + deadlineMs) } : {},
@@ -151,14 +155,14 @@ suite('the gateway proxy against fault-injecting workers', () => {
         })),
         mode: 'round_robin',
         maxInFlight: 4,
+        maxMessageBytes: 32 * 2 ** 20,
         healthIntervalMs: 60_000,
       },
       { host: '127.0.0.1', grpcPort: 0, httpPort: 0, metricsPort: -1 },
     );
-    client = new GRPCInferenceServiceClient(
-      `127.0.0.1:${gw.ports.grpc}`,
-      credentials.createInsecure(),
-    ) as unknown as InferClient;
+    client = new GRPCInferenceServiceClient(`127.0.0.1:${gw.ports.grpc}`, credentials.createInsecure(), {
+      'grpc.max_send_message_length': -1,
+    }) as unknown as InferClient;
   });
   after(async () => {
     client.close();
@@ -237,6 +241,17 @@ suite('the gateway proxy against fault-injecting workers', () => {
     assert.equal(bad.ok, false);
     assert.equal(bad.code, Status.INVALID_ARGUMENT);
     assert.ok(!w0.shm.has('bad-region'), 'rolled back on the worker that accepted');
+  });
+
+  test('a 24 MiB request crosses both HTTP/2 hops intact; one over the cap is RESOURCE_EXHAUSTED at the gateway', async () => {
+    const big = new Uint8Array(24 * 2 ** 20).fill(7);
+    const r = await infer('only0', undefined, undefined, big);
+    assert.equal(r.id, 'w0:r', r.details);
+    assert.equal(w0.lastRawBytes, big.length);
+    const before = w0.calls;
+    const over = await infer('only0', undefined, undefined, new Uint8Array(33 * 2 ** 20));
+    assert.equal(over.code, Status.RESOURCE_EXHAUSTED, over.details);
+    assert.equal(w0.calls, before, 'never forwarded');
   });
 
   test("the client's metadata (a bearer token) reaches the worker", async () => {
