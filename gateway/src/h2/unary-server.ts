@@ -12,6 +12,7 @@ import {
   type IncomingHttpHeaders,
   type ServerHttp2Stream,
 } from 'node:http2';
+import type { Socket } from 'node:net';
 import { status as Status } from '@grpc/grpc-js';
 import { setClampedTimeout } from '@hloserve/common/timers';
 import { parseGrpcTimeout } from '../routing/deadline.js';
@@ -76,6 +77,8 @@ export async function listenUnaryGrpc(
     maxSessionMemory: Math.max(64, Math.ceil((2 * maxMessageBytes) / 2 ** 20)),
   });
   const sessions = new Set<Http2Session>();
+  // Small frames go out at once (no Nagle wait behind an unacknowledged one).
+  server.on('connection', (socket: Socket) => socket.setNoDelay(true));
   server.on('session', (s: Http2Session) => {
     sessions.add(s);
     s.once('close', () => sessions.delete(s));

@@ -17,6 +17,7 @@ import {
   constants,
   type IncomingHttpHeaders,
 } from 'node:http2';
+import { connect as netConnect } from 'node:net';
 import { status as Status } from '@grpc/grpc-js';
 import { setClampedTimeout } from '@hloserve/common/timers';
 import { grpcTimeoutHeader } from '../routing/deadline.js';
@@ -55,15 +56,24 @@ function httpToGrpc(status: number): number {
 export class WorkerChannel {
   private current: SessionState | null = null;
 
+  private readonly host: string;
+  private readonly port: number;
+
   constructor(
     private readonly authority: string,
     private readonly maxMessageBytes: number,
-  ) {}
+  ) {
+    const i = authority.lastIndexOf(':');
+    this.host = authority.slice(0, i).replace(/^\[|\]$/g, '');
+    this.port = Number(authority.slice(i + 1));
+  }
 
   private session(): SessionState {
     const c = this.current;
     if (c && !c.session.closed && !c.session.destroyed) return c;
     const session = connect(`http://${this.authority}`, {
+      // Small frames go out at once (no Nagle wait behind an unacknowledged one).
+      createConnection: () => netConnect({ host: this.host, port: this.port, noDelay: true }),
       settings: { initialWindowSize: STREAM_WINDOW, enablePush: false },
       // In megabytes: room for the largest message the gateway forwards, in both directions.
       maxSessionMemory: Math.max(64, Math.ceil((2 * this.maxMessageBytes) / 2 ** 20)),
