@@ -4,7 +4,10 @@
 // workers against round_robin: a simulation of larger fleets from the packing code itself, and
 // a measured run of three CPU workers behind the supervisor.
 // Usage: npm run build && nice -n 10 node bench/gateway.mjs [--rounds 3] [--skip-measured-spread]
+//   [--only-latency] [--baseline-cli PATH]: PATH is another build's gateway/dist/src/cli.js (e.g. an
+//   older commit's dist copied under tmp/), run as a third path in the same alternation.
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { get } from 'node:http';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
@@ -19,8 +22,16 @@ const arg = (name, dflt) => {
   return i >= 0 ? process.argv[i + 1] : dflt;
 };
 const rounds = Number(arg('rounds', '3'));
+const baselineCli = arg('baseline-cli', null);
+const onlyLatency = process.argv.includes('--only-latency');
 
 console.log(`# bench/gateway, machine: ${machine()}`);
+
+/** CPU time (user + system) a process has used, in ms (Linux /proc, 10 ms ticks). */
+function cpuMs(pid) {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(f[11]) + Number(f[12])) * 10;
+}
 
 const httpText = (url) =>
   new Promise((resolve, reject) =>
@@ -33,12 +44,13 @@ const httpText = (url) =>
   );
 
 /** Starts the standalone gateway in its own process; resolves with its ports once it listens. */
-function startGateway(workers, extra = []) {
+const DEFAULT_CLI = join(repoRoot, 'gateway', 'dist', 'src', 'cli.js');
+function startGateway(workers, extra = [], cli = DEFAULT_CLI) {
   const child = spawn(
     process.execPath,
     [
       ...SERVER_NODE_FLAGS,
-      join(repoRoot, 'gateway', 'dist', 'src', 'cli.js'),
+      cli,
       ...workers.flatMap((w) => ['--worker', w]),
       '--grpc-port',
       '0',
@@ -46,6 +58,8 @@ function startGateway(workers, extra = []) {
       '0',
       '--metrics-port',
       '0',
+      // No console listener (an older build given by --baseline-cli has no such flag).
+      ...(cli === DEFAULT_CLI ? ['--console-port=-1'] : []),
       ...extra,
     ],
     { stdio: ['ignore', 'ignore', 'pipe'] },
@@ -92,33 +106,61 @@ function perf(url, c) {
     [`w0=127.0.0.1:${worker.ports.grpc},127.0.0.1:${worker.ports.http}`],
     ['--routing', 'round_robin'],
   );
+  const base = baselineCli
+    ? await startGateway(
+        [`w0=127.0.0.1:${worker.ports.grpc},127.0.0.1:${worker.ports.http}`],
+        ['--routing', 'round_robin'],
+        baselineCli,
+      )
+    : null;
   const rows = [];
+  const vias = ['direct', 'gateway', ...(base ? ['baseline'] : [])];
   try {
     for (const c of [1, 16]) {
       for (let r = 0; r < rounds; r++) {
-        rows.push({ c, via: 'direct', ...perf(worker.grpcUrl(), c) });
-        rows.push({ c, via: 'gateway', ...perf(`127.0.0.1:${gw.ports.grpc}`, c) });
+        // Rotate the order each round so no path always runs first after a pause.
+        for (let k = 0; k < vias.length; k++) {
+          const via = vias[(k + r) % vias.length];
+          const url = via === 'direct' ? worker.grpcUrl() : `127.0.0.1:${(via === 'gateway' ? gw : base).ports.grpc}`;
+          const proc = via === 'gateway' ? gw.child : via === 'baseline' ? base.child : null;
+          const before = proc ? cpuMs(proc.pid) : 0;
+          const row = perf(url, c);
+          // perf_analyzer's request count plus its few warm-up calls: close enough per request.
+          const cpu = proc ? ((cpuMs(proc.pid) - before) * 1000) / (c === 1 ? 2000 : 6000) : null;
+          rows.push({ c, via, ...row, cpu });
+        }
       }
     }
   } finally {
     gw.child.kill('SIGTERM');
+    base?.child.kill('SIGTERM');
     await worker.stop();
   }
   console.log('\n## added latency (perf_analyzer, mlp batch 1, gRPC, one worker; direct and gateway alternate)\n');
-  console.log('| concurrency | path | throughput infer/s | p50 µs | p99 µs |');
-  console.log('|---|---|---|---|---|');
-  for (const r of rows) console.log(`| ${r.c} | ${r.via} | ${fmt(r.throughput)} | ${r.p50} | ${r.p99} |`);
-  console.log('\n| concurrency | median p50 direct µs | median p50 gateway µs | added p50 µs | added p99 µs |');
-  console.log('|---|---|---|---|---|');
+  console.log('| concurrency | path | throughput infer/s | p50 µs | p99 µs | gateway CPU µs/request |');
+  console.log('|---|---|---|---|---|---|');
+  for (const r of rows)
+    console.log(
+      `| ${r.c} | ${r.via} | ${fmt(r.throughput)} | ${r.p50} | ${r.p99} | ${r.cpu === null ? '-' : fmt(r.cpu, 0)} |`,
+    );
   const med = (xs) => xs.sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
-  for (const c of [1, 16]) {
-    const d = rows.filter((r) => r.c === c && r.via === 'direct');
-    const g = rows.filter((r) => r.c === c && r.via === 'gateway');
-    const [d50, g50] = [med(d.map((r) => r.p50)), med(g.map((r) => r.p50))];
-    const [d99, g99] = [med(d.map((r) => r.p99)), med(g.map((r) => r.p99))];
-    console.log(`| ${c} | ${d50} | ${g50} | ${g50 - d50} | ${g99 - d99} |`);
+  for (const via of vias.slice(1)) {
+    console.log(
+      `\n| concurrency | median p50 direct µs | median p50 ${via} µs | added p50 µs | added p99 µs | p50 ratio per round (${via}/direct) | median ${via} CPU µs/request |`,
+    );
+    console.log('|---|---|---|---|---|---|---|');
+    for (const c of [1, 16]) {
+      const d = rows.filter((r) => r.c === c && r.via === 'direct');
+      const g = rows.filter((r) => r.c === c && r.via === via);
+      const ratios = g.map((r, i) => fmt(r.p50 / d[i].p50, 2)).join(', ');
+      const [d50, g50] = [med(d.map((r) => r.p50)), med(g.map((r) => r.p50))];
+      const [d99, g99] = [med(d.map((r) => r.p99)), med(g.map((r) => r.p99))];
+      const cpu = med(g.map((r) => r.cpu));
+      console.log(`| ${c} | ${d50} | ${g50} | ${g50 - d50} | ${g99 - d99} | ${ratios} | ${fmt(cpu, 0)} |`);
+    }
   }
 }
+if (onlyLatency) process.exit(0);
 
 // 2a. Work spread, simulated: Zipf(1) traffic over M models on W workers, the hottest models
 // with two replicas, memory caps that hold a third of the models per worker under round robin's

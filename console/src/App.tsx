@@ -13,6 +13,7 @@ const ModelDetails = lazy(() => import('./views/models/Details.js').then((m) => 
 const MemoryMap = lazy(() => import('./views/MemoryMap.js').then((m) => ({ default: m.MemoryMap })));
 const Activity = lazy(() => import('./views/Activity.js').then((m) => ({ default: m.Activity })));
 const Upload = lazy(() => import('./views/upload/Upload.js').then((m) => ({ default: m.Upload })));
+const Placement = lazy(() => import('./views/placement/Placement.js').then((m) => ({ default: m.Placement })));
 const Settings = lazy(() => import('./views/Settings.js').then((m) => ({ default: m.Settings })));
 
 // Taken before the first render so the fragment is gone before anything can log or capture the URL.
@@ -41,6 +42,7 @@ function Screen() {
   if (path === '/activity') return <Activity />;
   if (path === '/upload') return <Upload />;
   if (path === '/settings') return <Settings />;
+  if (path === '/placement') return <Placement />;
   return (
     <>
       <h1>Not found</h1>

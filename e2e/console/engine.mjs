@@ -14,7 +14,7 @@ const engineRoot = resolve(process.env.HLOSERVE_E2E_ENGINE_ROOT ?? repoRoot);
 /**
  * The model repository is a copy of examples/models in the engine's directory, so uploads and
  * edits never touch the checkout.
- * @param {{ timeoutMs?: number, dir?: string, consolePort?: number, env?: Record<string, string> }} [o]
+ * @param {{ timeoutMs?: number, dir?: string, consolePort?: number, env?: Record<string, string>, args?: string[] }} [o]
  *   a `dir` and `consolePort` from a previous start restart the same engine: same database, same
  *   address; `env` adds HLOSERVE_* overrides (e.g. HLOSERVE_MODEL_CONTROL_MODE).
  * @returns {Promise<{ consoleUrl: string, consolePort: number, dir: string, logs: string[],
@@ -41,7 +41,8 @@ async function startEngine(o = {}) {
   );
   const child = spawn(
     process.execPath,
-    [join(engineRoot, 'engine', 'dist', 'src', 'cli.js'), 'serve', '--config', config],
+    // `args` adds serve flags (e.g. --workers 2: the supervisor, with the gateway's console in front).
+    [join(engineRoot, 'engine', 'dist', 'src', 'cli.js'), 'serve', '--config', config, ...(o.args ?? [])],
     {
       env: {
         ...process.env,

@@ -2,9 +2,9 @@
 /**
  * The gateway on its own, in front of workers anywhere (several hosts):
  *   node gateway/dist/src/cli.js --worker a=10.0.0.5:8001,10.0.0.5:8000,10.0.0.5:8002 --worker b=... \
- *     [--host 0.0.0.0] [--grpc-port 8001] [--http-port 8000] [--metrics-port 8002]
+ *     [--host 0.0.0.0] [--grpc-port 8001] [--http-port 8000] [--metrics-port 8002] [--console-port 8003]
  *     [--routing lpt_packing|least_outstanding|round_robin] [--replicas model=n|all,...]
- * Each worker is name=GRPC_ADDR,HTTP_ADDR[,METRICS_ADDR]. `hloserve serve --workers N` runs the
+ * Each worker is name=GRPC_ADDR,HTTP_ADDR[,METRICS_ADDR[,CONSOLE_ADDR]]. `hloserve serve --workers N` runs the
  * same gateway inside the supervisor.
  */
 import { parseArgs } from 'node:util';
@@ -15,10 +15,10 @@ import type { WorkerSpec } from './fleet.js';
 
 function parseWorker(spec: string): WorkerSpec {
   const eq = spec.indexOf('=');
-  const [grpc, http, metrics] = spec.slice(eq + 1).split(',');
+  const [grpc, http, metrics, consoleAddr] = spec.slice(eq + 1).split(',');
   if (eq <= 0 || !grpc || !http)
-    throw new Error(`--worker expects name=GRPC_ADDR,HTTP_ADDR[,METRICS_ADDR], got '${spec}'`);
-  return { name: spec.slice(0, eq), address: { grpc, http, metrics: metrics ?? null } };
+    throw new Error(`--worker expects name=GRPC_ADDR,HTTP_ADDR[,METRICS_ADDR[,CONSOLE_ADDR]], got '${spec}'`);
+  return { name: spec.slice(0, eq), address: { grpc, http, metrics: metrics || null, console: consoleAddr || null } };
 }
 
 function parseReplicas(spec: string | undefined): Map<string, number> {
@@ -32,6 +32,11 @@ function parseReplicas(spec: string | undefined): Map<string, number> {
   return out;
 }
 
+const log = (msg: string, f: Record<string, unknown>) =>
+  process.stderr.write(
+    JSON.stringify({ level: 'info', time: new Date().toISOString(), worker: 'gateway', msg, ...f }) + '\n',
+  );
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -40,6 +45,7 @@ async function main(): Promise<void> {
       'grpc-port': { type: 'string', default: '8001' },
       'http-port': { type: 'string', default: '8000' },
       'metrics-port': { type: 'string', default: '8002' },
+      'console-port': { type: 'string', default: '8003' },
       routing: { type: 'string', default: 'lpt_packing' },
       replicas: { type: 'string' },
       'max-inflight': { type: 'string', default: '1024' },
@@ -63,12 +69,10 @@ async function main(): Promise<void> {
       grpcPort: Number(values['grpc-port']),
       httpPort: Number(values['http-port']),
       metricsPort: Number(values['metrics-port']),
+      consolePort: Number(values['console-port']),
     },
+    (msg, f) => log(msg, f),
   );
-  const log = (msg: string, f: Record<string, unknown>) =>
-    process.stderr.write(
-      JSON.stringify({ level: 'info', time: new Date().toISOString(), worker: 'gateway', msg, ...f }) + '\n',
-    );
   log('listening', { host: values.host, ...gw.ports, workers: workers.map((w) => w.name), mode });
   const stop = (sig: string) => {
     log('shutting down', { signal: sig });

@@ -26,7 +26,7 @@ export interface FleetOptions {
   readonly wedgeRounds: number;
   readonly minRefreshMs: number;
   readonly workerMaxInFlight: number;
-  readonly channelOptions: Record<string, number>;
+  readonly maxMessageBytes: number;
   readonly onWedged?: (worker: string) => void;
   readonly onRound?: () => void;
   /** Awaited before a worker that was not ready joins the routing table (replays registrations). */
@@ -60,7 +60,7 @@ export class Fleet {
     else
       this.workers.set(
         spec.name,
-        new WorkerClient(spec.name, spec.address, this.opts.workerMaxInFlight, this.opts.channelOptions),
+        new WorkerClient(spec.name, spec.address, this.opts.workerMaxInFlight, this.opts.maxMessageBytes),
       );
   }
 

@@ -5,6 +5,8 @@ export class GatewayMetrics {
   inFlight = 0;
   shed = 0;
   retries = 0;
+  /** Calls cut off mid-way on a worker: answered UNAVAILABLE, not re-sent. */
+  dropped = 0;
   private latencySum = 0;
   private latencyCount = 0;
 
@@ -42,6 +44,11 @@ export class GatewayMetrics {
     l.push('# HELP hloserve_gateway_retries_total Requests sent to another replica after one could not run them.');
     l.push('# TYPE hloserve_gateway_retries_total counter');
     l.push(`hloserve_gateway_retries_total ${this.retries}`);
+    l.push(
+      '# HELP hloserve_gateway_dropped_total Calls cut off mid-way by a worker failure (answered UNAVAILABLE, not re-sent).',
+    );
+    l.push('# TYPE hloserve_gateway_dropped_total counter');
+    l.push(`hloserve_gateway_dropped_total ${this.dropped}`);
     l.push('# HELP hloserve_gateway_worker_ready Whether a worker answered ready on the last health round.');
     l.push('# TYPE hloserve_gateway_worker_ready gauge');
     for (const w of state.workers) l.push(`hloserve_gateway_worker_ready{worker="${w.name}"} ${w.ready ? 1 : 0}`);

@@ -4,7 +4,8 @@
  * the inbound in-flight cap and the shared-memory registrations it has fanned out (replayed to
  * a worker that comes back). Transports (grpc-server.ts, http-server.ts) call into it.
  */
-import { type Metadata, status as Status } from '@grpc/grpc-js';
+import { status as Status } from '@grpc/grpc-js';
+import type { GrpcHeaders } from './h2/grpc-wire.js';
 import { ModelConfigRequest, ModelConfigResponse } from '@hloserve/proto';
 import { Fleet, INFER_SERVICE, type WorkerSpec } from './fleet.js';
 import { GatewayMetrics } from './gateway-metrics.js';
@@ -12,7 +13,7 @@ import { DEFAULT_PLACEMENT, PlacementController, type PlacementSettings } from '
 import { forwardDeadline } from './routing/deadline.js';
 import { peekInfer } from './routing/infer-peek.js';
 import { type FillSettings, Router, type RoutingMode } from './routing/router.js';
-import { classifyFailure, finalStatus, neverConnected, shouldRetry } from './routing/status.js';
+import { classifyFailure, droppedStatus, finalStatus, neverConnected, shouldRetry } from './routing/status.js';
 import type { RawAnswer, WorkerClient } from './worker-client.js';
 
 export interface GatewayOptions {
@@ -50,7 +51,7 @@ export interface InferCall {
   readonly body: Buffer;
   /** Epoch ms, or null. */
   readonly deadlineMs: number | null;
-  readonly metadata?: Metadata;
+  readonly metadata?: GrpcHeaders;
   readonly onCancel?: (cancel: () => void) => void;
 }
 
@@ -74,10 +75,7 @@ export class Gateway {
       wedgeRounds: opts.wedgeRounds,
       minRefreshMs: 250,
       workerMaxInFlight: opts.workerMaxInFlight,
-      channelOptions: {
-        'grpc.max_receive_message_length': opts.maxMessageBytes,
-        'grpc.max_send_message_length': opts.maxMessageBytes,
-      },
+      maxMessageBytes: opts.maxMessageBytes,
       onWedged: (w) => {
         this.fleet.markDown(w);
         opts.onWedged?.(w);
@@ -213,16 +211,15 @@ export class Gateway {
   }
 
   /**
-   * Sends a request about `model` to the worker the router picks, failing over only where the
-   * request cannot have run (or, for ModelInfer, where the connection broke: it is a pure
-   * function of its inputs).
+   * Sends a request about `model` to the worker the router picks, failing over to the next holder
+   * only where the request cannot have run on this one (routing/status.ts). A call cut off mid-way
+   * answers UNAVAILABLE and is not re-sent.
    */
   async forward<A extends RawAnswer>(
     model: string,
     items: number,
     send: (w: WorkerClient, deadlineMs: number | null) => Promise<A>,
     deadlineMs: number | null,
-    idempotent = true,
   ): Promise<A | RawAnswer> {
     let holders = this.fleet.holders(model);
     if (holders.length === 0) {
@@ -232,7 +229,6 @@ export class Gateway {
     const res = this.router.route(model, items, holders);
     if (!res) return { ok: false, ...finalStatus(null, model) };
     let last: A | null = null;
-    let droppedRetries = 0;
     try {
       for (const name of res.order) {
         const w = this.fleet.workers.get(name);
@@ -248,9 +244,10 @@ export class Gateway {
         if (ans.code === Status.UNAVAILABLE && neverConnected(ans.details ?? '')) this.fleet.markDown(name);
         if (outcome === 'dropped') {
           this.fleet.markDown(name);
-          if (droppedRetries++ > 0) return ans;
+          this.metrics.dropped++;
+          return { ok: false, ...droppedStatus(name, ans.details ?? '') };
         }
-        if (!shouldRetry(outcome, idempotent)) return ans;
+        if (!shouldRetry(outcome)) return ans;
         this.metrics.retries++;
       }
     } finally {

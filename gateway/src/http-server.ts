@@ -243,7 +243,7 @@ export async function startGatewayHttp(gw: Gateway, host: string, port: number):
       gw.metrics.inFlight++;
       const started = performance.now();
       try {
-        const a = await gw.forward(model, 1, (w, dl) => send(w, req, body, dl, onClose), deadlineMs, true);
+        const a = await gw.forward(model, 1, (w, dl) => send(w, req, body, dl, onClose), deadlineMs);
         if (isInfer) {
           const code = (a as HttpAnswer).response?.statusCode ?? (a.ok ? 200 : (GRPC_TO_HTTP[a.code!] ?? 500));
           gw.metrics.count('http', model, String(code), (performance.now() - started) / 1000);

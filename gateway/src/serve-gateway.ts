@@ -1,8 +1,9 @@
-/** Starts a Gateway and its listeners: KServe gRPC, KServe HTTP, and /metrics + health. */
+/** Starts a Gateway and its listeners: KServe gRPC, KServe HTTP, /metrics + health, and the console. */
 import { createServer, type Server } from 'node:http';
 import { DEFAULT_GATEWAY, Gateway, type GatewayOptions } from './gateway.js';
 import { startGatewayGrpc } from './grpc-server.js';
 import { startGatewayHttp } from './http-server.js';
+import { type GatewayConsoleHandle, startGatewayConsole } from './control/console-server.js';
 
 export interface GatewayListen {
   readonly host: string;
@@ -10,17 +11,21 @@ export interface GatewayListen {
   readonly httpPort: number;
   /** -1: no metrics listener. */
   readonly metricsPort: number;
+  /** The console and control API for the fleet; -1 or absent: none. */
+  readonly consolePort?: number;
 }
 
 export interface RunningGateway {
   readonly gateway: Gateway;
-  readonly ports: { readonly grpc: number; readonly http: number; readonly metrics: number };
+  readonly ports: { readonly grpc: number; readonly http: number; readonly metrics: number; readonly console: number };
+  readonly console: GatewayConsoleHandle | null;
   stop(): Promise<void>;
 }
 
 export async function serveGateway(
   options: Partial<GatewayOptions> & Pick<GatewayOptions, 'workers'>,
   listen: GatewayListen,
+  log: (msg: string, fields: Record<string, unknown>) => void = () => {},
 ): Promise<RunningGateway> {
   const gateway = new Gateway({ ...DEFAULT_GATEWAY, ...options });
   await gateway.start();
@@ -46,11 +51,14 @@ export async function serveGateway(
     });
     metrics = { server, port };
   }
+  const console =
+    (listen.consolePort ?? -1) >= 0 ? await startGatewayConsole(gateway, listen.host, listen.consolePort!, log) : null;
   return {
     gateway,
-    ports: { grpc: grpc.port, http: http.port, metrics: metrics?.port ?? -1 },
+    console,
+    ports: { grpc: grpc.port, http: http.port, metrics: metrics?.port ?? -1, console: console?.port ?? -1 },
     stop: async () => {
-      await Promise.all([grpc.close(), http.close()]);
+      await Promise.all([grpc.close(), http.close(), console?.close()]);
       metrics?.server.close();
       gateway.stop();
     },

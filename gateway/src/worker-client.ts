@@ -1,29 +1,26 @@
 /**
- * One worker behind the gateway: a grpc-js channel that sends and receives raw bytes (bodies are
- * forwarded as they came), an outbound in-flight cap with a FIFO wait, and its HTTP and metrics
- * addresses. The address can change (a restarted worker on an OS-assigned port).
+ * One worker behind the gateway: an HTTP/2 connection that sends and receives raw message bytes
+ * (bodies are forwarded as they came), an outbound in-flight cap with a FIFO wait, and its HTTP
+ * and metrics addresses. The address can change (a restarted worker on an OS-assigned port).
  */
-import { Client, credentials, Metadata, type ServiceError, status as Status } from '@grpc/grpc-js';
+import { status as Status } from '@grpc/grpc-js';
 import { setClampedTimeout } from '@hloserve/common/timers';
+import type { GrpcHeaders } from './h2/grpc-wire.js';
+import { type RawAnswer, WorkerChannel } from './h2/worker-channel.js';
+
+export type { RawAnswer } from './h2/worker-channel.js';
 
 export interface WorkerAddress {
   readonly grpc: string;
   readonly http: string;
   /** host:port of the worker's /metrics, or null when it has none. */
   readonly metrics: string | null;
+  /** host:port of the worker's console and control API, or absent when it has none. */
+  readonly console?: string | null;
 }
-
-export interface RawAnswer {
-  readonly ok: boolean;
-  readonly body?: Buffer;
-  readonly code?: number;
-  readonly details?: string;
-}
-
-const identity = (b: Buffer): Buffer => b;
 
 export class WorkerClient {
-  private client: Client;
+  private channel: WorkerChannel;
   private inFlight = 0;
   private readonly waiting: (() => void)[] = [];
   ready = false;
@@ -34,18 +31,11 @@ export class WorkerClient {
     readonly name: string,
     private addr: WorkerAddress,
     readonly maxInFlight: number,
-    private readonly channelOptions: Record<string, number>,
+    private readonly maxMessageBytes: number,
   ) {
-    this.client = this.connect();
-  }
-
-  private connect(): Client {
-    return new Client(this.addr.grpc, credentials.createInsecure(), {
-      ...this.channelOptions,
-      // A worker that restarts should be reachable again at once, not after grpc-js' backoff.
-      'grpc.initial_reconnect_backoff_ms': 100,
-      'grpc.max_reconnect_backoff_ms': 1000,
-    });
+    // Connects on first use and again after a failure, with no backoff: a worker that restarts is
+    // reachable at once.
+    this.channel = new WorkerChannel(addr.grpc, maxMessageBytes);
   }
 
   get address(): WorkerAddress {
@@ -53,10 +43,16 @@ export class WorkerClient {
   }
 
   setAddress(addr: WorkerAddress): void {
-    if (addr.grpc === this.addr.grpc && addr.http === this.addr.http && addr.metrics === this.addr.metrics) return;
-    const old = this.client;
+    if (
+      addr.grpc === this.addr.grpc &&
+      addr.http === this.addr.http &&
+      addr.metrics === this.addr.metrics &&
+      addr.console === this.addr.console
+    )
+      return;
+    const old = this.channel;
     this.addr = addr;
-    this.client = this.connect();
+    this.channel = new WorkerChannel(addr.grpc, this.maxMessageBytes);
     old.close();
   }
 
@@ -102,45 +98,26 @@ export class WorkerClient {
     path: string,
     body: Buffer,
     deadlineMs: number | null,
-    metadata?: Metadata,
+    metadata?: GrpcHeaders,
     onCancel?: (cancel: () => void) => void,
-    /** Health and control calls skip the cap: a busy worker is not a silent one. */
+    /**
+     * Health and control calls skip the cap (a busy worker is not a silent one) and time out on
+     * their own, having no client to cancel them.
+     */
     control = false,
   ): Promise<RawAnswer> {
-    if (control) return this.send(path, body, deadlineMs, metadata, onCancel, false);
-    if (!(await this.acquire(deadlineMs))) {
+    if (control) return this.channel.call(path, body, deadlineMs, metadata, onCancel, true);
+    if (this.inFlight < this.maxInFlight) this.inFlight++;
+    else if (!(await this.acquire(deadlineMs)))
       return { ok: false, code: Status.DEADLINE_EXCEEDED, details: 'deadline passed waiting for a worker slot' };
+    try {
+      return await this.channel.call(path, body, deadlineMs, metadata, onCancel, false);
+    } finally {
+      this.releaseSlot();
     }
-    return this.send(path, body, deadlineMs, metadata, onCancel, true);
-  }
-
-  private send(
-    path: string,
-    body: Buffer,
-    deadlineMs: number | null,
-    metadata: Metadata | undefined,
-    onCancel: ((cancel: () => void) => void) | undefined,
-    holdsSlot: boolean,
-  ): Promise<RawAnswer> {
-    return new Promise<RawAnswer>((resolve) => {
-      const call = this.client.makeUnaryRequest<Buffer, Buffer>(
-        path,
-        identity,
-        identity,
-        body,
-        metadata ?? new Metadata(),
-        deadlineMs === null ? {} : { deadline: new Date(deadlineMs) },
-        (err: ServiceError | null, res?: Buffer) => {
-          if (holdsSlot) this.releaseSlot();
-          if (err) resolve({ ok: false, code: err.code, details: err.details });
-          else resolve({ ok: true, body: res! });
-        },
-      );
-      onCancel?.(() => call.cancel());
-    });
   }
 
   close(): void {
-    this.client.close();
+    this.channel.close();
   }
 }

@@ -27,13 +27,15 @@ import { serveGateway, type RunningGateway } from '@hloserve/gateway';
 type Behaviour = (
   req: ModelInferRequest,
   call: ServerUnaryCall<Buffer, Buffer>,
-) => { code: number; details: string } | null;
+) => { code: number; details: string } | null | 'hang';
 
 interface FakeWorker {
   name: string;
   port: number;
   calls: number;
   lastTimeoutMs: number | null;
+  lastAuth: string | null;
+  lastRawBytes: number;
   shm: Set<string>;
   behave: Behaviour;
   server: Server;
@@ -45,9 +47,11 @@ async function fakeWorker(name: string, models: string[]): Promise<FakeWorker> {
     port: 0,
     calls: 0,
     lastTimeoutMs: null,
+    lastAuth: null,
+    lastRawBytes: 0,
     shm: new Set(),
     behave: () => null,
-    server: new Server(),
+    server: new Server({ 'grpc.max_receive_message_length': -1 }),
   };
   const raw = (b: Buffer) => b;
   const def = Object.fromEntries(
@@ -88,8 +92,11 @@ async function fakeWorker(name: string, models: string[]): Promise<FakeWorker> {
       const dl = call.getDeadline();
       w.lastTimeoutMs =
         t !== undefined ? Number(String(t).slice(0, -1)) : Number.isFinite(+dl) ? +dl - Date.now() : null;
+      w.lastAuth = (call.metadata.get('authorization')[0] as string | undefined) ?? null;
       const req = ModelInferRequest.decode(call.request);
+      w.lastRawBytes = req.rawInputContents[0]?.length ?? 0;
       const fail = w.behave(req, call);
+      if (fail === 'hang') return;
       if (fail) return cb(fail);
       cb(
         null,
@@ -122,15 +129,16 @@ suite('the gateway proxy against fault-injecting workers', () => {
   let w1: FakeWorker;
   let gw: RunningGateway;
   let client: InferClient;
-  const infer = (model: string, deadlineMs?: number) =>
+  const infer = (model: string, deadlineMs?: number, md = new Metadata(), raw?: Uint8Array) =>
     new Promise<{ ok: boolean; code?: number; details?: string; id?: string }>((resolve) =>
       client.modelInfer(
         ModelInferRequest.fromPartial({
           modelName: model,
           id: 'r',
           inputs: [{ name: 'x', datatype: 'FP32', shape: [2, 3] }],
+          rawInputContents: raw ? [raw] : [],
         }),
-        new Metadata(),
+        md,
         deadlineMs ? { deadline: new Date(Date.now() + deadlineMs) } : {},
         (err, res) => resolve(err ? { ok: false, code: err.code, details: err.details } : { ok: true, id: res!.id }),
       ),
@@ -147,14 +155,14 @@ suite('the gateway proxy against fault-injecting workers', () => {
         })),
         mode: 'round_robin',
         maxInFlight: 4,
+        maxMessageBytes: 32 * 2 ** 20,
         healthIntervalMs: 60_000,
       },
       { host: '127.0.0.1', grpcPort: 0, httpPort: 0, metricsPort: -1 },
     );
-    client = new GRPCInferenceServiceClient(
-      `127.0.0.1:${gw.ports.grpc}`,
-      credentials.createInsecure(),
-    ) as unknown as InferClient;
+    client = new GRPCInferenceServiceClient(`127.0.0.1:${gw.ports.grpc}`, credentials.createInsecure(), {
+      'grpc.max_send_message_length': -1,
+    }) as unknown as InferClient;
   });
   after(async () => {
     client.close();
@@ -233,6 +241,53 @@ suite('the gateway proxy against fault-injecting workers', () => {
     assert.equal(bad.ok, false);
     assert.equal(bad.code, Status.INVALID_ARGUMENT);
     assert.ok(!w0.shm.has('bad-region'), 'rolled back on the worker that accepted');
+  });
+
+  test('a 24 MiB request crosses both HTTP/2 hops intact; one over the cap is RESOURCE_EXHAUSTED at the gateway', async () => {
+    const big = new Uint8Array(24 * 2 ** 20).fill(7);
+    const r = await infer('only0', undefined, undefined, big);
+    assert.equal(r.id, 'w0:r', r.details);
+    assert.equal(w0.lastRawBytes, big.length);
+    const before = w0.calls;
+    const over = await infer('only0', undefined, undefined, new Uint8Array(33 * 2 ** 20));
+    assert.equal(over.code, Status.RESOURCE_EXHAUSTED, over.details);
+    assert.equal(w0.calls, before, 'never forwarded');
+  });
+
+  test("the client's metadata (a bearer token) reaches the worker", async () => {
+    const md = new Metadata();
+    md.set('authorization', 'Bearer abc.def');
+    await infer('only0', undefined, md);
+    assert.equal(w0.lastAuth, 'Bearer abc.def');
+  });
+
+  test('a call cut off mid-way by a dying worker answers UNAVAILABLE and is never re-sent to the replica', async () => {
+    const [w2, w3] = [await fakeWorker('w2', ['pair']), await fakeWorker('w3', ['pair'])];
+    try {
+      for (const w of [w2, w3]) {
+        gw.gateway.setWorker({
+          name: w.name,
+          address: { grpc: `127.0.0.1:${w.port}`, http: '127.0.0.1:1', metrics: null },
+        });
+        // The worker takes the call, then dies holding it.
+        w.behave = () => {
+          setImmediate(() => w.server.forceShutdown());
+          return 'hang';
+        };
+      }
+      await gw.gateway.fleet.refresh(true);
+      assert.equal(gw.gateway.fleet.holders('pair').length, 2);
+      const dropped = gw.gateway.metrics.dropped;
+      const r = await infer('pair');
+      assert.equal(r.code, Status.UNAVAILABLE, r.details);
+      assert.match(r.details!, /may have run; not re-sent/);
+      assert.equal(w2.calls + w3.calls, 1, 'the call reached one worker only');
+      assert.equal(gw.gateway.metrics.dropped, dropped + 1);
+      assert.equal(gw.gateway.fleet.holders('pair').length, 1, 'the dead worker left the routing table');
+    } finally {
+      w2.server.forceShutdown();
+      w3.server.forceShutdown();
+    }
   });
 
   test('a worker that refuses connections: requests fail over to the replica that holds the model', async () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { suite, test } from 'node:test';
 import { status } from '@grpc/grpc-js';
-import { classifyFailure, finalStatus, shouldRetry } from '@hloserve/gateway/routing/status';
+import { classifyFailure, droppedStatus, finalStatus, shouldRetry } from '@hloserve/gateway/routing/status';
 
 suite('worker status mapping', () => {
   test('every gRPC code a worker answers with is preserved, only NOT_FOUND and UNAVAILABLE may fail over', () => {
@@ -13,7 +13,7 @@ suite('worker status mapping', () => {
       else if (code === status.UNAVAILABLE) assert.equal(outcome, 'dropped', 'an unexplained UNAVAILABLE may have run');
       else assert.equal(outcome, 'answered', `code ${code}`);
       // INVALID_ARGUMENT, INTERNAL, RESOURCE_EXHAUSTED, ... are never retried, not even as idempotent.
-      if (outcome === 'answered') assert.equal(shouldRetry(outcome, true), false);
+      if (outcome === 'answered') assert.equal(shouldRetry(outcome), false);
     }
   });
 
@@ -23,7 +23,7 @@ suite('worker status mapping', () => {
       details: 'No connection established. Last error: connect ECONNREFUSED 127.0.0.1:9',
     };
     assert.equal(classifyFailure(f), 'not_run');
-    assert.equal(shouldRetry('not_run', false), true);
+    assert.equal(shouldRetry('not_run'), true);
   });
 
   test("the worker's admission refusals (model not ready, shutting down) have not run", () => {
@@ -31,12 +31,19 @@ suite('worker status mapping', () => {
     assert.equal(classifyFailure({ code: status.UNAVAILABLE, details: 'server is shutting down' }), 'not_run');
   });
 
-  test('a connection dropped mid-call may have run: retried only for idempotent calls', () => {
+  test('a connection dropped mid-call may have run: never re-sent, the client gets UNAVAILABLE', () => {
     for (const details of ['Connection dropped', 'read ECONNRESET', 'Received RST_STREAM with code 2']) {
       assert.equal(classifyFailure({ code: status.UNAVAILABLE, details }), 'dropped');
     }
-    assert.equal(shouldRetry('dropped', true), true);
-    assert.equal(shouldRetry('dropped', false), false);
+    assert.equal(shouldRetry('dropped'), false);
+    const s = droppedStatus('w1', 'Connection dropped');
+    assert.equal(s.code, status.UNAVAILABLE);
+    assert.match(s.details, /w1.*may have run/);
+  });
+
+  test('a stream the worker refused (HTTP/2 REFUSED_STREAM, past GOAWAY) was not processed: next replica', () => {
+    assert.equal(classifyFailure({ code: status.UNAVAILABLE, details: 'Stream refused by server' }), 'not_run');
+    assert.equal(classifyFailure({ code: status.UNAVAILABLE, details: 'stream not processed (GOAWAY)' }), 'not_run');
   });
 
   test('when every replica failed the last worker status is returned as it was; none at all is NOT_FOUND', () => {

@@ -4,6 +4,7 @@ import { ConnectionBanner } from '../components/ConnectionBanner.js';
 import { Link, usePath } from './router.js';
 import { useSession } from './session.js';
 import { useControlMode } from './data.js';
+import { useHasFleet } from './fleet.js';
 import { useTheme } from './theme.js';
 
 const screens = [
@@ -19,6 +20,7 @@ export function Layout({ children }: { children: ReactNode }) {
   const path = usePath().split('?')[0]!;
   const session = useSession();
   const controlMode = useControlMode();
+  const fleet = useHasFleet();
   const [theme, toggleTheme] = useTheme();
   const current = (to: string) => (to === '/' ? path === '/' : path === to || path.startsWith(to + '/'));
   return (
@@ -52,6 +54,11 @@ export function Layout({ children }: { children: ReactNode }) {
             {s.label}
           </Link>
         ))}
+        {fleet && (
+          <Link to="/placement" aria-current={current('/placement') ? 'page' : undefined}>
+            Placement
+          </Link>
+        )}
       </nav>
       <main>
         <ConnectionBanner />

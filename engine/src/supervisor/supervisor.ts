@@ -47,7 +47,12 @@ const CLI = fileURLToPath(new URL('../cli.js', import.meta.url));
 
 const workerAddress = (host: string, p: WorkerPorts): WorkerSpec['address'] => {
   const h = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
-  return { grpc: `${h}:${p.grpc}`, http: `${h}:${p.http}`, metrics: p.metrics > 0 ? `${h}:${p.metrics}` : null };
+  return {
+    grpc: `${h}:${p.grpc}`,
+    http: `${h}:${p.http}`,
+    metrics: p.metrics > 0 ? `${h}:${p.metrics}` : null,
+    console: p.console > 0 ? `${h}:${p.console}` : null,
+  };
 };
 
 export class Supervisor {
@@ -101,15 +106,16 @@ export class Supervisor {
           this.slots.find((s) => s.name === n)?.proc.kill();
         },
       },
-      { host, grpcPort: ep.grpcPort, httpPort: ep.httpPort, metricsPort: ep.metricsPort },
+      { host, grpcPort: ep.grpcPort, httpPort: ep.httpPort, metricsPort: ep.metricsPort, consolePort: ep.consolePort },
+      (msg, fields) => log.info(msg, fields),
     );
     log.info('listening', {
       host,
       grpc: this.gateway.ports.grpc,
       http: this.gateway.ports.http,
       metrics: this.gateway.ports.metrics,
-      // The console and control API are each worker's own (base_port + 300 + i).
-      console: this.slots[0]!.proc.ports?.console ?? -1,
+      // The fleet's console: placements are the gateway's, the rest passes through to a worker's.
+      console: this.gateway.ports.console,
       workers: this.slots.map((s) => s.name),
       mode: this.opts.mode,
     });

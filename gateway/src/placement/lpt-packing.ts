@@ -25,6 +25,11 @@ export interface PackingInput {
   readonly hysteresis?: number;
   /** Keep a model off workers whose memory it would overflow while some worker still has room. */
   readonly forbidMemoryOversubscription?: boolean;
+  /**
+   * Models an operator placed by hand (a move from the console): they stay on exactly these
+   * workers, and their load and memory are charged there before the others are packed around them.
+   */
+  readonly pinned?: ReadonlyMap<string, readonly string[]>;
 }
 
 export interface ModelPlacement {
@@ -74,7 +79,19 @@ export function computeAssignment(input: PackingInput): PackingResult {
   const held: string[] = [];
   if (n === 0) return { placement, computeLoad: cload, memoryLoad: mload, held };
 
+  for (const [m, pins] of input.pinned ?? []) {
+    const on = pins.filter((w) => cload.has(w));
+    if (on.length === 0 || !input.utilisation.has(m)) continue;
+    const share = input.utilisation.get(m)! / on.length;
+    for (const w of on) {
+      cload.set(w, cload.get(w)! + share);
+      mload.set(w, mload.get(w)! + (mem.get(m) ?? 0));
+    }
+    placement.set(m, { workers: on, weights: on.map(() => 1 / on.length) });
+  }
+
   for (const m of models) {
+    if (placement.has(m)) continue;
     const u = input.utilisation.get(m)!;
     const wm = mem.get(m) ?? 0;
     const k = Math.max(1, Math.min(n, input.replicas?.get(m) ?? input.defaultReplicas ?? 1));

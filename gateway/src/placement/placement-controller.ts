@@ -29,10 +29,44 @@ export class PlacementController {
   private accumulated = 0;
   private trafficRepacks = 0;
   private previous = new Map<string, readonly string[]>();
+  /** Replica counts: the settings', then the operator's changes (console actions). */
+  private readonly replicas: Map<string, number>;
+  /** Models the operator moved: kept on exactly these workers until released. */
+  private readonly pins = new Map<string, readonly string[]>();
+  private last: PackingResult | null = null;
   repacks = 0;
 
   constructor(private readonly settings: PlacementSettings) {
     this.estimator = new LoadEstimator(settings.rebalanceComputeSeconds);
+    this.replicas = new Map(settings.replicas);
+  }
+
+  /** Desired replica count of `model` on a fleet of `workers` (Infinity means every worker). */
+  desiredReplicas(model: string, workers: number): number {
+    const pinned = this.pins.get(model);
+    if (pinned) return pinned.length;
+    return Math.max(1, Math.min(workers, this.replicas.get(model) ?? this.settings.defaultReplicas));
+  }
+
+  setReplicas(model: string, n: number): void {
+    this.replicas.set(model, n);
+  }
+
+  pinnedOn(model: string): readonly string[] | undefined {
+    return this.pins.get(model);
+  }
+
+  pin(model: string, workers: readonly string[]): void {
+    this.pins.set(model, [...workers]);
+  }
+
+  unpin(model: string): boolean {
+    return this.pins.delete(model);
+  }
+
+  /** The last packing (compute load per worker, placement), or null before the first. */
+  lastResult(): PackingResult | null {
+    return this.last;
   }
 
   /**
@@ -79,11 +113,13 @@ export class PlacementController {
       previous: this.previous,
       memory: this.estimator.weightBytes(),
       memoryCap,
-      replicas: this.settings.replicas,
+      replicas: this.replicas,
       defaultReplicas: this.settings.defaultReplicas,
       hysteresis: this.settings.hysteresis,
       forbidMemoryOversubscription: this.settings.forbidMemoryOversubscription,
+      pinned: this.pins,
     });
+    this.last = result;
     this.previous = new Map([...result.placement].map(([m, p]) => [m, p.workers]));
     this.repacks++;
     return result;

@@ -22,8 +22,10 @@ export interface WorkerFailure {
 
 /** grpc-js' own messages for a call that never got a connection. */
 const NEVER_CONNECTED = /No connection established|ECONNREFUSED|connect E|Name resolution failed|getaddrinfo/i;
+/** HTTP/2's guarantee that the worker did not process the stream (REFUSED_STREAM, or past GOAWAY's last id). */
+const NOT_PROCESSED = /Stream refused|REFUSED_STREAM|not processed/i;
 /** grpc-js' own messages for a stream that broke mid-call. */
-const BROKE_MID_CALL = /Connection dropped|ECONNRESET|RST_STREAM|Stream refused|GOAWAY|socket hang up|EPIPE/i;
+const BROKE_MID_CALL = /Connection dropped|ECONNRESET|RST_STREAM|GOAWAY|socket hang up|EPIPE/i;
 /** The worker's admission refusals (common/errors: model not ready, shutting down). */
 const WORKER_REFUSED = /not ready|shutting down|is not loaded/i;
 
@@ -36,7 +38,7 @@ export function neverConnected(details: string): boolean {
 export function classifyFailure(f: WorkerFailure): Outcome {
   switch (f.code) {
     case Status.UNAVAILABLE:
-      if (NEVER_CONNECTED.test(f.details)) return 'not_run';
+      if (NEVER_CONNECTED.test(f.details) || NOT_PROCESSED.test(f.details)) return 'not_run';
       if (BROKE_MID_CALL.test(f.details)) return 'dropped';
       if (WORKER_REFUSED.test(f.details)) return 'not_run';
       // An UNAVAILABLE we cannot place: assume it ran, do not run it twice.
@@ -53,12 +55,21 @@ export function classifyFailure(f: WorkerFailure): Outcome {
 }
 
 /**
- * Whether the next replica is tried. `idempotent` says re-running the call has no effect beyond
- * its cost: ModelInfer of a static-graph model is a pure function of its inputs, so a call cut
- * off by a dying worker is re-sent once elsewhere rather than failed.
+ * Whether the next replica is tried: only where the request cannot have run. A call cut off
+ * mid-way (the worker died holding it) is not re-sent: the gateway cannot know whether it ran,
+ * and a model's hooks or a meta model may have effects beyond their answer. The client gets
+ * UNAVAILABLE, which KServe clients (ours included) retry when the call is theirs to repeat.
  */
-export function shouldRetry(outcome: Outcome, idempotent: boolean): boolean {
-  return outcome === 'not_run' || (outcome === 'dropped' && idempotent);
+export function shouldRetry(outcome: Outcome): boolean {
+  return outcome === 'not_run';
+}
+
+/** The client's status for a call cut off mid-way on `worker` (it may have run there). */
+export function droppedStatus(worker: string, details: string): WorkerFailure {
+  return {
+    code: Status.UNAVAILABLE,
+    details: `the connection to worker '${worker}' broke during the call (it may have run; not re-sent): ${details}`,
+  };
 }
 
 /** The status the client sees when every replica refused (the last failure wins, as it is). */

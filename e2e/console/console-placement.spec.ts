@@ -1,0 +1,67 @@
+/**
+ * The Placement screen against a real fleet: two CPU workers behind the supervisor, the console
+ * served through the gateway's console port (placements are the gateway's, the rest worker0's).
+ */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect, test } from '@playwright/test';
+import { startEngine } from './engine.mjs';
+
+type Engine = Awaited<ReturnType<typeof startEngine>>;
+let engine: Engine;
+let token: string | null = null;
+const shots = join(import.meta.dirname, 'artifacts', 'screenshots-placement');
+
+test.describe.configure({ mode: 'serial' });
+
+test.beforeAll(async () => {
+  test.setTimeout(300_000);
+  engine = await startEngine({
+    timeoutMs: 280_000,
+    env: { HLOSERVE_MODELS_INCLUDE: 'mlp' },
+    args: ['--workers', '2', '--base-port', '0', '--routing', 'lpt_packing'],
+  });
+  // Each worker logs a setup token at first start (one store): the latest issued is the valid one.
+  const found = engine.logs
+    .map((l) => (/#setup=([A-Za-z0-9._~-]+)/.exec(l) ?? /"setupToken"\s*:\s*"([^"]+)"/.exec(l))?.[1])
+    .filter((t): t is string => t !== undefined)
+    .reverse();
+  for (const setupToken of new Set(found)) {
+    const r = await fetch(`${engine.consoleUrl}/api/v1/setup`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ setupToken }),
+    });
+    if (r.status === 201) {
+      token = ((await r.json()) as { data: { token: string } }).data.token;
+      break;
+    }
+  }
+  mkdirSync(shots, { recursive: true });
+});
+
+test.afterAll(async () => {
+  await engine?.stop();
+});
+
+test('the fleet shows a Placement screen: models x workers, and an operator adds a replica, audited', async ({
+  page,
+}) => {
+  expect(token, 'a setup token exchanged through the gateway').not.toBeNull();
+  await page.addInitScript((t) => localStorage.setItem('hloserve.token', t), token!);
+  await page.goto(`${engine.consoleUrl}/placement`);
+  await expect(page.getByRole('link', { name: 'Placement' })).toBeVisible();
+  await expect(page.getByTestId('placement-mode')).toContainText('lpt_packing');
+  const row = page.getByTestId('placement-row-mlp');
+  await expect(row).toBeVisible();
+  await expect(row).toContainText('1 / 1');
+  await page.screenshot({ path: join(shots, 'before.png'), fullPage: true });
+  await page.getByTestId('add-mlp').click();
+  await expect(row).toContainText('2 / 2');
+  await expect(page.getByTestId('placement-audit')).toContainText('placement.add_replica');
+  await page.screenshot({ path: join(shots, 'after-add.png'), fullPage: true });
+  // One replica back: the button is refused at one, with its reason.
+  await page.getByTestId('remove-mlp').click();
+  await expect(row).toContainText('1 / 1');
+  await expect(page.getByTestId('remove-mlp')).toBeDisabled();
+});

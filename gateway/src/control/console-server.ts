@@ -1,0 +1,221 @@
+/**
+ * The gateway's console port: the console and control API for the fleet. The placement routes
+ * are the gateway's own (GET /api/v1/placements, GET /api/v1/placements/audit, POST
+ * /api/v1/placements/{model}/{action}); every other path, WebSocket upgrades included (the live
+ * feed), is passed through to one worker's console port (the first ready one by name), so the
+ * console's other screens and the token store are that worker's.
+ *
+ * Auth: the caller's Authorization header is forwarded to that worker's GET /api/v1/session; its
+ * answer (who, which scope) decides, so tokens are minted, revoked and expire in one place. A
+ * viewer may read placements, an operator may act on them. Each action is audited (audit-log.ts)
+ * and may carry an Idempotency-Key: a repeated key within 10 minutes replays the first answer.
+ */
+import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { connect } from 'node:net';
+import { ServeError, toHttpStatus } from '@hloserve/common/errors';
+import type { Gateway } from '../gateway.js';
+import type { WorkerClient } from '../worker-client.js';
+import { AuditLog } from './audit-log.js';
+import { applyPlacementAction, isPlacementAction } from './placement-actions.js';
+import { placementView } from './placement-view.js';
+
+type Scope = 'viewer' | 'operator' | 'admin';
+const SCOPES: readonly Scope[] = ['viewer', 'operator', 'admin'];
+
+interface Principal {
+  readonly actor: string;
+  readonly name: string;
+  readonly scope: Scope;
+}
+
+export interface GatewayConsoleHandle {
+  readonly server: Server;
+  readonly port: number;
+  readonly audit: AuditLog;
+  close(): Promise<void>;
+}
+
+const MAX_BODY = 64 * 1024;
+const REPLAY_MS = 10 * 60_000;
+
+function consoleWorker(gw: Gateway): WorkerClient | null {
+  const ws = [...gw.fleet.workers.values()].filter((w) => w.ready && w.address.console);
+  ws.sort((a, b) => (a.name < b.name ? -1 : 1));
+  return ws[0] ?? null;
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
+  res.end(text);
+}
+
+function sendError(res: ServerResponse, err: unknown): void {
+  const { status, body } = toHttpStatus(err);
+  sendJson(res, status, body);
+}
+
+function readJson(req: IncomingMessage): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let n = 0;
+    req.on('data', (c: Buffer) => {
+      n += c.length;
+      if (n > MAX_BODY) {
+        reject(new ServeError('HLO_ERR_INVALID_ARGUMENT', `request body larger than ${MAX_BODY} bytes`));
+        req.destroy();
+      } else chunks.push(c);
+    });
+    req.on('end', () => {
+      const text = Buffer.concat(chunks).toString('utf8').trim();
+      if (text === '') return resolve({});
+      try {
+        resolve(JSON.parse(text));
+      } catch {
+        reject(new ServeError('HLO_ERR_INVALID_ARGUMENT', 'request body is not JSON'));
+      }
+    });
+    req.on('error', reject);
+  });
+}
+
+export async function startGatewayConsole(
+  gw: Gateway,
+  host: string,
+  port: number,
+  log: (msg: string, fields: Record<string, unknown>) => void,
+): Promise<GatewayConsoleHandle> {
+  const audit = new AuditLog((e) => log('audit', { ...e }));
+  const replays = new Map<string, { at: number; status: number; body: unknown }>();
+
+  /** Asks the console worker who the caller is; throws the worker's refusal as the gateway's. */
+  const principal = async (req: IncomingMessage, needed: Scope): Promise<Principal> => {
+    const w = consoleWorker(gw);
+    if (!w) throw new ServeError('HLO_ERR_SHUTTING_DOWN', 'no worker with a console is ready to check the token');
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (req.headers.authorization) headers.authorization = req.headers.authorization;
+    const r = await fetch(`http://${w.address.console}/api/v1/session`, {
+      headers,
+      signal: AbortSignal.timeout(5000),
+    });
+    if (r.status === 401) throw new ServeError('HLO_ERR_UNAUTHENTICATED', 'a valid token is required');
+    if (!r.ok) throw new ServeError('HLO_ERR_PERMISSION_DENIED', `the token was refused (HTTP ${r.status})`);
+    const p = ((await r.json()) as { data: Principal }).data;
+    if (SCOPES.indexOf(p.scope) < SCOPES.indexOf(needed))
+      throw new ServeError('HLO_ERR_PERMISSION_DENIED', `this needs the ${needed} scope; the token has ${p.scope}`);
+    return p;
+  };
+
+  const own = async (req: IncomingMessage, res: ServerResponse, path: string): Promise<boolean> => {
+    if (path === '/api/v1/placements' || path === '/api/v1/placements/audit') {
+      if (req.method !== 'GET') throw new ServeError('HLO_ERR_UNSUPPORTED', `${req.method} ${path} is not a route`);
+      await principal(req, 'viewer');
+      if (path.endsWith('/audit')) sendJson(res, 200, { data: audit.list() });
+      else sendJson(res, 200, { data: await placementView(gw), seq: gw.placement.repacks });
+      return true;
+    }
+    const m = /^\/api\/v1\/placements\/([^/]+)\/([^/]+)$/.exec(path);
+    if (!m) return false;
+    if (req.method !== 'POST') throw new ServeError('HLO_ERR_UNSUPPORTED', `${req.method} ${path} is not a route`);
+    const who = await principal(req, 'operator');
+    const model = decodeURIComponent(m[1]!);
+    const action = m[2]!;
+    if (!isPlacementAction(action)) throw new ServeError('HLO_ERR_NOT_FOUND', `no placement action '${action}'`);
+    const key = req.headers['idempotency-key'];
+    const now = Date.now();
+    for (const [k, v] of replays) if (now - v.at > REPLAY_MS) replays.delete(k);
+    const replayKey = typeof key === 'string' ? `${who.actor}\n${key}` : null;
+    const seen = replayKey ? replays.get(replayKey) : undefined;
+    if (seen) {
+      sendJson(res, seen.status, seen.body);
+      return true;
+    }
+    const body = (await readJson(req)) as { from?: unknown; to?: unknown };
+    const change = await applyPlacementAction(gw, model, {
+      action,
+      from: typeof body.from === 'string' ? body.from : undefined,
+      to: typeof body.to === 'string' ? body.to : undefined,
+    });
+    const entry = audit.record({
+      actor: who.actor,
+      actorName: who.name,
+      action: `placement.${action}`,
+      target: model,
+      before: change.before,
+      after: change.after,
+    });
+    const answer = {
+      data: { change, audit: entry.seq, placement: await placementView(gw) },
+      seq: gw.placement.repacks,
+    };
+    if (replayKey) replays.set(replayKey, { at: now, status: 200, body: answer });
+    sendJson(res, 200, answer);
+    return true;
+  };
+
+  /** Everything else goes to the console worker as it came (Host included: its Origin check sees the browser's). */
+  const pass = (req: IncomingMessage, res: ServerResponse): void => {
+    const w = consoleWorker(gw);
+    if (!w) return sendError(res, new ServeError('HLO_ERR_SHUTTING_DOWN', 'no worker with a console is ready'));
+    const [h, p] = splitHostPort(w.address.console!);
+    const out = request({ host: h, port: p, method: req.method, path: req.url, headers: req.headers }, (wr) => {
+      res.writeHead(wr.statusCode ?? 502, wr.headers);
+      wr.pipe(res);
+    });
+    out.on('error', (err) => {
+      if (!res.headersSent) sendError(res, new ServeError('HLO_ERR_SHUTTING_DOWN', `console worker: ${err.message}`));
+      else res.destroy();
+    });
+    res.once('close', () => !res.writableFinished && out.destroy());
+    req.pipe(out);
+  };
+
+  const server = createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0]!;
+    own(req, res, path).then(
+      (handled) => {
+        if (!handled) pass(req, res);
+      },
+      (err: unknown) => sendError(res, err),
+    );
+  });
+  server.on('upgrade', (req: IncomingMessage, socket, head: Buffer) => {
+    const w = consoleWorker(gw);
+    if (!w) {
+      socket.destroy();
+      return;
+    }
+    const [h, p] = splitHostPort(w.address.console!);
+    const up = connect(p, h, () => {
+      const lines = [`${req.method} ${req.url} HTTP/1.1`];
+      for (let i = 0; i < req.rawHeaders.length; i += 2) lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
+      up.write(lines.join('\r\n') + '\r\n\r\n');
+      if (head.length) up.write(head);
+      up.pipe(socket);
+      socket.pipe(up);
+    });
+    up.on('error', () => socket.destroy());
+    socket.on('error', () => up.destroy());
+    socket.on('close', () => up.destroy());
+    up.on('close', () => socket.destroy());
+  });
+  const bound = await new Promise<number>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve((server.address() as { port: number }).port));
+  });
+  return {
+    server,
+    port: bound,
+    audit,
+    close: () =>
+      new Promise<void>((r) => {
+        server.close(() => r());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+function splitHostPort(addr: string): [string, number] {
+  const i = addr.lastIndexOf(':');
+  return [addr.slice(0, i).replace(/^\[|\]$/g, ''), Number(addr.slice(i + 1))];
+}

@@ -1,0 +1,107 @@
+/**
+ * gRPC over HTTP/2 at the byte level, as much as a proxy needs: the 5-byte message prefix, the
+ * status trailers and their percent-encoded message, and which request headers travel on to a
+ * worker (the client's own metadata: tokens, trace ids) and which are this hop's.
+ */
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
+import { gunzipSync, inflateSync } from 'node:zlib';
+
+export type GrpcHeaders = OutgoingHttpHeaders;
+
+/** The prefix of one message: compressed flag, then the length (big-endian uint32). */
+export function messagePrefix(length: number): Buffer {
+  const p = Buffer.allocUnsafe(5);
+  p[0] = 0;
+  p.writeUInt32BE(length, 1);
+  return p;
+}
+
+/** Below this size the prefix and the message go out as one write (one copy is cheaper than two writes). */
+const COALESCE_BYTES = 64 * 1024;
+
+/** Writes one prefixed message and ends the stream's writable side. */
+export function writeMessage(stream: { write(b: Buffer): boolean; end(b?: Buffer): unknown }, body: Buffer): void {
+  if (body.length <= COALESCE_BYTES) {
+    const out = Buffer.allocUnsafe(5 + body.length);
+    out[0] = 0;
+    out.writeUInt32BE(body.length, 1);
+    body.copy(out, 5);
+    stream.end(out);
+    return;
+  }
+  stream.write(messagePrefix(body.length));
+  stream.end(body);
+}
+
+export type Unframed = { readonly ok: true; readonly message: Buffer } | { readonly ok: false; readonly error: string };
+
+/**
+ * The one message of a unary call's body. A compressed message is inflated (gzip or deflate, the
+ * encodings a client may use without asking); anything else is refused.
+ */
+export function unframeUnary(body: Buffer, encoding: string | undefined): Unframed {
+  if (body.length < 5) return { ok: false, error: `a gRPC message needs a 5-byte prefix, got ${body.length} bytes` };
+  const len = body.readUInt32BE(1);
+  if (body.length !== 5 + len)
+    return {
+      ok: false,
+      error: `a unary call carries one message: prefix says ${len} bytes, body has ${body.length - 5}`,
+    };
+  const message = body.subarray(5);
+  if (body[0] === 0) return { ok: true, message };
+  try {
+    if (encoding === 'gzip') return { ok: true, message: gunzipSync(message) };
+    if (encoding === 'deflate') return { ok: true, message: inflateSync(message) };
+  } catch (err) {
+    return { ok: false, error: `message does not decompress: ${(err as Error).message}` };
+  }
+  return { ok: false, error: `compressed message with unsupported grpc-encoding '${encoding ?? ''}'` };
+}
+
+/** grpc-message's encoding: percent-encode what is not printable ASCII, and '%'. */
+export function encodeGrpcMessage(s: string): string {
+  // The common case (plain ASCII) costs one test.
+  if (!/[^\x20-\x24\x26-\x7e]/.test(s)) return s;
+  let out = '';
+  for (const b of Buffer.from(s, 'utf8'))
+    out +=
+      b >= 0x20 && b <= 0x7e && b !== 0x25
+        ? String.fromCharCode(b)
+        : `%${b.toString(16).toUpperCase().padStart(2, '0')}`;
+  return out;
+}
+
+export function decodeGrpcMessage(s: string | string[] | undefined): string {
+  const v = Array.isArray(s) ? s.join(',') : (s ?? '');
+  if (!v.includes('%')) return v;
+  try {
+    return decodeURIComponent(v);
+  } catch {
+    return v;
+  }
+}
+
+/** Headers of this hop, never forwarded: HTTP/2 pseudo-headers, gRPC transport headers. */
+const HOP_HEADERS = new Set([
+  'content-type',
+  'te',
+  'grpc-timeout',
+  'grpc-encoding',
+  'grpc-accept-encoding',
+  'accept-encoding',
+  'user-agent',
+  'content-length',
+  'connection',
+  'host',
+]);
+
+/** The client's metadata, to send on to a worker unchanged (binary `-bin` values stay base64). */
+export function forwardableHeaders(h: IncomingHttpHeaders): GrpcHeaders {
+  const out: GrpcHeaders = {};
+  for (const k in h) {
+    if (k.charCodeAt(0) === 58 /* ':' */ || HOP_HEADERS.has(k)) continue;
+    const v = h[k];
+    if (v !== undefined) out[k] = v;
+  }
+  return out;
+}

@@ -1,0 +1,80 @@
+import assert from 'node:assert/strict';
+import { suite, test } from 'node:test';
+import { deflateSync, gzipSync } from 'node:zlib';
+import {
+  decodeGrpcMessage,
+  encodeGrpcMessage,
+  forwardableHeaders,
+  messagePrefix,
+  unframeUnary,
+} from '@hloserve/gateway/h2/grpc-wire';
+import { computeAssignment } from '@hloserve/gateway/placement/lpt-packing';
+
+suite('gRPC wire pieces of the HTTP/2 proxy', () => {
+  test('one prefixed message unframes; a short, long or doubled body is refused with the reason', () => {
+    const msg = Buffer.from('hello');
+    const framed = Buffer.concat([messagePrefix(msg.length), msg]);
+    const u = unframeUnary(framed, undefined);
+    assert.ok(u.ok && u.message.equals(msg));
+    assert.match((unframeUnary(framed.subarray(0, 3), undefined) as { error: string }).error, /5-byte prefix/);
+    assert.match((unframeUnary(framed.subarray(0, 8), undefined) as { error: string }).error, /one message/);
+    assert.equal(unframeUnary(Buffer.concat([framed, framed]), undefined).ok, false);
+  });
+
+  test('gzip and deflate messages are inflated; another encoding is refused', () => {
+    for (const [enc, z] of [
+      ['gzip', gzipSync],
+      ['deflate', deflateSync],
+    ] as const) {
+      const c = z(Buffer.from('tensor bytes'));
+      const framed = Buffer.concat([Buffer.from([1]), Buffer.alloc(4), c]);
+      framed.writeUInt32BE(c.length, 1);
+      const u = unframeUnary(framed, enc);
+      assert.ok(u.ok, enc);
+      assert.equal(u.ok && u.message.toString(), 'tensor bytes');
+      assert.equal(unframeUnary(framed, 'snappy').ok, false);
+    }
+  });
+
+  test('grpc-message percent-encoding round-trips non-ASCII and %', () => {
+    for (const s of ['plain', "model 'ünïcode' 100% gone", 'line\nbreak']) {
+      const e = encodeGrpcMessage(s);
+      assert.match(e, /^[\x20-\x7e]*$/);
+      assert.equal(decodeGrpcMessage(e), s);
+    }
+    assert.equal(encodeGrpcMessage('plain text'), 'plain text');
+  });
+
+  test("only the client's metadata is forwarded, never this hop's transport headers", () => {
+    const out = forwardableHeaders({
+      ':path': '/x',
+      ':authority': 'gw',
+      'content-type': 'application/grpc',
+      te: 'trailers',
+      'grpc-timeout': '5S',
+      'user-agent': 'grpc-c++',
+      authorization: 'Bearer t',
+      'x-trace-bin': 'AAEC',
+    });
+    assert.deepEqual(out, { authorization: 'Bearer t', 'x-trace-bin': 'AAEC' });
+  });
+});
+
+suite('packing with models an operator moved (pinned)', () => {
+  test('a pinned model stays where it was put and its load is charged there before the others', () => {
+    const res = computeAssignment({
+      utilisation: new Map([
+        ['hot', 0.9],
+        ['a', 0.3],
+        ['b', 0.3],
+      ]),
+      workers: ['w0', 'w1', 'w2'],
+      pinned: new Map([['hot', ['w2']]]),
+    });
+    assert.deepEqual(res.placement.get('hot')?.workers, ['w2']);
+    // Without the pin the hottest model would take the first worker; the others avoid w2's load.
+    assert.ok(!res.placement.get('a')!.workers.includes('w2'));
+    assert.ok(!res.placement.get('b')!.workers.includes('w2'));
+    assert.equal(res.computeLoad.get('w2'), 0.9);
+  });
+});

@@ -1,0 +1,222 @@
+/**
+ * The gateway's console port against stand-in workers: the placement view (models x workers,
+ * desired against actual), the actions and their audit, auth decided by the console worker's
+ * /api/v1/session, and everything else passed through to that worker.
+ */
+import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import { after, before, suite, test } from 'node:test';
+import { Server as GrpcServer, ServerCredentials, type sendUnaryData } from '@grpc/grpc-js';
+import { GRPCInferenceService, RepositoryIndexResponse, ServerReadyResponse } from '@hloserve/proto';
+import { serveGateway, type RunningGateway } from '@hloserve/gateway';
+
+const TOKENS: Record<string, { actor: string; name: string; scope: string }> = {
+  'Bearer view': { actor: 'token:v', name: 'viewer-token', scope: 'viewer' },
+  'Bearer op': { actor: 'token:o', name: 'operator-token', scope: 'operator' },
+};
+
+interface StandIn {
+  grpc: GrpcServer;
+  grpcPort: number;
+  http: Server;
+  httpPort: number;
+  resident: string[];
+}
+
+/** A worker: gRPC health and index for the fleet, and one HTTP port serving /metrics and the console. */
+async function standIn(name: string, models: string[], resident: string[]): Promise<StandIn> {
+  const grpc = new GrpcServer();
+  const raw = (b: Buffer) => b;
+  const def = Object.fromEntries(
+    Object.entries(GRPCInferenceService).map(([k, m]) => [
+      k,
+      { ...m, requestDeserialize: raw, responseSerialize: raw },
+    ]),
+  );
+  grpc.addService(def as unknown as typeof GRPCInferenceService, {
+    serverReady: (_c: unknown, cb: sendUnaryData<Buffer>) =>
+      cb(null, Buffer.from(ServerReadyResponse.encode({ ready: true }).finish())),
+    repositoryIndex: (_c: unknown, cb: sendUnaryData<Buffer>) =>
+      cb(
+        null,
+        Buffer.from(
+          RepositoryIndexResponse.encode({
+            models: models.map((m) => ({ name: m, version: '1', state: 'READY', reason: '' })),
+          }).finish(),
+        ),
+      ),
+    modelStatistics: (_c: unknown, cb: sendUnaryData<Buffer>) => cb(null, Buffer.alloc(0)),
+    modelConfig: (_c: unknown, cb: sendUnaryData<Buffer>) => cb(null, Buffer.alloc(0)),
+  });
+  const grpcPort = await new Promise<number>((resolve, reject) =>
+    grpc.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
+  );
+  const s: StandIn = { grpc, grpcPort, http: null as unknown as Server, httpPort: 0, resident };
+  s.http = createServer((req, res) => {
+    if (req.url === '/metrics') {
+      res.end(s.resident.map((m) => `hloserve_model_resident{model="${m}"} 1\n`).join(''));
+    } else if (req.url === '/api/v1/session') {
+      const p = TOKENS[req.headers.authorization ?? ''];
+      res.writeHead(p ? 200 : 401, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify(p ? { data: { ...p, tokenId: null } } : { error: 'no token', code: 'HLO_ERR_UNAUTHENTICATED' }),
+      );
+    } else {
+      res.writeHead(200, { 'content-type': 'application/json', 'x-worker': name });
+      res.end(JSON.stringify({ data: { worker: name, path: req.url, auth: req.headers.authorization ?? null } }));
+    }
+  });
+  s.httpPort = await new Promise<number>((r) =>
+    s.http.listen(0, '127.0.0.1', () => r((s.http.address() as { port: number }).port)),
+  );
+  return s;
+}
+
+suite('the gateway console port: placements, actions, audit, pass-through', () => {
+  let ws: StandIn[];
+  let gw: RunningGateway;
+  let base: string;
+  const audits: unknown[] = [];
+  const call = async (method: string, path: string, token?: string, body?: unknown) => {
+    const headers: Record<string, string> = {};
+    if (token) headers.authorization = `Bearer ${token}`;
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const r = await fetch(base + path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: r.status, body: (await r.json()) as Record<string, any> }; // eslint-disable-line @typescript-eslint/no-explicit-any
+  };
+
+  before(async () => {
+    ws = [
+      await standIn('w0', ['a', 'b', 'c'], ['a']),
+      await standIn('w1', ['a', 'b', 'c'], ['b']),
+      await standIn('w2', ['a', 'b', 'c'], []),
+    ];
+    gw = await serveGateway(
+      {
+        workers: ws.map((w, i) => ({
+          name: `w${i}`,
+          address: {
+            grpc: `127.0.0.1:${w.grpcPort}`,
+            http: '127.0.0.1:1',
+            metrics: `127.0.0.1:${w.httpPort}`,
+            console: `127.0.0.1:${w.httpPort}`,
+          },
+        })),
+        mode: 'lpt_packing',
+        healthIntervalMs: 60_000,
+        placementIntervalMs: 60_000,
+      },
+      { host: '127.0.0.1', grpcPort: 0, httpPort: 0, metricsPort: -1, consolePort: 0 },
+      (msg, f) => {
+        if (msg === 'audit') audits.push(f);
+      },
+    );
+    base = `http://127.0.0.1:${gw.ports.console}`;
+  });
+  after(async () => {
+    await gw.stop();
+    for (const w of ws) {
+      w.grpc.forceShutdown();
+      w.http.close();
+    }
+  });
+
+  test('without a token the placements are 401; a viewer reads models x workers, desired against actual', async () => {
+    assert.equal((await call('GET', '/api/v1/placements')).status, 401);
+    assert.equal((await call('GET', '/api/v1/placements', 'forged')).status, 401);
+    const r = await call('GET', '/api/v1/placements', 'view');
+    assert.equal(r.status, 200);
+    const v = r.body.data;
+    assert.equal(v.fleet, true);
+    assert.equal(v.mode, 'lpt_packing');
+    assert.equal(v.actions, true);
+    assert.deepEqual(
+      v.workers.map((w: { name: string }) => w.name),
+      ['w0', 'w1', 'w2'],
+    );
+    assert.deepEqual(
+      v.models.map((m: { name: string }) => m.name),
+      ['a', 'b', 'c'],
+    );
+    // Startup packing spreads three equally-assumed models over three workers, one each.
+    const placedOn = v.models.map((m: { placed: string[] }) => m.placed);
+    assert.deepEqual(placedOn.flat().sort(), ['w0', 'w1', 'w2']);
+    const a = v.models[0];
+    assert.equal(a.desiredReplicas, 1);
+    assert.deepEqual(a.residentOn, ['w0']);
+    assert.equal(a.cells.length, 3);
+    assert.ok(a.cells.every((c: { ready: boolean }) => c.ready));
+  });
+
+  test('a viewer may not act (403); an operator adds a replica, moves it, releases it, each audited', async () => {
+    assert.equal((await call('POST', '/api/v1/placements/a/add_replica', 'view')).status, 403);
+    const add = await call('POST', '/api/v1/placements/a/add_replica', 'op');
+    assert.equal(add.status, 200, JSON.stringify(add.body));
+    const change = add.body.data.change;
+    assert.equal(change.before.replicas, 1);
+    assert.equal(change.after.replicas, 2);
+    assert.equal(change.after.workers.length, 2);
+    assert.deepEqual(gw.gateway.router.placement().get('a')?.length, 2, 'the router sends a to two workers now');
+
+    const from = change.after.workers[0];
+    const to = ['w0', 'w1', 'w2'].find((w) => !change.after.workers.includes(w))!;
+    const mv = await call('POST', '/api/v1/placements/a/move', 'op', { from, to });
+    assert.equal(mv.status, 200, JSON.stringify(mv.body));
+    assert.ok(mv.body.data.change.after.workers.includes(to));
+    assert.ok(!mv.body.data.change.after.workers.includes(from));
+    assert.equal(mv.body.data.change.after.pinned, true);
+    // A repack keeps the pin.
+    await gw.gateway.placementTick(true);
+    assert.deepEqual(
+      [...gw.gateway.router.placement().get('a')!].sort(),
+      [...mv.body.data.change.after.workers].sort(),
+    );
+
+    const rm = await call('POST', '/api/v1/placements/a/remove_replica', 'op');
+    assert.equal(rm.body.data.change.after.replicas, 1);
+    const rel = await call('POST', '/api/v1/placements/a/release', 'op');
+    assert.equal(rel.body.data.change.after.pinned, false);
+
+    const log = await call('GET', '/api/v1/placements/audit', 'view');
+    assert.deepEqual(
+      log.body.data.map((e: { action: string }) => e.action),
+      ['placement.release', 'placement.remove_replica', 'placement.move', 'placement.add_replica'],
+    );
+    assert.equal(log.body.data[0].actor, 'token:o');
+    assert.equal(audits.length, 4, 'each action written once as a log record');
+  });
+
+  test('bad actions answer with the catalogue: unknown model, unknown action, impossible moves, last replica', async () => {
+    const unknownModel = await call('POST', '/api/v1/placements/zz/add_replica', 'op');
+    assert.equal(unknownModel.status, 404);
+    assert.equal(unknownModel.body.code, 'HLO_ERR_MODEL_NOT_FOUND');
+    assert.equal((await call('POST', '/api/v1/placements/a/explode', 'op')).status, 404);
+    assert.equal((await call('POST', '/api/v1/placements/a/move', 'op', { from: 'w0' })).status, 400);
+    const last = await call('POST', '/api/v1/placements/b/remove_replica', 'op');
+    assert.equal(last.body.code, 'HLO_ERR_FAILED_PRECONDITION');
+    const placedB = gw.gateway.router.placement().get('b')![0]!;
+    const already = await call('POST', '/api/v1/placements/b/move', 'op', { from: placedB, to: placedB });
+    assert.equal(already.body.code, 'HLO_ERR_FAILED_PRECONDITION');
+  });
+
+  test('an Idempotency-Key replays the first answer instead of acting twice', async () => {
+    const once = () =>
+      fetch(`${base}/api/v1/placements/c/add_replica`, {
+        method: 'POST',
+        headers: { authorization: 'Bearer op', 'idempotency-key': 'k1' },
+      }).then((r) => r.json() as Promise<{ data: { change: { after: { replicas: number } }; audit: number } }>);
+    const [x, y] = [await once(), await once()];
+    assert.deepEqual(y, x);
+    assert.equal(x.data.change.after.replicas, 2);
+  });
+
+  test('other paths pass through to the first ready worker with a console, token and all', async () => {
+    const r = await call('GET', '/api/v1/models?x=1', 'view');
+    assert.equal(r.status, 200);
+    assert.deepEqual(r.body.data, { worker: 'w0', path: '/api/v1/models?x=1', auth: 'Bearer view' });
+  });
+});
