@@ -13,7 +13,8 @@ export const TOKENS = {
 } as const;
 export const SETUP_TOKEN = 'setup-token-abcdef';
 const MiB = 2 ** 20;
-const T0 = Date.UTC(2026, 10, 23, 20, 0, 0);
+/** The stand-in's clock: every time it reports is before this instant. */
+export const T0 = Date.UTC(2026, 10, 23, 20, 0, 0);
 
 /** A small deterministic generator, so screenshots are the same on every run. */
 function rng(seed: number): () => number {
