@@ -6,8 +6,11 @@
 // browser used in the window; at the end the ratio of the medians (with / without).
 // The pages live in a child process (perf_analyzer blocks this one while it measures).
 // Usage: npm run build && nice -n 10 node bench/console-tabs.mjs [--rounds 4] [--window-ms 3000]
-//   [--tabs 20] [--hidden] (--hidden: the pages report themselves hidden, as background tabs do)
-/* global fetch, document, localStorage */
+//   [--tabs 20] [--hidden]
+// Headless Chromium shows every page, so by default all 20 render as if each were on screen. With
+// --hidden all but the last report themselves hidden once live (visibilitychange), as background
+// tabs of one window do; the console then drops their feed subscriptions.
+/* global fetch, document, localStorage, Event */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -32,18 +35,21 @@ if (process.argv[2] === '--tabs-child') {
   });
   const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
   await context.addInitScript((t) => localStorage.setItem('hloserve.token', t), token);
-  if (hidden === '1') {
-    await context.addInitScript(() => {
-      Object.defineProperty(document, 'visibilityState', { get: () => 'hidden' });
-      Object.defineProperty(document, 'hidden', { get: () => true });
-    });
-  }
   const pages = [];
   for (let i = 0; i < Number(n); i++) {
     const page = await context.newPage();
     await page.goto(url + SCREENS[i % SCREENS.length]);
     await page.locator('[data-testid="connection-banner"][data-state="live"]').waitFor({ timeout: 60_000 });
     pages.push(page);
+  }
+  if (hidden === '1') {
+    for (const page of pages.slice(0, -1)) {
+      await page.evaluate(() => {
+        Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => 'hidden' });
+        Object.defineProperty(document, 'hidden', { configurable: true, get: () => true });
+        document.dispatchEvent(new Event('visibilitychange'));
+      });
+    }
   }
   process.stdout.write('ready\n');
   process.stdin.resume();
@@ -122,27 +128,28 @@ async function main() {
       });
 
     const rows = [];
+    console.log(
+      `\n| round | tabs | infer/s (c=16, mlp, gRPC) | p50 µs | p99 µs | engine CPU (cores) | engine CPU µs/infer | browser CPU (cores) |`,
+    );
+    console.log('|---|---|---|---|---|---|---|---|');
+    const print = (round, x) =>
+      console.log(
+        `| ${round} | ${x.tabs} | ${fmt(x.throughput)} | ${x.p50} | ${x.p99} | ${fmt(x.engineCpu, 2)} | ${fmt((1e6 * x.engineCpu) / x.throughput, 0)} | ${fmt(x.browserCpu, 2)} |`,
+      );
     perf(); // warm: compiled sizes, learned costs, the first feed samples
-    for (let i = 0; i < rounds; i++) {
+    for (let i = 1; i <= rounds; i++) {
       rows.push({ tabs: 0, ...perf(), browserCpu: 0 });
+      print(i, rows.at(-1));
       const child = await openTabs();
       const b0 = cpuSeconds(child.pid);
       const t0 = performance.now();
       const p = perf();
       const browserCpu = (cpuSeconds(child.pid) - b0) / ((performance.now() - t0) / 1000);
       rows.push({ tabs, ...p, browserCpu });
+      print(i, rows.at(-1));
       child.stdin.end();
       await new Promise((res) => child.once('exit', res));
     }
-    console.log(
-      `\n| round | tabs | infer/s (c=16, mlp, gRPC) | p50 µs | p99 µs | engine CPU (cores) | browser CPU (cores) |`,
-    );
-    console.log('|---|---|---|---|---|---|---|');
-    rows.forEach((x, i) =>
-      console.log(
-        `| ${Math.floor(i / 2) + 1} | ${x.tabs} | ${fmt(x.throughput)} | ${x.p50} | ${x.p99} | ${fmt(x.engineCpu, 2)} | ${fmt(x.browserCpu, 2)} |`,
-      ),
-    );
     const median = (xs) => {
       const s = [...xs].sort((a, b) => a - b);
       return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
@@ -154,7 +161,13 @@ async function main() {
     console.log(
       `\nmedian infer/s without ${fmt(median(without))}, with ${tabs} tabs ${fmt(median(withTabs))}: ` +
         `ratio ${fmt(median(withTabs) / median(without), 3)} (cost ${fmt(100 * (1 - median(withTabs) / median(without)))} %); ` +
-        `paired ratios ${paired.map((x) => fmt(x, 3)).join(', ')}${hidden ? ' (pages hidden)' : ''}`,
+        `paired ratios ${paired.map((x) => fmt(x, 3)).join(', ')}${hidden ? ' (all but one page hidden)' : ''}`,
+    );
+    // The engine's own CPU per inference: what the console's API and feed add on the server side,
+    // apart from the browser taking the machine's cores.
+    const perInfer = (t) => median(rows.filter((x) => x.tabs > 0 === t).map((x) => (1e6 * x.engineCpu) / x.throughput));
+    console.log(
+      `engine CPU per inference: without ${fmt(perInfer(false), 0)} µs, with tabs ${fmt(perInfer(true), 0)} µs (ratio ${fmt(perInfer(true) / perInfer(false), 3)})`,
     );
   } finally {
     await server.stop();

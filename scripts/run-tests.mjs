@@ -63,6 +63,12 @@ if (withConsole) {
   if (v.status !== 0 || (selected.length === 0 && !withSpecs)) process.exit(v.status ?? 1);
 }
 
+// Inside CI's fresh-clone replay (e2e/test/fresh-clone.test.ts) the outer run has just run every
+// spec on the same commit; the replay runs the real-engine one only, to prove that a fresh clone
+// builds and serves the console and drives it in the set-up's Chromium, without doubling the time.
+if (process.env.HLOSERVE_FRESH_CLONE === '1' && specFilters.length === 0)
+  specFilters.push('e2e/console/console-engine');
+
 /** Playwright on e2e/console in the Chromium the set-up found (or $CHROMIUM, or /usr/bin/chromium). */
 function runConsoleSpecs() {
   const p = spawnSync(

@@ -141,3 +141,23 @@ test('the banner says reconnecting when the feed drops, then live again after th
   await expect(c.banner()).toContainText(/Reconnecting/);
   await expect(c.banner()).toHaveAttribute('data-state', /live|resynced/, { timeout: 15_000 });
 });
+
+test('a hidden tab holds no feed subscriptions, and catches up with a fresh snapshot when shown', async ({ page }) => {
+  const api = new FakeControlApi({ models: 20 });
+  await api.install(page);
+  const c = new ConsolePage(page, server.url);
+  await c.open('/', TOKENS.admin);
+  await c.expectLive();
+  expect(api.subscribed.size).toBeGreaterThan(0);
+  const show = (hidden: boolean) =>
+    page.evaluate((h) => {
+      Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => (h ? 'hidden' : 'visible') });
+      document.dispatchEvent(new Event('visibilitychange'));
+    }, hidden);
+  await show(true);
+  await expect.poll(() => api.subscribed.size).toBe(0);
+  await show(false);
+  await expect.poll(() => [...api.subscribed].sort()).toEqual(expect.arrayContaining(['metrics', 'models']));
+  await c.expectLive();
+  await expect(page.locator('.stat').filter({ hasText: 'models ready' })).toContainText('of 20');
+});
