@@ -14,6 +14,14 @@ export class ConsolePage {
     await this.page.goto(this.baseUrl + path);
   }
 
+  /** Moves to another screen inside the loaded console (no reload, the feed stays connected). */
+  async go(path: string): Promise<void> {
+    await this.page.evaluate((to) => {
+      history.pushState(null, '', to);
+      dispatchEvent(new PopStateEvent('popstate'));
+    }, path);
+  }
+
   banner(): Locator {
     return this.page.getByTestId('connection-banner');
   }

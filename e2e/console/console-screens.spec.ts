@@ -23,14 +23,14 @@ test.afterAll(async () => {
   await server.close();
 });
 
-/** [file name, path, checked against a baseline]. */
+/** [file name, path, its heading, checked against a baseline]. */
 const screens = [
-  ['overview', '/', true],
-  ['models', '/models', true],
-  ['model-detail', '/models/resnet-0000', true],
-  ['memory-map', '/memory', true],
-  ['upload', '/upload', false],
-  ['settings', '/settings', true],
+  ['overview', '/', 'Overview', true],
+  ['models', '/models', 'Models', true],
+  ['model-detail', '/models/resnet-0000', 'resnet-0000', true],
+  ['memory-map', '/memory', 'Memory map', true],
+  ['upload', '/upload', 'Upload a bundle', false],
+  ['settings', '/settings', 'Settings', true],
 ] as const;
 const sizes = [
   ['desktop', { width: 1440, height: 900 }],
@@ -59,9 +59,9 @@ async function openContext(browser: Browser, [, viewport]: Size, colorScheme: 'l
   return { context, page };
 }
 
-/** Fonts loaded and two frames drawn: what a screenshot of a freshly routed screen waits for. */
-async function settled(page: Page): Promise<void> {
-  await expect(page.locator('h1').first()).toBeVisible();
+/** The screen's heading shown, fonts loaded and two frames drawn: what a screenshot waits for. */
+async function settled(page: Page, heading?: string): Promise<void> {
+  await expect(page.locator('h1').first()).toContainText(heading ?? '');
   await page.evaluate(async () => {
     await document.fonts.ready;
     await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
@@ -77,9 +77,10 @@ for (const size of sizes) {
       const c = new ConsolePage(page, server.url);
       await c.open('/', TOKENS.admin);
       await c.expectLive();
-      for (const [screen, path, checked] of screens) {
-        await c.open(path);
-        await settled(page);
+      // One page load, then in-app navigation: as a person moves through the console.
+      for (const [screen, path, heading, checked] of screens) {
+        await c.go(path);
+        await settled(page, heading);
         if (checked && scheme === 'light') {
           await expect(page, `${screen} at ${name}`).toHaveScreenshot(`${screen}-${name}.png`, {
             mask: liveNumbers(page),
@@ -87,14 +88,15 @@ for (const size of sizes) {
         }
         await page.screenshot({ path: join(shots, `${screen}-${name}-${scheme}.png`), fullPage: true });
       }
-      await c.open('/activity');
+      await c.go('/activity');
       for (const tab of ['Audit log', 'Engine events']) {
         await page.getByRole('tab', { name: tab }).click();
         await settled(page);
         const file = `activity-${tab.split(' ')[0]!.toLowerCase()}-${name}-${scheme}.png`;
         await page.screenshot({ path: join(shots, file), fullPage: true });
       }
-      await c.open('/models/resnet-0000');
+      await c.go('/models/resnet-0000');
+      await settled(page, 'resnet-0000');
       await page.getByRole('tab', { name: 'Policy' }).click();
       await page.getByTestId('policy-weight').fill('3');
       await page.getByTestId('policy-review').click();
