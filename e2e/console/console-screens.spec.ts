@@ -84,6 +84,8 @@ for (const size of sizes) {
         if (checked && scheme === 'light') {
           await expect(page, `${screen} at ${name}`).toHaveScreenshot(`${screen}-${name}.png`, {
             mask: liveNumbers(page),
+            // Two matching captures in a row; on two shared cores that can take a while.
+            timeout: 15_000,
           });
         }
         await page.screenshot({ path: join(shots, `${screen}-${name}-${scheme}.png`), fullPage: true });
