@@ -7,8 +7,8 @@
 //
 //   node scripts/setup-tests.mjs [step ...] [--json]
 //
-// Steps: python, perf-analyzer, protoc (the defaults `npm test` runs), and on request postgres,
-// chromium, hadolint. Prints (or with --json, writes as one JSON object) the environment the tests
+// Steps: python, perf-analyzer, protoc, chromium (the defaults `npm test` runs), and on request
+// postgres, hadolint. Prints (or with --json, writes as one JSON object) the environment the tests
 // run with: PYTHON, HLOSERVE_TEST_EXPORT_PYTHON, PROTOC, HLOSERVE_PERF_ANALYZER, ...
 import { createHash } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
@@ -30,8 +30,8 @@ export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 /** Test tooling belongs to the checkout, not to the server's state (HLOSERVE_CACHE_DIR). */
 export const testCacheDir = join(repoRoot, '.cache', 'test');
 
-export const DEFAULT_STEPS = ['python', 'perf-analyzer', 'protoc'];
-export const OPTIONAL_STEPS = ['postgres', 'chromium', 'hadolint'];
+export const DEFAULT_STEPS = ['python', 'perf-analyzer', 'protoc', 'chromium'];
+export const OPTIONAL_STEPS = ['postgres', 'hadolint'];
 
 /** A step that cannot go on without something only the user (or root) can do. */
 export class SetupNeedsAction extends Error {}

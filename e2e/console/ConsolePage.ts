@@ -14,6 +14,14 @@ export class ConsolePage {
     await this.page.goto(this.baseUrl + path);
   }
 
+  /** Moves to another screen inside the loaded console (no reload, the feed stays connected). */
+  async go(path: string): Promise<void> {
+    await this.page.evaluate((to) => {
+      history.pushState(null, '', to);
+      dispatchEvent(new PopStateEvent('popstate'));
+    }, path);
+  }
+
   banner(): Locator {
     return this.page.getByTestId('connection-banner');
   }
@@ -63,5 +71,35 @@ export class ModelsPage {
   }
   scroller(): Locator {
     return this.page.getByTestId('model-scroller');
+  }
+}
+
+/** One model's page: its actions, the residency summary, and the tabs. */
+export class ModelDetailPage {
+  constructor(readonly page: Page) {}
+  actions(): Locator {
+    return this.page.getByTestId('model-actions');
+  }
+  async pinOnDevice(): Promise<void> {
+    await this.page.getByTestId('action-pin').click();
+  }
+  async tab(name: 'Overview' | 'Performance' | 'Residency' | 'Policy' | 'Try it'): Promise<Locator> {
+    await this.page.getByRole('tab', { name }).click();
+    return this.page.getByRole('tabpanel', { name });
+  }
+  /** The residency timeline's rows (Residency tab): event kind and its details with the reason. */
+  timelineRows(): Locator {
+    return this.page.getByRole('tabpanel', { name: 'Residency' }).locator('tbody tr');
+  }
+}
+
+/** The memory map: per device, pinned blocks apart from the evictable ones. */
+export class MemoryMapPage {
+  constructor(readonly page: Page) {}
+  pinnedBlock(model: string): Locator {
+    return this.page.locator('.memmap .block.pinned').filter({ hasText: model });
+  }
+  residentBlocks(): Locator {
+    return this.page.getByTestId('resident-blocks');
   }
 }

@@ -1,21 +1,17 @@
 /**
  * The console against a stand-in control API (fake-api.ts): scale and fault injection only, as
- * the test plan allows: 2,000 models, a dropped feed, roles against a full model set, and the
- * screenshots of every screen with stable data. The engine specs are in console-engine.spec.ts.
+ * the test plan allows: 2,000 models, a dropped feed, roles against a full model set. The screens'
+ * screenshots are in console-screens.spec.ts; the engine specs in console-engine.spec.ts.
  */
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { expect, test } from '@playwright/test';
 import { ConsolePage, ModelsPage, SetupPage } from './ConsolePage.js';
 import { FakeControlApi, SETUP_TOKEN, TOKENS } from './fake-api.js';
 import { serveConsole } from './static-server.mjs';
 
 let server: Awaited<ReturnType<typeof serveConsole>>;
-const shots = join(import.meta.dirname, 'artifacts', 'screenshots');
 
 test.beforeAll(async () => {
   server = await serveConsole();
-  mkdirSync(shots, { recursive: true });
 });
 test.afterAll(async () => {
   await server.close();
@@ -146,48 +142,22 @@ test('the banner says reconnecting when the feed drops, then live again after th
   await expect(c.banner()).toHaveAttribute('data-state', /live|resynced/, { timeout: 15_000 });
 });
 
-const screens = [
-  ['overview', '/'],
-  ['models', '/models'],
-  ['model-detail', '/models/resnet-0000'],
-  ['memory-map', '/memory'],
-  ['upload', '/upload'],
-  ['activity', '/activity'],
-  ['settings', '/settings'],
-] as const;
-const sizes = [
-  ['desktop', { width: 1440, height: 900 }],
-  ['phone', { width: 414, height: 896 }],
-] as const;
-
-for (const [size, viewport] of sizes) {
-  for (const scheme of ['light', 'dark'] as const) {
-    test(`screenshots of every screen, ${size} ${scheme}`, async ({ browser }) => {
-      const context = await browser.newContext({ viewport, colorScheme: scheme, deviceScaleFactor: 1 });
-      const page = await context.newPage();
-      const api = new FakeControlApi({ models: 60 });
-      await api.install(page);
-      const c = new ConsolePage(page, server.url);
-      await c.open('/', TOKENS.admin);
-      await c.expectLive();
-      for (const [name, path] of screens) {
-        await c.open(path);
-        await expect(page.locator('h1').first()).toBeVisible();
-        await page.waitForTimeout(300); // charts lay out on the next frame
-        await page.screenshot({ path: join(shots, `${name}-${size}-${scheme}.png`) });
-      }
-      await c.open('/models/resnet-0000');
-      await page.getByRole('tab', { name: 'Policy' }).click();
-      await page.getByTestId('policy-weight').fill('3');
-      await page.getByTestId('policy-review').click();
-      await page.screenshot({ path: join(shots, `policy-diff-${size}-${scheme}.png`) });
-      await context.close();
-      const first = await browser.newContext({ viewport, colorScheme: scheme });
-      const p2 = await first.newPage();
-      await new FakeControlApi({ setupDone: false }).install(p2);
-      await p2.goto(server.url);
-      await p2.screenshot({ path: join(shots, `first-run-${size}-${scheme}.png`) });
-      await first.close();
-    });
-  }
-}
+test('a hidden tab holds no feed subscriptions, and catches up with a fresh snapshot when shown', async ({ page }) => {
+  const api = new FakeControlApi({ models: 20 });
+  await api.install(page);
+  const c = new ConsolePage(page, server.url);
+  await c.open('/', TOKENS.admin);
+  await c.expectLive();
+  expect(api.subscribed.size).toBeGreaterThan(0);
+  const show = (hidden: boolean) =>
+    page.evaluate((h) => {
+      Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => (h ? 'hidden' : 'visible') });
+      document.dispatchEvent(new Event('visibilitychange'));
+    }, hidden);
+  await show(true);
+  await expect.poll(() => api.subscribed.size).toBe(0);
+  await show(false);
+  await expect.poll(() => [...api.subscribed].sort()).toEqual(expect.arrayContaining(['metrics', 'models']));
+  await c.expectLive();
+  await expect(page.locator('.stat').filter({ hasText: 'models ready' })).toContainText('of 20');
+});

@@ -2,6 +2,7 @@
 // every port 0, the example models, and a fresh cache_dir (so a fresh operations database and a
 // first-run setup token). Resolves once the engine logs that it is listening.
 // HLOSERVE_E2E_ENGINE_ROOT runs another built checkout's engine (e.g. a branch with newer routes).
+/* global fetch */
 import { spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,8 +18,8 @@ const engineRoot = resolve(process.env.HLOSERVE_E2E_ENGINE_ROOT ?? repoRoot);
  * @param {{ timeoutMs?: number, dir?: string, consolePort?: number, env?: Record<string, string>, args?: string[] }} [o]
  *   a `dir` and `consolePort` from a previous start restart the same engine: same database, same
  *   address; `env` adds HLOSERVE_* overrides (e.g. HLOSERVE_MODEL_CONTROL_MODE).
- * @returns {Promise<{ consoleUrl: string, consolePort: number, dir: string, logs: string[],
- *   stop: (o?: { keep?: boolean }) => Promise<void> }>}
+ * @returns {Promise<{ consoleUrl: string, consolePort: number, httpUrl: string, grpcPort: number,
+ *   pid: number, dir: string, logs: string[], stop: (o?: { keep?: boolean }) => Promise<void> }>}
  */
 async function startEngine(o = {}) {
   const timeoutMs = o.timeoutMs ?? 180_000;
@@ -58,7 +59,7 @@ async function startEngine(o = {}) {
   );
   const logs = [];
   const exited = new Promise((r) => child.once('exit', () => r()));
-  const port = await new Promise((res, rej) => {
+  const ports = await new Promise((res, rej) => {
     const timer = setTimeout(
       () =>
         rej(
@@ -74,7 +75,7 @@ ${logs.join('\n')}`),
           const rec = JSON.parse(line);
           if (rec.msg === 'listening' && typeof rec.console === 'number') {
             clearTimeout(timer);
-            res(rec.console);
+            res({ console: rec.console, http: rec.http, grpc: rec.grpc });
           }
         } catch {
           // not a log record
@@ -89,8 +90,11 @@ ${logs.join('\n')}`),
     );
   });
   return {
-    consoleUrl: `http://127.0.0.1:${port}`,
-    consolePort: port,
+    consoleUrl: `http://127.0.0.1:${ports.console}`,
+    consolePort: ports.console,
+    httpUrl: `http://127.0.0.1:${ports.http}`,
+    grpcPort: ports.grpc,
+    pid: child.pid,
     dir,
     logs,
     stop: async ({ keep = false } = {}) => {
@@ -118,3 +122,20 @@ const exampleModels = readdirSync(join(repoRoot, 'examples', 'models')).filter((
 );
 
 export { exampleModels, setupTokenFromLogs, startEngine };
+
+/**
+ * Exchanges the engine's one-time setup token (from its first-start log) for an admin token.
+ * @param {{ consoleUrl: string, logs: string[] }} engine
+ * @returns {Promise<string>}
+ */
+async function adminToken(engine) {
+  const r = await fetch(`${engine.consoleUrl}/api/v1/setup`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ setupToken: setupTokenFromLogs(engine.logs) }),
+  });
+  if (!r.ok) throw new Error(`setup: ${r.status} ${await r.text()}`);
+  return (await r.json()).data.token;
+}
+
+export { adminToken };

@@ -13,7 +13,8 @@ export const TOKENS = {
 } as const;
 export const SETUP_TOKEN = 'setup-token-abcdef';
 const MiB = 2 ** 20;
-const T0 = Date.UTC(2026, 10, 23, 20, 0, 0);
+/** The stand-in's clock: every time it reports is before this instant. */
+export const T0 = Date.UTC(2026, 10, 23, 20, 0, 0);
 
 /** A small deterministic generator, so screenshots are the same on every run. */
 function rng(seed: number): () => number {
@@ -92,6 +93,8 @@ export class FakeControlApi {
   setupDone: boolean;
   readonly audit: object[] = [];
   readonly sockets = new Set<WebSocketRoute>();
+  /** Topics the console holds on the feed now (subscribed and not since unsubscribed). */
+  readonly subscribed = new Set<string>();
   private seq = { models: 1, residency: 1, queues: 1, events: 1, metrics: 1 };
 
   constructor(private readonly opts: FakeOptions = {}) {
@@ -318,9 +321,17 @@ export class FakeControlApi {
         authed = true;
         return void ws.send(JSON.stringify({ type: 'ready', actor: 'token:x', scope: this.scopeOf(msg.token) }));
       }
-      if (msg.type === 'subscribe') for (const t of msg.topics ?? []) ws.send(JSON.stringify(this.snapshot(t)));
+      if (msg.type === 'subscribe')
+        for (const t of msg.topics ?? []) {
+          this.subscribed.add(t);
+          ws.send(JSON.stringify(this.snapshot(t)));
+        }
+      if (msg.type === 'unsubscribe') for (const t of msg.topics ?? []) this.subscribed.delete(t);
     });
-    ws.onClose(() => this.sockets.delete(ws));
+    ws.onClose(() => {
+      this.sockets.delete(ws);
+      this.subscribed.clear();
+    });
   }
 
   /** Drops every feed connection, as an engine restart would. */

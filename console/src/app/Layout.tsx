@@ -1,4 +1,4 @@
-import type { ReactNode } from 'react';
+import { useEffect, useRef, type ReactNode } from 'react';
 import { tokenStore } from '../api/token-store.js';
 import { ConnectionBanner } from '../components/ConnectionBanner.js';
 import { Link, usePath } from './router.js';
@@ -23,6 +23,11 @@ export function Layout({ children }: { children: ReactNode }) {
   const fleet = useHasFleet();
   const [theme, toggleTheme] = useTheme();
   const current = (to: string) => (to === '/' ? path === '/' : path === to || path.startsWith(to + '/'));
+  const nav = useRef<HTMLElement>(null);
+  // On a phone the screens are one row that scrolls sideways: keep the current one in view.
+  useEffect(() => {
+    nav.current?.querySelector('[aria-current="page"]')?.scrollIntoView({ block: 'nearest', inline: 'nearest' });
+  }, [path]);
   return (
     <div className="shell">
       <header className="topbar">
@@ -48,7 +53,7 @@ export function Layout({ children }: { children: ReactNode }) {
           Sign out
         </button>
       </header>
-      <nav className="nav" aria-label="screens">
+      <nav className="nav" aria-label="screens" ref={nav}>
         {screens.map((s) => (
           <Link key={s.to} to={s.to} aria-current={current(s.to) ? 'page' : undefined}>
             {s.label}

@@ -1,0 +1,176 @@
+// bench/console-tabs: what the console open in 20 tabs costs inference. The real engine on the
+// CPU plugin (mlp, fresh state) serves perf_analyzer at concurrency 16 over gRPC, in rounds that
+// alternate without and with 20 Chromium pages (Debian's chromium, playwright-core) open on the
+// console's live screens (overview, models, memory map, model detail, activity: 4 each), all
+// on the same machine. Per round: throughput, p50/p99, and the CPU seconds the engine and the
+// browser used in the window; at the end the ratio of the medians (with / without).
+// The pages live in a child process (perf_analyzer blocks this one while it measures).
+// Usage: npm run build && nice -n 10 node bench/console-tabs.mjs [--rounds 4] [--window-ms 3000]
+//   [--tabs 20] [--hidden]
+// Headless Chromium shows every page, so by default all 20 render as if each were on screen. With
+// --hidden all but the last report themselves hidden once live (visibilitychange), as background
+// tabs of one window do; the console then drops their feed subscriptions.
+/* global fetch, document, localStorage, Event */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runPerfAnalyzer } from '../e2e/dist/src/perf-analyzer.js';
+import { startServer } from '../e2e/dist/src/server-process.js';
+import { fmt, machine } from './stats.mjs';
+
+const arg = (name, dflt) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : dflt;
+};
+const SCREENS = ['/', '/models', '/memory', '/models/mlp', '/activity'];
+
+// Child: open the tabs, say "ready" once every page is live, hold them until stdin closes.
+if (process.argv[2] === '--tabs-child') {
+  const [, , , url, token, n, hidden] = process.argv;
+  const { chromium } = await import('playwright-core');
+  const browser = await chromium.launch({
+    executablePath: process.env.HLOSERVE_TEST_CHROMIUM ?? process.env.CHROMIUM ?? '/usr/bin/chromium',
+    args: ['--no-sandbox'],
+  });
+  const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+  await context.addInitScript((t) => localStorage.setItem('hloserve.token', t), token);
+  const pages = [];
+  for (let i = 0; i < Number(n); i++) {
+    const page = await context.newPage();
+    await page.goto(url + SCREENS[i % SCREENS.length]);
+    await page.locator('[data-testid="connection-banner"][data-state="live"]').waitFor({ timeout: 60_000 });
+    pages.push(page);
+  }
+  if (hidden === '1') {
+    for (const page of pages.slice(0, -1)) {
+      await page.evaluate(() => {
+        Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => 'hidden' });
+        Object.defineProperty(document, 'hidden', { configurable: true, get: () => true });
+        document.dispatchEvent(new Event('visibilitychange'));
+      });
+    }
+  }
+  process.stdout.write('ready\n');
+  process.stdin.resume();
+  process.stdin.once('end', async () => {
+    await browser.close();
+    process.exit(0);
+  });
+} else {
+  await main();
+}
+
+/** CPU seconds (user + system) of a process and all its descendants, from /proc. */
+function cpuSeconds(rootPid) {
+  const tick = 100; // USER_HZ on Linux
+  const parent = new Map();
+  const cpu = new Map();
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      parent.set(Number(d), Number(f[1]));
+      cpu.set(Number(d), (Number(f[11]) + Number(f[12])) / tick);
+    } catch {
+      // exited while we looked
+    }
+  }
+  const inTree = (pid) => {
+    for (let p = pid; p > 1; p = parent.get(p) ?? 0) if (p === rootPid) return true;
+    return false;
+  };
+  let s = 0;
+  for (const [pid, c] of cpu) if (inTree(pid)) s += c;
+  return s;
+}
+
+async function main() {
+  const rounds = Number(arg('rounds', '4'));
+  const windowMs = arg('window-ms', '3000');
+  const tabs = Number(arg('tabs', '20'));
+  const hidden = process.argv.includes('--hidden');
+  console.log(`# bench/console-tabs, machine: ${machine()}`);
+  const stateDir = mkdtempSync(join(tmpdir(), 'hloserve-tabs-bench-'));
+  const server = await startServer({
+    HLOSERVE_MODELS_INCLUDE: 'mlp',
+    HLOSERVE_STATE_URL: `sqlite:${join(stateDir, 'state.sqlite')}`,
+  });
+  try {
+    const setupLine = server.logs.find((l) => l.includes('"setupToken"'));
+    const setupToken = setupLine ? JSON.parse(setupLine).setupToken : null;
+    if (!setupToken) throw new Error('no setup token in the log (state not fresh?)');
+    const consoleUrl = `http://127.0.0.1:${server.ports.console}`;
+    const r = await fetch(`${consoleUrl}/api/v1/setup`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ setupToken }),
+    });
+    if (!r.ok) throw new Error(`setup: ${r.status} ${await r.text()}`);
+    const token = (await r.json()).data.token;
+
+    const perf = () => {
+      const args = ['-m', 'mlp', '-u', server.grpcUrl(), '-i', 'grpc', '--concurrency-range', '16'];
+      const t0 = performance.now();
+      const engine0 = cpuSeconds(server.child.pid);
+      const p = runPerfAnalyzer([...args, '-p', windowMs, '-s', '100', '-r', '10']);
+      if (p.status !== 0) throw new Error(`perf_analyzer failed:\n${p.output}`);
+      const seconds = (performance.now() - t0) / 1000;
+      return { ...p.rows.get(16), engineCpu: (cpuSeconds(server.child.pid) - engine0) / seconds, seconds };
+    };
+    const openTabs = () =>
+      new Promise((resolve, reject) => {
+        const argv = [import.meta.filename, '--tabs-child', consoleUrl, token, String(tabs), hidden ? '1' : '0'];
+        const child = spawn(process.execPath, argv, { stdio: ['pipe', 'pipe', 'inherit'] });
+        child.stdout.on('data', (d) => String(d).includes('ready') && resolve(child));
+        child.once('exit', (code) => reject(new Error(`tabs child exited ${code} before ready`)));
+      });
+
+    const rows = [];
+    console.log(
+      `\n| round | tabs | infer/s (c=16, mlp, gRPC) | p50 µs | p99 µs | engine CPU (cores) | engine CPU µs/infer | browser CPU (cores) |`,
+    );
+    console.log('|---|---|---|---|---|---|---|---|');
+    const print = (round, x) =>
+      console.log(
+        `| ${round} | ${x.tabs} | ${fmt(x.throughput)} | ${x.p50} | ${x.p99} | ${fmt(x.engineCpu, 2)} | ${fmt((1e6 * x.engineCpu) / x.throughput, 0)} | ${fmt(x.browserCpu, 2)} |`,
+      );
+    perf(); // warm: compiled sizes, learned costs, the first feed samples
+    for (let i = 1; i <= rounds; i++) {
+      rows.push({ tabs: 0, ...perf(), browserCpu: 0 });
+      print(i, rows.at(-1));
+      const child = await openTabs();
+      const b0 = cpuSeconds(child.pid);
+      const t0 = performance.now();
+      const p = perf();
+      const browserCpu = (cpuSeconds(child.pid) - b0) / ((performance.now() - t0) / 1000);
+      rows.push({ tabs, ...p, browserCpu });
+      print(i, rows.at(-1));
+      child.stdin.end();
+      await new Promise((res) => child.once('exit', res));
+    }
+    const median = (xs) => {
+      const s = [...xs].sort((a, b) => a - b);
+      return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+    };
+    const without = rows.filter((x) => x.tabs === 0).map((x) => x.throughput);
+    const withTabs = rows.filter((x) => x.tabs > 0).map((x) => x.throughput);
+    // Each with-tabs round against the mean of the rounds either side of it (drift cancels).
+    const paired = withTabs.map((w, i) => w / ((without[i] + (without[i + 1] ?? without[i])) / 2));
+    console.log(
+      `\nmedian infer/s without ${fmt(median(without))}, with ${tabs} tabs ${fmt(median(withTabs))}: ` +
+        `ratio ${fmt(median(withTabs) / median(without), 3)} (cost ${fmt(100 * (1 - median(withTabs) / median(without)))} %); ` +
+        `paired ratios ${paired.map((x) => fmt(x, 3)).join(', ')}${hidden ? ' (all but one page hidden)' : ''}`,
+    );
+    // The engine's own CPU per inference: what the console's API and feed add on the server side,
+    // apart from the browser taking the machine's cores.
+    const perInfer = (t) => median(rows.filter((x) => x.tabs > 0 === t).map((x) => (1e6 * x.engineCpu) / x.throughput));
+    console.log(
+      `engine CPU per inference: without ${fmt(perInfer(false), 0)} µs, with tabs ${fmt(perInfer(true), 0)} µs (ratio ${fmt(perInfer(true) / perInfer(false), 3)})`,
+    );
+  } finally {
+    await server.stop();
+    rmSync(stateDir, { recursive: true, force: true });
+  }
+}
