@@ -4,6 +4,7 @@
  * the lifecycle's ControlService facade replaces that adapter without touching the routes.
  */
 import type { Discipline, Residency } from '../../config/types.js';
+import type { InspectPort } from './inspect-port.js';
 
 export type ModelLifecycleState = 'UNKNOWN' | 'READY' | 'UNAVAILABLE' | 'LOADING' | 'UNLOADING';
 
@@ -34,6 +35,10 @@ export interface ModelQueueView {
   readonly depth: number;
   readonly rows: number;
   readonly inflight: number;
+  /** How long the front request has waited, ms (0: empty queue). */
+  readonly oldestWaitMs: number;
+  /** Requests dropped for their deadline: expired while queued, or shed by edf. */
+  readonly deadlineMisses: number;
 }
 
 export interface ModelStatsView {
@@ -107,4 +112,6 @@ export interface ModelPort {
   setPolicy(name: string, patch: ModelPolicyPatch): Promise<ModelPolicyView>;
   setDiscipline(discipline: Discipline): void;
   subscribe(listener: (event: EngineEvent) => void): () => void;
+  /** Model IO, histograms, queues, versions, try-it inference (inspect-routes.ts); absent: 501. */
+  readonly inspect?: InspectPort;
 }
