@@ -48,14 +48,18 @@ export function residencyMarks(events: readonly EventRecord[], model: string): M
   const marks: Mark[] = [];
   for (const e of events) {
     if (e.model !== model) continue;
-    const verb = e.kind.replace(/^model\./, '');
+    if (e.kind === 'upload.installed') {
+      marks.push({ at: e.at, seq: e.seq, kind: 'other', text: 'installed by an upload' });
+      continue;
+    }
+    if (!e.kind.startsWith('model.')) continue;
+    const verb = e.kind.slice('model.'.length);
     let kind: Mark['kind'];
     if (verb === 'evicted') kind = 'evict';
     else if (verb === 'loaded' || verb === 'reloaded') kind = 'load';
     else if (verb === 'unloaded') kind = 'unload';
     else if (verb === 'failed') kind = 'fail';
-    else if (verb === 'residency-changed' || verb === 'policy') kind = 'pin';
-    else if (/evict|load|residen|pin/.test(verb)) kind = 'other';
+    else if (verb === 'residency-changed' || verb === 'policy' || verb === 'pin' || verb === 'unpin') kind = 'pin';
     else continue;
     const reason = kind === 'load' ? null : reasonOf(e.data);
     marks.push({ at: e.at, seq: e.seq, kind, text: reason ? `${verb} (${reason})` : verb });

@@ -1,0 +1,69 @@
+import { describe, expect, test } from 'vitest';
+import type { EventRecord, MetricSample } from '../../api/types.js';
+import { placeOn, residencyMarks, residencySpans } from './residency.js';
+
+const s = (at: number, residentBytes: number): MetricSample => ({
+  at,
+  requestsPerSecond: 0,
+  p50Ms: null,
+  p99Ms: null,
+  queueDepth: 0,
+  residentBytes,
+  loads: 0,
+  evictions: 0,
+});
+const e = (seq: number, at: number, kind: string, model: string, data: Record<string, unknown> = {}): EventRecord => ({
+  seq,
+  at,
+  kind,
+  model,
+  data,
+});
+
+describe('the residency timeline', () => {
+  test('samples with the same state merge into spans; a state change starts a new one', () => {
+    const spans = residencySpans([s(0, 0), s(1000, 100), s(2000, 100), s(3000, 0), s(4000, 0)]);
+    expect(spans).toEqual([
+      { from: 0, to: 1000, onDevice: false, bytes: 0 },
+      { from: 1000, to: 3000, onDevice: true, bytes: 100 },
+      { from: 3000, to: 4000, onDevice: false, bytes: 0 },
+    ]);
+  });
+
+  test('a gap in the history (the engine was down) ends a span where the samples stop', () => {
+    const spans = residencySpans([s(0, 100), s(1000, 100), s(60_000, 100)], 5_000);
+    expect(spans).toEqual([
+      { from: 0, to: 1000, onDevice: true, bytes: 100 },
+      { from: 60_000, to: 60_000, onDevice: true, bytes: 100 },
+    ]);
+  });
+
+  test("marks are this model's loads, evictions with their reason, pins; oldest first", () => {
+    const marks = residencyMarks(
+      [
+        e(4, 400, 'model.evicted', 'a', { reason: 'budget', bytes: 10 }),
+        e(3, 300, 'model.residency-changed', 'a', { residency: 'device' }),
+        e(2, 200, 'model.loaded', 'a', { generation: 2 }),
+        e(5, 500, 'model.evicted', 'b', { reason: 'lru' }),
+        e(6, 600, 'upload.progress', 'a', {}),
+        e(8, 650, 'upload.installed', 'a', { upload: 'u1' }),
+        e(9, 660, 'model.loading', 'a', { reason: 'reload' }),
+        e(7, 700, 'model.failed', 'a', { error: 'bad module' }),
+      ],
+      'a',
+    );
+    expect(marks).toEqual([
+      { at: 200, seq: 2, kind: 'load', text: 'loaded' },
+      { at: 300, seq: 3, kind: 'pin', text: 'residency-changed (device)' },
+      { at: 400, seq: 4, kind: 'evict', text: 'evicted (budget)' },
+      { at: 650, seq: 8, kind: 'other', text: 'installed by an upload' },
+      { at: 700, seq: 7, kind: 'fail', text: 'failed (bad module)' },
+    ]);
+  });
+
+  test('instants are placed on the window as a clamped percentage', () => {
+    expect(placeOn(50, 0, 200)).toBe(25);
+    expect(placeOn(-10, 0, 200)).toBe(0);
+    expect(placeOn(999, 0, 200)).toBe(100);
+  });
+});
