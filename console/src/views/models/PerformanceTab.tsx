@@ -58,7 +58,7 @@ export function PerformanceTab({ model }: { model: ModelInfo }) {
           {latency && latency.count > 0 ? (
             <>
               <p className="muted">
-                {latency.count} requests · p50 {bound(0.5)} · p99 {bound(0.99)} · mean{' '}
+                {latency.count} request{latency.count === 1 ? '' : 's'} · p50 {bound(0.5)} · p99 {bound(0.99)} · mean{' '}
                 {formatSeconds(latency.sum / latency.count)} (in the worker, from arrival to answer)
               </p>
               <Bars bars={latencyBars(latency)} caption={`request latency of ${model.name}`} />

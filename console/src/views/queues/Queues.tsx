@@ -126,7 +126,7 @@ function DisciplinePicker({ current }: { current: Discipline }) {
         onClick={() => set.mutate(draft)}
         data-testid="action-discipline"
       >
-        Change to {draft} (audited)
+        {draft === current ? 'Change discipline' : `Change to ${draft} (audited)`}
       </button>
       {set.error && <span className="error">{set.error.message}</span>}
     </span>
@@ -158,7 +158,10 @@ function ShareChart({ history }: { history: ShareHistory }) {
         No device time used since this screen opened; the chart starts with the first batch.
       </p>
     );
-  return <Sparkline label="device time share and weight share, percent" x={x} series={series} windowS={300} />;
+  // The window grows with the history (1, 2, then 5 minutes), so the first minute is not a sliver.
+  const span = x.length > 1 ? x[x.length - 1]! - x[0]! : 0;
+  const windowS = span < 55 ? 60 : span < 115 ? 120 : 300;
+  return <Sparkline label="device time share and weight share, percent" x={x} series={series} windowS={windowS} />;
 }
 
 function QueueTable({ rows }: { rows: readonly QueueRow[] }) {
