@@ -7,6 +7,7 @@ export const modelKeys = {
   all: ['models'] as const,
   list: () => [...modelKeys.all, 'list'] as const,
   metrics: (name: string) => [...modelKeys.all, 'metrics', name] as const,
+  detail: (name: string) => [...modelKeys.all, 'detail', name] as const,
   io: (name: string) => [...modelKeys.all, 'io', name] as const,
   histograms: (name: string) => [...modelKeys.all, 'histograms', name] as const,
   versions: (name: string) => [...modelKeys.all, 'versions', name] as const,

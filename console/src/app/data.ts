@@ -203,6 +203,21 @@ export function useControlMode(): string | undefined {
   return useWorkers().data?.[0]?.modelControlMode;
 }
 
+/**
+ * One model fetched by itself every 5 s while a detail tab needs its counters: the feed keeps the
+ * list's state, residency and queues live, not the statistics (they change with every request).
+ */
+export function useModelStats(name: string) {
+  const token = useToken();
+  return useQuery({
+    queryKey: modelKeys.detail(name),
+    queryFn: ({ signal }) => apiGet<ModelInfo>(routes.model(name), signal),
+    enabled: token !== null,
+    refetchInterval: 5_000,
+    select: (m) => m.stats,
+  });
+}
+
 /** A model's tensors and bundle facts: they change only with a new version. */
 export function useModelIo(name: string) {
   const token = useToken();
@@ -255,7 +270,10 @@ export function useTryIt(name: string) {
   const qc = useQueryClient();
   return useMutation({
     mutationFn: async () => (await apiRequest<TryResult>(routes.modelTry(name), { method: 'POST' })).data,
-    onSettled: () => void qc.invalidateQueries({ queryKey: modelKeys.histograms(name) }),
+    onSettled: () => {
+      void qc.invalidateQueries({ queryKey: modelKeys.histograms(name) });
+      void qc.invalidateQueries({ queryKey: modelKeys.detail(name) });
+    },
   });
 }
 

@@ -1,5 +1,5 @@
 import type { ModelInfo, TensorView } from '../../api/types.js';
-import { useModelHistograms, useModelIo } from '../../app/data.js';
+import { useModelHistograms, useModelStats, useModelIo } from '../../app/data.js';
 import { formatMs } from '../../components/format.js';
 import { QueryState } from '../../components/QueryState.js';
 import { describeTensor } from './snippets.js';
@@ -10,7 +10,8 @@ const PROVENANCE_KEYS = ['exporter', 'frontend', 'exported_at', 'git_commit', 'l
 export function IoTab({ model }: { model: ModelInfo }) {
   const io = useModelIo(model.name);
   const hist = useModelHistograms(model.name);
-  const s = model.stats;
+  const fresh = useModelStats(model.name);
+  const s = fresh.data ?? model.stats;
   const runs = hist.data?.batchSizes ?? {};
   const d = io.data;
   return (

@@ -1,6 +1,6 @@
 import { useMemo } from 'react';
 import type { ModelInfo } from '../../api/types.js';
-import { useModelHistograms, useModelMetrics } from '../../app/data.js';
+import { useModelHistograms, useModelStats, useModelMetrics } from '../../app/data.js';
 import { Bars } from '../../components/Bars.js';
 import { formatMs } from '../../components/format.js';
 import { batchBars, formatSeconds, latencyBars, quantileBound } from '../../components/histogram.js';
@@ -10,7 +10,8 @@ import { Stat } from '../../components/Stat.js';
 export function PerformanceTab({ model }: { model: ModelInfo }) {
   const history = useModelMetrics(model.name);
   const hist = useModelHistograms(model.name);
-  const s = model.stats;
+  const fresh = useModelStats(model.name);
+  const s = fresh.data ?? model.stats;
   const samples = useMemo(() => history.data ?? [], [history.data]);
   const x = useMemo(() => samples.map((p) => p.at / 1000), [samples]);
   const rate = useMemo(

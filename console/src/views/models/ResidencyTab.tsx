@@ -5,7 +5,7 @@ import { useEvents, useModelMetrics } from '../../app/data.js';
 import { formatBytes, formatTime } from '../../components/format.js';
 import { QueryState } from '../../components/QueryState.js';
 import { Stat } from '../../components/Stat.js';
-import { placeOn, residencyMarks, residencySpans } from './residency.js';
+import { placeOn, residencyMarks, residencySpans, untilNow } from './residency.js';
 
 const WINDOW_MS = 15 * 60 * 1000;
 
@@ -18,6 +18,7 @@ export function ResidencyTab({ model }: { model: ModelInfo }) {
   const spans = useMemo(() => residencySpans(history.data ?? []), [history.data]);
   const to = history.dataUpdatedAt || Date.now();
   const from = to - WINDOW_MS;
+  const lane = useMemo(() => untilNow(spans, marks, r?.deviceResident ?? false, to), [spans, marks, r, to]);
   const inWindow = marks.filter((m) => m.at >= from);
   return (
     <>
@@ -41,9 +42,9 @@ export function ResidencyTab({ model }: { model: ModelInfo }) {
         <div
           className="lane"
           role="img"
-          aria-label={`on the device during ${spans.filter((s) => s.onDevice).length} stretches; ${inWindow.length} events`}
+          aria-label={`on the device during ${lane.filter((s) => s.onDevice).length} stretches; ${inWindow.length} events`}
         >
-          {spans
+          {lane
             .filter((s) => s.onDevice && s.to >= from)
             .map((s) => {
               const left = placeOn(s.from, from, to);

@@ -32,7 +32,7 @@ export function VersionsTab(props: { model: ModelInfo; scope: Scope | undefined;
             <thead>
               <tr>
                 <th>version</th>
-                <th>installed</th>
+                <th>when</th>
                 <th>manifest</th>
                 <th className="num">files</th>
                 <th className="num">bytes</th>
@@ -44,7 +44,9 @@ export function VersionsTab(props: { model: ModelInfo; scope: Scope | undefined;
               {list.map((v) => (
                 <tr key={v.id} data-testid="version-row">
                   <td>{v.current ? <strong>serving</strong> : <span className="mono">{v.id}</span>}</td>
-                  <td>{formatTime(v.at)}</td>
+                  <td>
+                    {v.current ? 'installed' : 'replaced'} {formatTime(v.at)}
+                  </td>
                   <td>
                     <span className="mono">{v.manifestSha256}</span>
                     {v.description && <div className="muted">{v.description}</div>}

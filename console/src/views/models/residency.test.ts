@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import type { EventRecord, MetricSample } from '../../api/types.js';
-import { placeOn, residencyMarks, residencySpans } from './residency.js';
+import { placeOn, residencyMarks, residencySpans, untilNow } from './residency.js';
 
 const s = (at: number, residentBytes: number): MetricSample => ({
   at,
@@ -65,5 +65,21 @@ describe('the residency timeline', () => {
     expect(placeOn(50, 0, 200)).toBe(25);
     expect(placeOn(-10, 0, 200)).toBe(0);
     expect(placeOn(999, 0, 200)).toBe(100);
+  });
+});
+
+describe('the lane carried on to now', () => {
+  const load = { at: 500, seq: 1, kind: 'load' as const, text: 'loaded' };
+  test('a last span on the device runs on to now while the engine says it is still there', () => {
+    const spans = residencySpans([s(0, 0), s(1000, 100)]);
+    expect(untilNow(spans, [], true, 9000).at(-1)).toEqual({ from: 1000, to: 9000, onDevice: true, bytes: 100 });
+    expect(untilNow(spans, [], false, 9000)).toEqual(spans);
+  });
+
+  test('loaded since the last sample (or with no history yet): on the device from the load', () => {
+    expect(untilNow([], [load], true, 2000)).toEqual([{ from: 500, to: 2000, onDevice: true, bytes: 0 }]);
+    const off = residencySpans([s(0, 0), s(1000, 0)]);
+    expect(untilNow(off, [load], true, 2000).at(-1)).toEqual({ from: 1000, to: 2000, onDevice: true, bytes: 0 });
+    expect(untilNow([], [], true, 2000)).toEqual([]);
   });
 });

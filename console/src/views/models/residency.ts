@@ -72,3 +72,21 @@ export function placeOn(at: number, from: number, to: number): number {
   if (to <= from) return 100;
   return Math.min(100, Math.max(0, ((at - from) / (to - from)) * 100));
 }
+
+/**
+ * The spans carried on to `now` with what the engine says at this moment: the history is written
+ * a few seconds late, and a model loaded since its last sample is on the device already.
+ */
+export function untilNow(spans: readonly Span[], marks: readonly Mark[], onDeviceNow: boolean, now: number): Span[] {
+  const out = [...spans];
+  const last = out[out.length - 1];
+  if (!onDeviceNow) return out;
+  if (last?.onDevice) {
+    out[out.length - 1] = { ...last, to: Math.max(last.to, now) };
+    return out;
+  }
+  const loads = marks.filter((m) => m.kind === 'load');
+  const since = Math.max(last?.to ?? -Infinity, loads[loads.length - 1]?.at ?? -Infinity);
+  if (Number.isFinite(since) && since < now) out.push({ from: since, to: now, onDevice: true, bytes: 0 });
+  return out;
+}
