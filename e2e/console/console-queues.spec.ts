@@ -98,6 +98,9 @@ test('queues under load: depth, oldest wait, device share against weight over ti
     });
     await page.waitForTimeout(6_000);
     await page.screenshot({ path: join(shots, 'queues-desktop.png') });
+    await page.getByRole('button', { name: 'switch to dark theme' }).click();
+    await page.screenshot({ path: join(shots, 'queues-desktop-dark.png') });
+    await page.getByRole('button', { name: 'switch to light theme' }).click();
     await page.setViewportSize({ width: 414, height: 896 });
     await page.screenshot({ path: join(shots, 'queues-phone.png') });
     await page.locator('main').evaluate((m) => m.scrollTo(0, m.scrollHeight));

@@ -82,6 +82,9 @@ async function upload(page: Page, file: string): Promise<string[]> {
 
 async function shoot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: join(shots, `${name}-desktop.png`) });
+  await page.getByRole('button', { name: 'switch to dark theme' }).click();
+  await page.screenshot({ path: join(shots, `${name}-desktop-dark.png`) });
+  await page.getByRole('button', { name: 'switch to light theme' }).click();
   await page.setViewportSize({ width: 414, height: 896 });
   await page.screenshot({ path: join(shots, `${name}-phone.png`) });
   // The shell scrolls inside <main>: the rest of the screen is a second picture.

@@ -167,17 +167,17 @@ function ShareChart({ history }: { history: ShareHistory }) {
 function QueueTable({ rows }: { rows: readonly QueueRow[] }) {
   if (rows.length === 0) return <p className="muted">No models are scheduled.</p>;
   return (
-    <table className="plain" data-testid="queue-table">
+    <table className="plain queue-table" data-testid="queue-table">
       <thead>
         <tr>
           <th>model</th>
           <th className="num">queued</th>
           <th className="num">oldest wait</th>
-          <th className="num">in flight</th>
-          <th className="num">deadline misses</th>
-          <th className="num">weight</th>
           <th>device share vs weight</th>
-          <th className="num">contended</th>
+          <th className="num">deadline misses</th>
+          <th className="num wide">in flight</th>
+          <th className="num wide">weight</th>
+          <th className="num wide">contended</th>
         </tr>
       </thead>
       <tbody>
@@ -188,11 +188,6 @@ function QueueTable({ rows }: { rows: readonly QueueRow[] }) {
             </td>
             <td className="num">{r.depth}</td>
             <td className="num">{r.oldestWaitMs ? formatMs(r.oldestWaitMs) : '–'}</td>
-            <td className="num">{r.inflight}</td>
-            <td className={`num${r.deadlineMisses ? ' error' : ''}`}>{r.deadlineMisses}</td>
-            <td className="num">
-              {r.weight} <span className="muted">({pct(r.weightShare)})</span>
-            </td>
             <td>
               <div className="row" style={{ flexWrap: 'nowrap' }}>
                 <div
@@ -206,7 +201,12 @@ function QueueTable({ rows }: { rows: readonly QueueRow[] }) {
                 <span>{pct(r.deviceShare)}</span>
               </div>
             </td>
-            <td className="num">{pct(r.contendedShare)}</td>
+            <td className={`num${r.deadlineMisses ? ' error' : ''}`}>{r.deadlineMisses}</td>
+            <td className="num wide">{r.inflight}</td>
+            <td className="num wide">
+              {r.weight} <span className="muted">({pct(r.weightShare)})</span>
+            </td>
+            <td className="num wide">{pct(r.contendedShare)}</td>
           </tr>
         ))}
       </tbody>
