@@ -18,6 +18,9 @@ suite('control API: model IO, histograms, queues, versions and rollback, try it 
     repo = join(dir, 'models');
     mkdirSync(repo);
     cpSync(join(examples, 'mlp'), join(repo, 'mlp'), { recursive: true });
+    // The same model without a reference: try-it makes up an input.
+    cpSync(join(examples, 'mlp'), join(repo, 'mlp-noref'), { recursive: true });
+    rmSync(join(repo, 'mlp-noref', 'reference.safetensors'));
     // A kept previous version, told apart by its description.
     const prev = join(repo, '.mlp.previous-1000');
     cpSync(join(examples, 'mlp'), prev, { recursive: true });
@@ -28,7 +31,7 @@ suite('control API: model IO, histograms, queues, versions and rollback, try it 
     );
     const settings = {
       ...workerSettings(defaultConfig(repo)),
-      modelsInclude: ['mlp'],
+      modelsInclude: ['mlp', 'mlp-noref'],
       modelControlMode: 'explicit' as const,
     };
     worker = await Worker.start({ modelRepo: repo, settings, log });
@@ -101,6 +104,18 @@ suite('control API: model IO, histograms, queues, versions and rollback, try it 
     assert.equal((await call('POST', '/models/nope/try', tok.operator)).statusCode, 404);
   });
 
+  test('without a reference, try sends a generated input of the right datatype and shape', async () => {
+    assert.equal((await call('GET', '/models/mlp-noref/io', tok.viewer)).json().data.reference, 'generated');
+    const res = await call('POST', '/models/mlp-noref/try', tok.operator);
+    assert.equal(res.statusCode, 200, res.body);
+    const r = res.json().data;
+    assert.equal(r.source, 'generated');
+    assert.deepEqual(r.inputs[0].shape, [1, 784]);
+    assert.equal(r.inputs[0].datatype, 'FP32');
+    assert.deepEqual(r.outputs[0].shape, [1, 10]);
+    assert.equal(r.maxAbsDiff, null);
+  });
+
   test('histograms and queues count what try ran', async () => {
     const hist = (await call('GET', '/models/mlp/histograms', tok.viewer)).json().data;
     assert.ok(hist.latencySeconds.count >= 1);
@@ -113,7 +128,7 @@ suite('control API: model IO, histograms, queues, versions and rollback, try it 
     assert.equal(mlp.depth, 0);
     assert.equal(mlp.oldestWaitMs, 0);
     assert.equal(mlp.deadlineMisses, 0);
-    assert.equal(mlp.weightShare, 1);
+    assert.equal(mlp.weightShare, 0.5, 'two models of weight 1');
     assert.equal(mlp.contendedShare, 0, 'one model never waits behind another');
     assert.ok(mlp.computeSecondsTotal > 0);
     const model = (await call('GET', '/models/mlp', tok.viewer)).json().data;

@@ -79,7 +79,7 @@ export class WorkerInspectPort implements InspectPort {
       hooks: v.bundle.hooks !== null,
       metaCalls: m.metaCalls,
       compiledBatchSizes: m.compiledBatchSizes,
-      reference: (await this.#reference(v)).source,
+      reference: await referenceSource(v),
       provenance: m.provenance,
       warnings: v.bundle.warnings,
     };
@@ -270,6 +270,26 @@ export class WorkerInspectPort implements InspectPort {
     });
     return { source: 'generated', inputs, outputs: [] };
   }
+}
+
+/** Where #reference would take its input from, without reading the tensors. */
+async function referenceSource(v: ModelVersion): Promise<ModelIoView['reference']> {
+  const b = v.bundle;
+  const client = await readFile(join(b.dir, 'client-reference.json'), 'utf8').catch(() => null);
+  if (client !== null) {
+    try {
+      const inputs = (JSON.parse(client) as { inputs?: unknown }).inputs;
+      if (Array.isArray(inputs) && inputs.length > 0) return 'client-reference.json';
+    } catch {
+      // as in #reference: a malformed file falls through to the next source
+    }
+  }
+  const m = b.manifest;
+  if (b.reference !== null && b.hooks === null && m.kind === 'model') {
+    const have = new Set(b.reference.inputs);
+    if (m.executableInputs.every((s) => have.has(s.name))) return 'reference.safetensors';
+  }
+  return 'generated';
 }
 
 function tensorView(s: TensorSpec): TensorView {
