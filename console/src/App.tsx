@@ -11,6 +11,7 @@ import { Setup } from './views/Setup.js';
 const ModelList = lazy(() => import('./views/models/List.js').then((m) => ({ default: m.ModelList })));
 const ModelDetails = lazy(() => import('./views/models/Details.js').then((m) => ({ default: m.ModelDetails })));
 const MemoryMap = lazy(() => import('./views/MemoryMap.js').then((m) => ({ default: m.MemoryMap })));
+const Queues = lazy(() => import('./views/queues/Queues.js').then((m) => ({ default: m.Queues })));
 const Activity = lazy(() => import('./views/Activity.js').then((m) => ({ default: m.Activity })));
 const Upload = lazy(() => import('./views/upload/Upload.js').then((m) => ({ default: m.Upload })));
 const Placement = lazy(() => import('./views/placement/Placement.js').then((m) => ({ default: m.Placement })));
@@ -39,6 +40,7 @@ function Screen() {
   if (path === '/models') return <ModelList />;
   if (path.startsWith('/models/')) return <ModelDetails name={decodeURIComponent(path.slice('/models/'.length))} />;
   if (path === '/memory') return <MemoryMap />;
+  if (path === '/queues') return <Queues />;
   if (path === '/activity') return <Activity />;
   if (path === '/upload') return <Upload />;
   if (path === '/settings') return <Settings />;

@@ -276,6 +276,11 @@ export class Metrics {
     this.#latency.observe(s.model, s.totalUs / 1e6);
   }
 
+  /** One model's request latency histogram (seconds), for the control API; undefined before any request. */
+  latencyHistogram(model: string): ReturnType<PlainHistogram<'model'>['series']> {
+    return this.#latency.series(model);
+  }
+
   execution(model: string, batchSize: number): void {
     let e = this.#executions.get(model);
     if (e === undefined) this.#executions.set(model, (e = { labels: { model, version: '1' }, n: 0 }));

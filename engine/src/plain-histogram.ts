@@ -70,6 +70,12 @@ export class PlainHistogram<L extends string> {
     s.count++;
   }
 
+  /** One label value's buckets (per bucket, not cumulative; the last is +Inf), or undefined. */
+  series(labelValue: string): { bounds: readonly number[]; counts: number[]; sum: number; count: number } | undefined {
+    const s = this.#series.get(labelValue);
+    return s && { bounds: this.#bounds, counts: [...s.counts], sum: s.sum, count: s.count };
+  }
+
   /** Drops one label value's series (a model that was unloaded). */
   remove(labelValue: string): void {
     this.#series.delete(labelValue);

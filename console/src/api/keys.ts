@@ -7,6 +7,15 @@ export const modelKeys = {
   all: ['models'] as const,
   list: () => [...modelKeys.all, 'list'] as const,
   metrics: (name: string) => [...modelKeys.all, 'metrics', name] as const,
+  detail: (name: string) => [...modelKeys.all, 'detail', name] as const,
+  io: (name: string) => [...modelKeys.all, 'io', name] as const,
+  histograms: (name: string) => [...modelKeys.all, 'histograms', name] as const,
+  versions: (name: string) => [...modelKeys.all, 'versions', name] as const,
+};
+export const queueKeys = {
+  now: () => ['queues', 'now'] as const,
+  /** Samples folded from successive GET /queues answers while the screen is open. */
+  history: () => ['queues', 'history'] as const,
 };
 export const workerKeys = { list: () => ['workers', 'list'] as const };
 export const metricsKeys = { ticks: () => ['metrics', 'ticks'] as const };

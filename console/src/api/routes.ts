@@ -15,6 +15,14 @@ export const routes = {
   /** PATCH with the fields that change. */
   modelPolicy: (name: string) => `${base}/models/${enc(name)}/policy`,
   modelMetrics: (name: string) => `${base}/models/${enc(name)}/metrics?resolution=s`,
+  modelIo: (name: string) => `${base}/models/${enc(name)}/io`,
+  modelHistograms: (name: string) => `${base}/models/${enc(name)}/histograms`,
+  modelVersions: (name: string) => `${base}/models/${enc(name)}/versions`,
+  /** POST {version}: put a kept version back (audited). */
+  modelRollback: (name: string) => `${base}/models/${enc(name)}/rollback`,
+  /** POST: run the bundle's reference input through the engine (operator). */
+  modelTry: (name: string) => `${base}/models/${enc(name)}/try`,
+  queues: `${base}/queues`,
   /** Oldest first after `afterSeq`, at most 1000 a page. */
   events: (afterSeq = 0, model?: string) =>
     `${base}/events?limit=1000&afterSeq=${afterSeq}${model ? `&model=${enc(model)}` : ''}`,

@@ -74,6 +74,10 @@ export interface ModelQueue {
   readonly depth: number;
   readonly rows: number;
   readonly inflight: number;
+  /** How long the front request has waited, ms (0: empty). */
+  readonly oldestWaitMs: number;
+  /** Requests dropped for their deadline (expired while queued, or shed by edf). */
+  readonly deadlineMisses: number;
 }
 
 export interface ModelStats {
@@ -189,3 +193,106 @@ export interface LogSnapshot<T> {
 
 /** What the models topic carries per model (the rest comes on residency and queues). */
 export type ModelEntry = Pick<ModelInfo, 'name' | 'version' | 'state' | 'reason' | 'batchSizes' | 'policy'>;
+
+/** GET /models/:name/io: one tensor with its named axes and wire shape. */
+export interface TensorView {
+  readonly name: string;
+  readonly datatype: string;
+  /** Manifest order (column-major, batch last), e.g. `cwhn`. */
+  readonly letters: string;
+  /** Wire (row-major) order, e.g. `nhwc`. */
+  readonly wireLetters: string;
+  readonly dims: Readonly<Record<string, number>>;
+  /** -1 for the batch and variable axes. */
+  readonly wireShape: readonly number[];
+  readonly wireBatchAxis: number | null;
+}
+
+export type ReferenceSource = 'client-reference.json' | 'reference.safetensors' | 'generated';
+
+export interface ModelIo {
+  readonly name: string;
+  readonly kind: 'model' | 'meta';
+  readonly description: string | null;
+  readonly inputs: readonly TensorView[];
+  readonly outputs: readonly TensorView[];
+  readonly executableInputs: readonly TensorView[];
+  readonly executableOutputs: readonly TensorView[];
+  readonly hooks: boolean;
+  readonly metaCalls: readonly string[];
+  readonly compiledBatchSizes: readonly number[];
+  readonly reference: ReferenceSource;
+  readonly provenance: Readonly<Record<string, unknown>>;
+  readonly warnings: readonly string[];
+}
+
+export interface Histogram {
+  /** Upper bounds; counts has one more entry (+Inf). Counts are per bucket, not cumulative. */
+  readonly bounds: readonly number[];
+  readonly counts: readonly number[];
+  readonly sum: number;
+  readonly count: number;
+}
+
+export interface ModelHistograms {
+  readonly latencySeconds: Histogram | null;
+  /** Device executions per compiled batch size. */
+  readonly batchSizes: Readonly<Record<string, number>>;
+  readonly rowsServed: number;
+  readonly paddedRows: number;
+}
+
+export interface QueueModel {
+  readonly name: string;
+  readonly weight: number;
+  readonly depth: number;
+  readonly rows: number;
+  readonly inflight: number;
+  readonly oldestWaitMs: number;
+  readonly deadlineMisses: number;
+  readonly requestsServed: number;
+  readonly computeSecondsTotal: number;
+  readonly recentComputeSeconds: number;
+  /** Part of the recent device time used while others waited: what fair compares with weightShare. */
+  readonly contendedShare: number;
+  readonly weightShare: number;
+}
+
+/** GET /queues. */
+export interface QueuesInfo {
+  readonly at: number;
+  readonly discipline: Discipline;
+  readonly executing: number;
+  readonly models: readonly QueueModel[];
+}
+
+/** GET /models/:name/versions: the folder in the repository and the kept previous ones. */
+export interface BundleVersion {
+  readonly id: string;
+  readonly current: boolean;
+  readonly at: number;
+  readonly files: number;
+  readonly bytes: number;
+  readonly manifestSha256: string;
+  readonly description: string | null;
+  readonly compiledBatchSizes: readonly number[];
+}
+
+export interface TryTensor {
+  readonly name: string;
+  readonly datatype: string;
+  readonly shape: readonly number[];
+  readonly preview: readonly (number | string | boolean)[];
+  readonly elements: number;
+}
+
+/** POST /models/:name/try. */
+export interface TryResult {
+  readonly model: string;
+  readonly source: ReferenceSource;
+  readonly inputs: readonly TryTensor[];
+  readonly outputs: readonly TryTensor[];
+  readonly latencyMs: number;
+  readonly maxAbsDiff: number | null;
+  readonly requestJson: string | null;
+}

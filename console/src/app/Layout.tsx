@@ -11,6 +11,7 @@ const screens = [
   { to: '/', label: 'Overview' },
   { to: '/models', label: 'Models' },
   { to: '/memory', label: 'Memory map' },
+  { to: '/queues', label: 'Queues' },
   { to: '/upload', label: 'Upload' },
   { to: '/activity', label: 'Activity' },
   { to: '/settings', label: 'Settings' },

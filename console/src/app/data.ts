@@ -6,6 +6,7 @@ import {
   eventKeys,
   metricsKeys,
   modelKeys,
+  queueKeys,
   settingsKeys,
   tokenKeys,
   topics,
@@ -13,8 +14,14 @@ import {
 } from '../api/keys.js';
 import { foldDevices, foldLog, foldModels, foldQueues, foldResidency, foldTicks } from '../api/reducers.js';
 import { routes } from '../api/routes.js';
+import { emptyShareHistory, foldQueueSample, type ShareHistory } from '../views/queues/share.js';
 import type {
   AuditRecord,
+  BundleVersion,
+  ModelHistograms,
+  ModelIo,
+  QueuesInfo,
+  TryResult,
   CreatedToken,
   EventRecord,
   MetricSample,
@@ -194,4 +201,120 @@ export function useRevokeToken() {
 /** The control mode, from the worker (the session names the token, not the node). */
 export function useControlMode(): string | undefined {
   return useWorkers().data?.[0]?.modelControlMode;
+}
+
+/**
+ * One model fetched by itself every 5 s while a detail tab needs its counters: the feed keeps the
+ * list's state, residency and queues live, not the statistics (they change with every request).
+ */
+export function useModelStats(name: string) {
+  const token = useToken();
+  return useQuery({
+    queryKey: modelKeys.detail(name),
+    queryFn: ({ signal }) => apiGet<ModelInfo>(routes.model(name), signal),
+    enabled: token !== null,
+    refetchInterval: 5_000,
+    select: (m) => m.stats,
+  });
+}
+
+/** A model's tensors and bundle facts: they change only with a new version. */
+export function useModelIo(name: string) {
+  const token = useToken();
+  return useQuery({
+    queryKey: modelKeys.io(name),
+    queryFn: ({ signal }) => apiGet<ModelIo>(routes.modelIo(name), signal),
+    enabled: token !== null,
+    staleTime: 30_000,
+    retry: false,
+  });
+}
+
+export function useModelHistograms(name: string) {
+  const token = useToken();
+  return useQuery({
+    queryKey: modelKeys.histograms(name),
+    queryFn: ({ signal }) => apiGet<ModelHistograms>(routes.modelHistograms(name), signal),
+    enabled: token !== null,
+    refetchInterval: 5_000,
+  });
+}
+
+export function useModelVersions(name: string) {
+  const token = useToken();
+  return useQuery({
+    queryKey: modelKeys.versions(name),
+    queryFn: ({ signal }) => apiGet<readonly BundleVersion[]>(routes.modelVersions(name), signal),
+    enabled: token !== null,
+  });
+}
+
+/** Rollback answers the versions after it; the model's new tensors are fetched again. */
+export function useRollback(name: string) {
+  const qc = useQueryClient();
+  return useMutation({
+    mutationFn: async (version: string) =>
+      (await apiRequest<readonly BundleVersion[]>(routes.modelRollback(name), { method: 'POST', body: { version } }))
+        .data,
+    onSuccess: (list) => qc.setQueryData(modelKeys.versions(name), list),
+    onSettled: () => {
+      void qc.invalidateQueries({ queryKey: modelKeys.io(name) });
+      void qc.invalidateQueries({ queryKey: modelKeys.versions(name) });
+      void qc.invalidateQueries({ queryKey: auditKeys.list() });
+    },
+  });
+}
+
+/** One try-it inference (the engine runs the bundle's reference input). */
+export function useTryIt(name: string) {
+  const qc = useQueryClient();
+  return useMutation({
+    mutationFn: async () => (await apiRequest<TryResult>(routes.modelTry(name), { method: 'POST' })).data,
+    onSettled: () => {
+      void qc.invalidateQueries({ queryKey: modelKeys.histograms(name) });
+      void qc.invalidateQueries({ queryKey: modelKeys.detail(name) });
+    },
+  });
+}
+
+/**
+ * The scheduler, polled every 2 s while shown (weights and device seconds; depth and waits also
+ * come live on the queues topic through useModels). Each answer is folded into the share history.
+ */
+export function useQueues() {
+  const token = useToken();
+  const qc = useQueryClient();
+  return useQuery({
+    queryKey: queueKeys.now(),
+    queryFn: async ({ signal }) => {
+      const q = await apiGet<QueuesInfo>(routes.queues, signal);
+      qc.setQueryData<ShareHistory>(queueKeys.history(), (prev) => foldQueueSample(prev, q));
+      return q;
+    },
+    enabled: token !== null,
+    refetchInterval: 2_000,
+  });
+}
+
+export function useQueueHistory() {
+  const qc = useQueryClient();
+  return useQuery({
+    queryKey: queueKeys.history(),
+    queryFn: () => qc.getQueryData<ShareHistory>(queueKeys.history()) ?? emptyShareHistory,
+    staleTime: Infinity,
+  });
+}
+
+/** Changes the discipline for every model (admin; audited). */
+export function useSetDiscipline() {
+  const qc = useQueryClient();
+  return useMutation({
+    mutationFn: (discipline: Settings['discipline']) =>
+      apiRequest<Settings>(routes.settings, { method: 'PATCH', body: { discipline } }),
+    onSettled: () => {
+      void qc.invalidateQueries({ queryKey: settingsKeys.all() });
+      void qc.invalidateQueries({ queryKey: queueKeys.now() });
+      void qc.invalidateQueries({ queryKey: auditKeys.list() });
+    },
+  });
 }

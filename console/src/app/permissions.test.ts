@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import type { ModelInfo } from '../api/types.js';
 import { takeSetupTokenFromUrl } from './first-run.js';
-import { modelActionVerdict } from './permissions.js';
+import { modelActionVerdict, rollbackVerdict, tryVerdict } from './permissions.js';
 
 const residency = (floor: 'unpinned' | 'system' | 'device') => ({
   floor,
@@ -54,5 +54,23 @@ describe('takeSetupTokenFromUrl', () => {
     const replaced: string[] = [];
     expect(takeSetupTokenFromUrl({ hash: '#models', pathname: '/', search: '' }, (u) => replaced.push(u))).toBeNull();
     expect(replaced).toEqual([]);
+  });
+});
+
+describe('rollback and try-it verdicts', () => {
+  test('rollback: operators outside static mode, one at a time', () => {
+    expect(rollbackVerdict('viewer', 'dynamic', false)).toEqual({
+      allowed: false,
+      whyNot: 'needs an operator or admin token',
+    });
+    expect(rollbackVerdict('operator', 'static', false).whyNot).toMatch(/static mode/);
+    expect(rollbackVerdict('operator', 'dynamic', true).whyNot).toBe('a rollback is running');
+    expect(rollbackVerdict('admin', 'explicit', false)).toEqual({ allowed: true, whyNot: null });
+  });
+
+  test('try it: operators, on a ready model', () => {
+    expect(tryVerdict({ state: 'READY' }, 'viewer').allowed).toBe(false);
+    expect(tryVerdict({ state: 'LOADING' }, 'operator').whyNot).toBe('the model is loading, not ready');
+    expect(tryVerdict({ state: 'READY' }, 'operator').allowed).toBe(true);
   });
 });

@@ -44,3 +44,16 @@ export function modelActionVerdict(
 
 export const canOperate = (scope: Scope | undefined): boolean => allows(scope, 'operator');
 export const canManageTokens = (scope: Scope | undefined): boolean => allows(scope, 'admin');
+
+/** Putting a kept version back: operators, outside static mode, one at a time. */
+export function rollbackVerdict(scope: Scope | undefined, controlMode: string | undefined, busy: boolean): Verdict {
+  if (!allows(scope, 'operator')) return no('needs an operator or admin token');
+  if (controlMode === 'static') return no('static mode: the repository is read at start only');
+  return busy ? no('a rollback is running') : ok;
+}
+
+/** Sending the reference input: operators, to a model with a version serving. */
+export function tryVerdict(model: Pick<ModelInfo, 'state'>, scope: Scope | undefined): Verdict {
+  if (!allows(scope, 'operator')) return no('needs an operator or admin token');
+  return model.state === 'READY' ? ok : no(`the model is ${model.state.toLowerCase()}, not ready`);
+}

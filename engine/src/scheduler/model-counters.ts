@@ -41,6 +41,8 @@ export interface ModelSchedulingStats {
   readonly weight: number;
   readonly queueDepth: number;
   readonly queuedRows: number;
+  /** How long the front of the queue has waited (scheduler clock ms); 0 when the queue is empty. */
+  readonly oldestWaitMs: number;
   /** Requests taken by executions that have not settled. */
   readonly inflightRequests: number;
   readonly requestsServed: number;

@@ -486,6 +486,7 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
       weight: st.info.weight,
       queueDepth: st.queue.length,
       queuedRows: st.queue.rows,
+      oldestWaitMs: st.queue.front === null ? 0 : Math.max(0, this.clock.now() - st.queue.front.value.arrival),
       inflightRequests: st.inflightRequests,
       requestsServed: c.requestsServed,
       rowsServed: c.rowsServed,

@@ -15,6 +15,7 @@ import { EventLog } from '../events/event-log.js';
 import { MetricHistory } from '../events/metric-history.js';
 import { FeedHub } from '../feed/feed-hub.js';
 import { DesiredState } from '../reconcile/desired-state.js';
+import { inspectRoutes } from '../routes/inspect-routes.js';
 import { modelRoutes } from '../routes/model-routes.js';
 import { recordRoutes } from '../routes/record-routes.js';
 import { FEED_SUBPROTOCOL, streamRoute } from '../routes/stream-route.js';
@@ -101,6 +102,7 @@ export async function buildControlApp(o: ControlAppOptions): Promise<ControlApp>
     async (api) => {
       await api.register(systemRoutes(context));
       await api.register(modelRoutes(context));
+      await api.register(inspectRoutes(context));
       await api.register(recordRoutes(context));
       await api.register(streamRoute(context));
       await api.register(uploadRoutes(context));

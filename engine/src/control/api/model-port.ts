@@ -5,6 +5,7 @@
  */
 import type { Discipline, Residency } from '../../config/types.js';
 import type { LatencyCounts } from '../../worker/latency-histogram.js';
+import type { InspectPort } from './inspect-port.js';
 
 export type ModelLifecycleState = 'UNKNOWN' | 'READY' | 'UNAVAILABLE' | 'LOADING' | 'UNLOADING';
 
@@ -35,6 +36,10 @@ export interface ModelQueueView {
   readonly depth: number;
   readonly rows: number;
   readonly inflight: number;
+  /** How long the front request has waited, ms (0: empty queue). */
+  readonly oldestWaitMs: number;
+  /** Requests dropped for their deadline: expired while queued, or shed by edf. */
+  readonly deadlineMisses: number;
 }
 
 export interface ModelStatsView {
@@ -122,4 +127,6 @@ export interface ModelPort {
   setPolicy(name: string, patch: ModelPolicyPatch): Promise<ModelPolicyView>;
   setDiscipline(discipline: Discipline): void;
   subscribe(listener: (event: EngineEvent) => void): () => void;
+  /** Model IO, histograms, queues, versions, try-it inference (inspect-routes.ts); absent: 501. */
+  readonly inspect?: InspectPort;
 }

@@ -79,7 +79,7 @@ export const model = obj({
     }),
   ),
   policy: nullable(policy),
-  queue: nullable(obj({ depth: int, rows: int, inflight: int })),
+  queue: nullable(obj({ depth: int, rows: int, inflight: int, oldestWaitMs: int, deadlineMisses: int })),
   drain: nullable(obj({ since: int, pending: int, idle: bool })),
   stats: nullable(
     obj({

@@ -9,6 +9,7 @@ import { ControlService, DRAIN_WAIT_MS, type ModelControlView } from '../control
 import type { LifecycleEvent } from '../../registry/lifecycle-events.js';
 import type { LatencyCounts } from '../../worker/latency-histogram.js';
 import type { Worker } from '../../worker/worker.js';
+import { WorkerInspectPort } from './worker-inspect-port.js';
 import type {
   DeviceMemoryView,
   EngineEvent,
@@ -26,11 +27,13 @@ export class WorkerModelPort implements ModelPort {
   readonly #control: ControlService;
   /** Policy changes are operations events too, though not lifecycle ones: told to these. */
   readonly #listeners = new Set<(event: EngineEvent) => void>();
+  readonly inspect: WorkerInspectPort;
 
   constructor(worker: Worker, settings: WorkerSettings, control: ControlService = new ControlService(worker)) {
     this.#worker = worker;
     this.#settings = settings;
     this.#control = control;
+    this.inspect = new WorkerInspectPort(worker, control);
   }
 
   worker(): WorkerView {
@@ -159,7 +162,15 @@ function view(m: ModelControlView): ModelView {
         }
       : null,
     policy: policyView(m.policy),
-    queue: s ? { depth: s.queueDepth, rows: s.queuedRows, inflight: s.inflightRequests } : null,
+    queue: s
+      ? {
+          depth: s.queueDepth,
+          rows: s.queuedRows,
+          inflight: s.inflightRequests,
+          oldestWaitMs: Math.round(s.oldestWaitMs),
+          deadlineMisses: s.dropped.expired + s.dropped.shed,
+        }
+      : null,
     stats: s
       ? {
           requestsServed: s.requestsServed,
