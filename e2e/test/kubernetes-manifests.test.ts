@@ -1,6 +1,7 @@
 import { suite, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
@@ -76,5 +77,38 @@ suite('Kubernetes and KServe manifests (deploy/kubernetes)', () => {
     assert.equal(loaded.config.modelRepo, '/mnt/models');
     const s = workerSettings(loaded.config);
     assert.deepEqual([s.endpoints.host, s.endpoints.httpPort, s.endpoints.grpcPort], ['0.0.0.0', 8080, 9000]);
+  });
+
+  test("the gateway Deployment's flags are ones the gateway takes: it starts with the fleet's workers", async () => {
+    const gw = manifests('fleet.yaml').find((m) => m.kind === 'Deployment') as {
+      spec: { template: { spec: { containers: { command: string[]; args: string[] }[] } } };
+    };
+    const [c] = gw.spec.template.spec.containers;
+    assert.deepEqual(c!.command, ['node', '/opt/hloserve/gateway/dist/src/cli.js']);
+    // Listeners on free loopback ports, and the nodes' names pointed at loopback (nothing listens
+    // there: the gateway starts, lists them, and finds them not ready).
+    const args = c!.args
+      .map((a) => a.replace(/^--host=.*/, '--host=127.0.0.1').replace(/^--(http|grpc|metrics)-port=.*/, '--$1-port=0'))
+      .map((a) => a.replace(/hloserve-node-\d+\.hloserve-nodes:\d+/g, '127.0.0.1:9'));
+    const child = spawn(process.execPath, [join(repoRoot, 'gateway', 'dist', 'src', 'cli.js'), ...args], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let log = '';
+    const listening = new Promise<Record<string, unknown>>((resolve, reject) => {
+      child.stderr.on('data', (chunk: Buffer) => {
+        log += chunk.toString();
+        const line = log.split('\n').find((l) => l.includes('"msg":"listening"'));
+        if (line) resolve(JSON.parse(line) as Record<string, unknown>);
+      });
+      child.on('exit', (code) => reject(new Error(`gateway exited ${code}:\n${log}`)));
+    });
+    try {
+      const rec = await listening;
+      assert.deepEqual(rec.workers, ['node-0', 'node-1']);
+      assert.equal(rec.mode, 'lpt_packing');
+    } finally {
+      child.kill('SIGTERM');
+      if (child.exitCode === null) await once(child, 'exit');
+    }
   });
 });

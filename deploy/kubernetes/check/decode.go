@@ -32,10 +32,11 @@ type Object struct {
 
 // kinds maps apiVersion/kind to a constructor of the API type the document must decode into.
 var kinds = map[string]func() any{
-	"v1/ConfigMap":             func() any { return &corev1.ConfigMap{} },
-	"v1/Service":               func() any { return &corev1.Service{} },
-	"v1/PersistentVolumeClaim": func() any { return &corev1.PersistentVolumeClaim{} },
-	"apps/v1/Deployment":       func() any { return &appsv1.Deployment{} },
+	"v1/ConfigMap":                               func() any { return &corev1.ConfigMap{} },
+	"v1/Service":                                 func() any { return &corev1.Service{} },
+	"v1/PersistentVolumeClaim":                   func() any { return &corev1.PersistentVolumeClaim{} },
+	"apps/v1/Deployment":                         func() any { return &appsv1.Deployment{} },
+	"apps/v1/StatefulSet":                        func() any { return &appsv1.StatefulSet{} },
 	"serving.kserve.io/v1alpha1/ServingRuntime":  func() any { return &servingv1alpha1.ServingRuntime{} },
 	"serving.kserve.io/v1beta1/InferenceService": func() any { return &servingv1beta1.InferenceService{} },
 }

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -57,7 +58,7 @@ func TestEveryManifestDecodesStrictly(t *testing.T) {
 	for _, o := range objs {
 		counts[o.Kind.Kind]++
 	}
-	for _, kind := range []string{"ConfigMap", "Deployment", "Service", "PersistentVolumeClaim", "ServingRuntime", "InferenceService"} {
+	for _, kind := range []string{"ConfigMap", "Deployment", "StatefulSet", "Service", "PersistentVolumeClaim", "ServingRuntime", "InferenceService"} {
 		if counts[kind] == 0 {
 			t.Errorf("no %s among the manifests (found %v)", kind, counts)
 		}
@@ -80,11 +81,15 @@ type nodeYAML struct {
 
 func TestNodeDeploymentAgreesWithItsConfigAndServices(t *testing.T) {
 	objs := decodeAll(t)
-	deployments := only[appsv1.Deployment](objs)
-	if len(deployments) != 1 {
-		t.Fatalf("want one Deployment, got %d", len(deployments))
+	var d *appsv1.Deployment
+	for _, dep := range only[appsv1.Deployment](objs) {
+		if dep.Name == "hloserve" {
+			d = dep
+		}
 	}
-	d := deployments[0]
+	if d == nil {
+		t.Fatal("no Deployment named hloserve")
+	}
 	pod := d.Spec.Template.Spec
 	if len(pod.Containers) != 1 {
 		t.Fatalf("want one container, got %d", len(pod.Containers))
@@ -184,6 +189,9 @@ func TestNodeDeploymentAgreesWithItsConfigAndServices(t *testing.T) {
 	}
 
 	for _, s := range only[corev1.Service](objs) {
+		if s.Spec.Selector["app.kubernetes.io/component"] != "node" {
+			continue
+		}
 		for k, v := range s.Spec.Selector {
 			if d.Spec.Template.Labels[k] != v {
 				t.Errorf("Service %s selects %s=%s, which the node's pods do not carry", s.Name, k, v)
@@ -258,6 +266,65 @@ func TestInferenceServicesUseTheHloserveRuntime(t *testing.T) {
 	}
 }
 
+// The gateway's --worker flags name pods of the node StatefulSet through its headless Service, on
+// ports those pods declare: GRPC,HTTP,METRICS in that order.
+func TestGatewayWorkersAreTheFleetNodes(t *testing.T) {
+	objs := decodeAll(t)
+	var gw *appsv1.Deployment
+	for _, d := range only[appsv1.Deployment](objs) {
+		if d.Name == "hloserve-gateway" {
+			gw = d
+		}
+	}
+	sets := only[appsv1.StatefulSet](objs)
+	if gw == nil || len(sets) != 1 {
+		t.Fatalf("want the hloserve-gateway Deployment and one StatefulSet (got %d)", len(sets))
+	}
+	set := sets[0]
+	headless := false
+	for _, s := range only[corev1.Service](objs) {
+		if s.Name == set.Spec.ServiceName && s.Spec.ClusterIP == corev1.ClusterIPNone {
+			headless = true
+			for k, v := range s.Spec.Selector {
+				if set.Spec.Template.Labels[k] != v {
+					t.Errorf("Service %s selects %s=%s, which the node pods do not carry", s.Name, k, v)
+				}
+			}
+		}
+	}
+	if !headless {
+		t.Errorf("StatefulSet %s: no headless Service %q gives its pods names", set.Name, set.Spec.ServiceName)
+	}
+	ports := map[string]int32{}
+	for _, p := range set.Spec.Template.Spec.Containers[0].Ports {
+		ports[p.Name] = p.ContainerPort
+	}
+	c := gw.Spec.Template.Spec.Containers[0]
+	if len(c.Command) != 2 || c.Command[1] != "/opt/hloserve/gateway/dist/src/cli.js" {
+		t.Errorf("the gateway container runs %q, want node /opt/hloserve/gateway/dist/src/cli.js", c.Command)
+	}
+	var workers []string
+	for _, a := range c.Args {
+		if w, ok := strings.CutPrefix(a, "--worker="); ok {
+			workers = append(workers, w)
+		}
+	}
+	if set.Spec.Replicas == nil || int(*set.Spec.Replicas) != len(workers) {
+		t.Fatalf("%d --worker flags for %v node replicas", len(workers), set.Spec.Replicas)
+	}
+	for i, w := range workers {
+		_, addrs, _ := strings.Cut(w, "=")
+		for j, addr := range strings.Split(addrs, ",") {
+			host, port, _ := strings.Cut(addr, ":")
+			wantHost := fmt.Sprintf("%s-%d.%s", set.Name, i, set.Spec.ServiceName)
+			wantPort := fmt.Sprint(ports[[]string{"grpc", "http", "metrics"}[j]])
+			if host != wantHost || port != wantPort {
+				t.Errorf("--worker %s: address %d is %s, want %s:%s", w, j, addr, wantHost, wantPort)
+			}
+		}
+	}
+}
+
 // A typo in any field of the real manifests, however deep (a field of a Container inlined into
 // KServe's ModelSpec included), fails the check and names the field.
 func TestMisspeltFieldsFail(t *testing.T) {
@@ -271,6 +338,8 @@ func TestMisspeltFieldsFail(t *testing.T) {
 		{"kserve.yaml", "protocolVersions:", "protocolVersion:", `unknown field "spec.protocolVersion"`},
 		{"kserve.yaml", "storageUri: pvc://hloserve-models/\n      resources", "storageURI: pvc://hloserve-models/\n      resources", `unknown field "spec.predictor.model.storageURI"`},
 		{"kserve.yaml", "containerPort: 9000", "containerport: 9000", `unknown field "spec.predictor.model.ports[0].containerport"`},
+		{"fleet.yaml", "serviceName: hloserve-nodes", "servicename: hloserve-nodes", `unknown field "spec.servicename"`},
+		{"fleet.yaml", "volumeClaimTemplates:", "volumeClaimTemplate:", `unknown field "spec.volumeClaimTemplate"`},
 		{"kserve.yaml", "kind: InferenceService", "kind: InferenceServices", `unknown kind "InferenceServices"`},
 		{"kserve.yaml", "    minReplicas: 1\n", "    minReplicas: 1\n    minReplicas: 2\n", `"minReplicas" already set in map`},
 	}
