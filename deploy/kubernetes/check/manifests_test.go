@@ -360,6 +360,7 @@ func TestMisspeltFieldsFail(t *testing.T) {
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %q does not name %s", err, tc.want)
 			}
+			t.Logf("refused: %v", err)
 		})
 	}
 }
