@@ -196,7 +196,9 @@ function ensureProtoc(log) {
 }
 
 /** The Go module that decodes the Kubernetes manifests into the real API types (deploy/kubernetes). */
-const goModuleDir = join(repoRoot, 'deploy', 'kubernetes', 'check');
+// The module's root is the manifests' directory, so that `go test` sees them as its inputs and
+// reruns when one changes (it does not track files outside the module).
+const goModuleDir = join(repoRoot, 'deploy', 'kubernetes');
 /** Its modules and build cache: the checkout's own, never the user's ~/go. */
 const goCacheDir = join(repoRoot, '.cache', 'go');
 
@@ -221,7 +223,7 @@ function ensureGoModules(log) {
   const stampFile = join(goCacheDir, 'modules.stamp');
   const ready = existsSync(stampFile) && readFileSync(stampFile, 'utf8').trim() === key;
   if (!ready) {
-    log(`setup-tests: downloading the Go modules of deploy/kubernetes/check into ${goCacheDir}`);
+    log(`setup-tests: downloading the Go modules of deploy/kubernetes into ${goCacheDir}`);
     // `go list -deps -test` fetches exactly the modules whose packages the check builds.
     must(go, ['list', '-deps', '-test', './...'], 'downloading the Go modules', {
       cwd: goModuleDir,

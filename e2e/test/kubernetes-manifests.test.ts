@@ -9,7 +9,7 @@ import { parseNodeConfig, workerSettings } from '@hloserve/engine/config/node-co
 import { repoRoot } from '../src/server-process.js';
 
 // deploy/kubernetes: the manifests are decoded strictly into the Kubernetes and KServe API types by
-// the Go module beside them (deploy/kubernetes/check); the node.yaml they hand hloserve is checked
+// the Go module whose root they share (deploy/kubernetes/go.mod, package check); the node.yaml they hand hloserve is checked
 // here by hloserve's own configuration loader, which refuses unknown keys and variables.
 const manifestsDir = join(repoRoot, 'deploy', 'kubernetes');
 
@@ -43,11 +43,11 @@ suite('Kubernetes and KServe manifests (deploy/kubernetes)', () => {
       // -vet=off: vet would first analyse every dependency (about as long again on a cold cache);
       // the check's own code is small and vetted by hand.
       const r = spawnSync(process.env.HLOSERVE_TEST_GO!, ['test', '-vet=off', './...'], {
-        cwd: join(manifestsDir, 'check'),
+        cwd: manifestsDir,
         env,
         encoding: 'utf8',
       });
-      console.log(`go test ./... in deploy/kubernetes/check: ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+      console.log(`go test ./... in deploy/kubernetes: ${((performance.now() - t0) / 1000).toFixed(1)} s`);
       assert.equal(r.status, 0, `go test failed:\n${r.stdout}\n${r.stderr}`);
       assert.match(r.stdout, /^ok\s/m);
     },

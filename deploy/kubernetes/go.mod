@@ -1,4 +1,4 @@
-module github.com/hloserve/hloserve/deploy/kubernetes/check
+module github.com/hloserve/hloserve/deploy/kubernetes
 
 go 1.25.4
 
