@@ -7,7 +7,7 @@
 //
 //   node scripts/setup-tests.mjs [step ...] [--json]
 //
-// Steps: python, perf-analyzer, protoc, chromium (the defaults `npm test` runs), and on request
+// Steps: python, perf-analyzer, protoc, chromium, go (the defaults `npm test` runs), and on request
 // postgres, hadolint. Prints (or with --json, writes as one JSON object) the environment the tests
 // run with: PYTHON, HLOSERVE_TEST_EXPORT_PYTHON, PROTOC, HLOSERVE_PERF_ANALYZER, ...
 import { createHash } from 'node:crypto';
@@ -30,7 +30,7 @@ export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 /** Test tooling belongs to the checkout, not to the server's state (HLOSERVE_CACHE_DIR). */
 export const testCacheDir = join(repoRoot, '.cache', 'test');
 
-export const DEFAULT_STEPS = ['python', 'perf-analyzer', 'protoc', 'chromium'];
+export const DEFAULT_STEPS = ['python', 'perf-analyzer', 'protoc', 'chromium', 'go'];
 export const OPTIONAL_STEPS = ['postgres', 'hadolint'];
 
 /** A step that cannot go on without something only the user (or root) can do. */
@@ -195,6 +195,50 @@ function ensureProtoc(log) {
   return wrapper;
 }
 
+/** The Go module that decodes the Kubernetes manifests into the real API types (deploy/kubernetes). */
+// The module's root is the manifests' directory, so that `go test` sees them as its inputs and
+// reruns when one changes (it does not track files outside the module).
+const goModuleDir = join(repoRoot, 'deploy', 'kubernetes');
+/** Its modules and build cache: the checkout's own, never the user's ~/go. */
+const goCacheDir = join(repoRoot, '.cache', 'go');
+
+/**
+ * Downloads the Go modules of the manifest check (once per go.sum and Go version), so the test
+ * itself only builds. Without Go on PATH the step provides nothing and that test skips.
+ */
+function ensureGoModules(log) {
+  const go = which('go');
+  if (!go) return {};
+  const env = {
+    GOMODCACHE: join(goCacheDir, 'mod'),
+    GOCACHE: join(goCacheDir, 'build'),
+    // readonly: the committed go.sum is the one used; modcacherw: `rm -rf .cache` can delete it.
+    GOFLAGS: '-mod=readonly -modcacherw -buildvcs=false',
+    // The machine's own Go: a go.mod asking for a newer one fails instead of fetching a toolchain.
+    GOTOOLCHAIN: 'local',
+  };
+  const version = run(go, ['env', 'GOVERSION']);
+  if (version.status !== 0) throw new Error(`'${go} env GOVERSION' failed:\n${version.stderr}`);
+  const key = sha256(version.stdout, ...['go.mod', 'go.sum'].map((f) => readFileSync(join(goModuleDir, f))));
+  const stampFile = join(goCacheDir, 'modules.stamp');
+  const ready = existsSync(stampFile) && readFileSync(stampFile, 'utf8').trim() === key;
+  if (!ready) {
+    log(`setup-tests: downloading the Go modules of deploy/kubernetes into ${goCacheDir}`);
+    // `go list -deps -test` fetches exactly the modules whose packages the check builds.
+    must(go, ['list', '-deps', '-test', './...'], 'downloading the Go modules', {
+      cwd: goModuleDir,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    mkdirSync(goCacheDir, { recursive: true });
+    writeFileSync(stampFile, key + '\n');
+  }
+  return {
+    HLOSERVE_TEST_GO: go,
+    ...Object.fromEntries(Object.entries(env).map(([k, v]) => [`HLOSERVE_TEST_${k}`, v])),
+  };
+}
+
 function postgresVersionDirs() {
   const base = '/usr/lib/postgresql';
   if (!existsSync(base)) return [];
@@ -236,6 +280,9 @@ const STEPS = {
   },
   protoc(log) {
     return { PROTOC: ensureProtoc(log) };
+  },
+  go(log) {
+    return ensureGoModules(log);
   },
   postgres(log) {
     let bin = findPostgres();
