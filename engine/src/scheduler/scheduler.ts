@@ -211,7 +211,6 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
   /** Models whose queue is non-empty: the only ones selection looks at. */
   readonly #withWork = new Set<ModelState>();
   readonly #ledger: RecencyLedger;
-  #totalWeight = 0;
   #staged: Staged<L> | null = null;
   #executing = 0;
   #pumpQueued = false;
@@ -289,7 +288,6 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
       removed: false,
       inflightRequests: 0,
     });
-    this.#totalWeight += resolved.weight;
   }
 
   hasModel(name: string): boolean {
@@ -305,7 +303,6 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
     const st = this.#require(name);
     const spec: ModelSchedulingInfo = { ...st.spec, ...patch, name };
     const next = resolveModelInfo(spec, this.#defaults);
-    this.#totalWeight += next.weight - st.info.weight;
     st.spec = spec;
     st.info = next;
     this.#schedulePump();
@@ -320,7 +317,6 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
   replaceModel(info: ModelSchedulingInfo, version?: V): void {
     const st = this.#require(info.name);
     const next = resolveModelInfo(info, this.#defaults);
-    this.#totalWeight += next.weight - st.info.weight;
     st.spec = info;
     st.info = next;
     st.version = version;
@@ -340,7 +336,6 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
     this.#models.delete(from);
     this.#ledger.remove(from, this.#seconds());
     const next = resolveModelInfo({ ...info, name: to }, this.#defaults);
-    this.#totalWeight += next.weight - st.info.weight;
     st.spec = { ...info, name: to };
     st.info = next;
     st.version = version;
@@ -363,7 +358,6 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
     if (st === undefined) return false;
     st.removed = true;
     this.#models.delete(name);
-    this.#totalWeight -= st.info.weight;
     const err = new ServeError('HLO_ERR_MODEL_NOT_FOUND', `model '${name}' was unloaded`);
     for (const node of [...st.queue]) this.#dropQueued(node.value, 'unloaded', err);
     this.#withWork.delete(st);
@@ -615,6 +609,13 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
     const nowS = now / 1000;
     const fair = this.#discipline === 'fair';
     const totalEma = fair ? this.#ledger.total(nowS) : 0;
+    // Shares are taken among the models that have work. The reference divides by every model's
+    // weight, idle ones included: then every busy model can be over its share at once, a negative
+    // deficit divided by a small cost ranks cheap models last, and an expensive model took 80-90 %
+    // of the device from an equal-weight cheap one. Among busy models the shares sum to 1 and the
+    // recent-compute fractions to at most 1, so some busy model is always at or under its share.
+    let busyWeight = 0;
+    if (fair) for (const st of this.#withWork) busyWeight += st.info.weight;
     const candidates: Candidate[] = [];
     for (const st of this.#withWork) {
       const view = this.#view(st, now);
@@ -622,7 +623,7 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
       let priority = 0;
       if (fair) {
         const plan = this.#plan(st, view.prefixRows);
-        const share = this.#totalWeight > 0 ? st.info.weight / this.#totalWeight : 0;
+        const share = busyWeight > 0 ? st.info.weight / busyWeight : 0;
         const nema = totalEma > 0 ? this.#ledger.value(st.info.name, nowS) / totalEma : 0;
         const eff = effectiveCost(st.costs.estimate(plan.batchSize), plan.count, this.#discount);
         priority = fairPriority(share, nema, this.#cap, eff);

@@ -317,6 +317,27 @@ suite('Scheduler: disciplines', () => {
     assert.ok(Math.abs(cheap - dear) / (cheap + dear) < 0.05, `cheap ${cheap} s vs dear ${dear} s`);
   });
 
+  test('fair: idle models do not dilute the shares of the busy ones (a cheap model is not starved)', async () => {
+    const { exec, sched, events } = setup({ maxQueueDepth: 5000 });
+    exec.costMs = (m) => (m === 'cheap' ? 1 : 20);
+    sched.addModel(model('cheap'));
+    sched.addModel(model('dear'));
+    // Five models that never receive a request: counting their weight put both busy models over
+    // their "share" at once, and then the expensive one won every contest.
+    for (let i = 0; i < 5; i++) sched.addModel(model(`idle${i}`));
+    for (let i = 0; i < 3000; i++) track(sched.submit(i % 2 ? 'cheap' : 'dear', rowsOf(1)));
+    await flush();
+    let cheap = 0;
+    let dear = 0;
+    for (const e of events) {
+      if (e.type !== 'dispatch-done') continue;
+      if (cheap + dear >= 2) break; // both still backlogged (cheap has 1.5 s of work in all)
+      if (e.model === 'cheap') cheap += e.computeSeconds;
+      else dear += e.computeSeconds;
+    }
+    assert.ok(Math.abs(cheap - dear) / (cheap + dear) < 0.1, `cheap ${cheap} s vs dear ${dear} s`);
+  });
+
   test('fair weights: weight 3 vs 1 gets about three quarters', async () => {
     const { exec, sched, dispatched } = setup({ maxQueueDepth: 5000 });
     exec.costMs = () => 10;
