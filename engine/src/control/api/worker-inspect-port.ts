@@ -104,7 +104,8 @@ export class WorkerInspectPort implements InspectPort {
     let weights = 0;
     let recent = 0;
     for (const s of all) {
-      weights += s.weight;
+      // fair entitles only the models with work queued, in proportion to their weights.
+      if (s.queueDepth > 0) weights += s.weight;
       recent += s.recentComputeSeconds;
     }
     return {
@@ -123,7 +124,7 @@ export class WorkerInspectPort implements InspectPort {
         computeSecondsTotal: s.computeSecondsTotal,
         recentComputeSeconds: s.recentComputeSeconds,
         contendedShare: recent > 0 ? s.recentComputeSeconds / recent : 0,
-        weightShare: weights > 0 ? s.weight / weights : 0,
+        weightShare: weights > 0 && s.queueDepth > 0 ? s.weight / weights : 0,
       })),
     };
   }
