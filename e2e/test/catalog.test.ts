@@ -49,8 +49,11 @@ suite('a catalog four times the weight budget: every output right, loads and evi
   test('sequential random traffic: outputs match float64 and the metrics match an LRU simulation', async () => {
     const sizes = new Map(models.map((m) => [m.name, m.weightBytes]));
     const byName = new Map(models.map((m) => [m.name, m]));
-    // Startup warms every model in name order; that is where the LRU starts from.
+    // Models load side by side at startup, so the LRU's order after it is not known; one request
+    // to every model in name order gives it a known order (touching every model in turn leaves
+    // resident the longest run of the last ones that fits, whatever came before).
     const startup = models.map((m) => m.name);
+    for (const name of startup) await client.infer(name, 'x', [1, INPUTS], new Float32Array(INPUTS));
     const before = await metrics();
     const loads0 = metricByModel(before, 'hloserve_weight_loads_total');
     const evictions0 = metricByModel(before, 'hloserve_weight_evictions_total');
