@@ -30,6 +30,8 @@ export interface ModelResidencyView {
   readonly leases: number;
   readonly loads: number;
   readonly evictions: number;
+  /** When a dispatch last used the weights, epoch ms; null: not since load. */
+  readonly lastUsedAt: number | null;
 }
 
 export interface ModelQueueView {

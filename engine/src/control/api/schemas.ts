@@ -76,6 +76,7 @@ export const model = obj({
       leases: int,
       loads: int,
       evictions: int,
+      lastUsedAt: nullable(int),
     }),
   ),
   policy: nullable(policy),

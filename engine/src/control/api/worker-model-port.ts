@@ -159,6 +159,7 @@ function view(m: ModelControlView): ModelView {
           leases: c.leases,
           loads: c.loads,
           evictions: c.evictions,
+          lastUsedAt: c.lastUsedAt === null ? null : Math.round(c.lastUsedAt),
         }
       : null,
     policy: policyView(m.policy),
