@@ -68,6 +68,8 @@ export interface ModelResidency {
   readonly leases: number;
   readonly loads: number;
   readonly evictions: number;
+  /** When a dispatch last used the weights, epoch ms; null: not since load. */
+  readonly lastUsedAt: number | null;
 }
 
 export interface ModelQueue {

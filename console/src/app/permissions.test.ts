@@ -12,6 +12,7 @@ const residency = (floor: 'unpinned' | 'system' | 'device') => ({
   leases: 0,
   loads: 1,
   evictions: 0,
+  lastUsedAt: null,
 });
 const ready: Pick<ModelInfo, 'state' | 'residency' | 'policy'> = {
   state: 'READY',

@@ -3,26 +3,10 @@ import type { DeviceMemory, ModelInfo } from '../api/types.js';
 import { useControlMode, useModelAction, useModels, useWorkers } from '../app/data.js';
 import { canOperate, modelActionVerdict } from '../app/permissions.js';
 import { useSession } from '../app/session.js';
-import { formatBytes } from '../components/format.js';
-import { deviceBlocks, MemoryBar, type DeviceBlock } from '../components/MemoryBar.js';
+import { formatAgo, formatBytes } from '../components/format.js';
+import { deviceBlocks, evictionPreview, type DeviceBlock } from '../components/device-blocks.js';
+import { MemoryBar } from '../components/MemoryBar.js';
 import { QueryState } from '../components/QueryState.js';
-
-/**
- * Which unpinned blocks a smaller budget would evict, taking them in the order given (the engine
- * evicts least recently used first; the API does not report LRU age yet, so the order shown is
- * largest first, which frees the budget with the fewest evictions).
- */
-export function evictionPreview(blocks: readonly DeviceBlock[], budgetBytes: number): Set<string> {
-  let used = blocks.filter((b) => !b.pinned).reduce((s, b) => s + b.bytes, 0);
-  const out = new Set<string>();
-  for (const b of blocks) {
-    if (used <= budgetBytes) break;
-    if (b.pinned) continue;
-    out.add(b.model);
-    used -= b.bytes;
-  }
-  return out;
-}
 
 export function MemoryMap() {
   const workers = useWorkers();
@@ -65,7 +49,7 @@ function DeviceMap({ worker, device, models }: { worker: string; device: DeviceM
         <div className="mono">{b.model}</div>
         <div className="muted">
           {formatBytes(b.bytes)}
-          {b.pinned ? ' · pinned' : ''}
+          {b.pinned ? ' · pinned' : ` · used ${formatAgo(b.lastUsedAt)}`}
         </div>
       </>
     );
@@ -106,7 +90,7 @@ function DeviceMap({ worker, device, models }: { worker: string; device: DeviceM
       <MemoryBar device={device} blocks={blocks} budgetOverride={budget ?? undefined} />
       <h3>Pinned {operate && <span className="muted">(click to unpin)</span>}</h3>
       <div className="memmap">{pinned.length ? pinned.map(block) : <span className="muted">none</span>}</div>
-      <h3>Resident, evictable {operate && <span className="muted">(click to pin)</span>}</h3>
+      <h3>Resident, evictable, least recently used first {operate && <span className="muted">(click to pin)</span>}</h3>
       <div className="memmap" data-testid="resident-blocks">
         {resident.length ? resident.map(block) : <span className="muted">none</span>}
       </div>

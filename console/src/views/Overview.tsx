@@ -2,7 +2,8 @@ import { useMemo } from 'react';
 import type { MetricsTick } from '../api/types.js';
 import { useModels, useTicks, useWorkers } from '../app/data.js';
 import { formatMs, formatRate } from '../components/format.js';
-import { deviceBlocks, MemoryBar } from '../components/MemoryBar.js';
+import { deviceBlocks } from '../components/device-blocks.js';
+import { MemoryBar } from '../components/MemoryBar.js';
 import { QueryState } from '../components/QueryState.js';
 import { Sparkline } from '../components/Sparkline.js';
 
