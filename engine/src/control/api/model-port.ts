@@ -128,6 +128,8 @@ export interface ModelPort {
   /** Applies a live policy change and resolves once it holds (a residency floor may upload). */
   setPolicy(name: string, patch: ModelPolicyPatch): Promise<ModelPolicyView>;
   setDiscipline(discipline: Discipline): void;
+  /** Changes the weight-cache budget at once (idle evictable models over it are evicted). */
+  setWeightBudget(bytes: number): void;
   subscribe(listener: (event: EngineEvent) => void): () => void;
   /** Model IO, histograms, queues, versions, try-it inference (inspect-routes.ts); absent: 501. */
   readonly inspect?: InspectPort;

@@ -116,6 +116,10 @@ export class WorkerModelPort implements ModelPort {
     this.#control.setDiscipline(discipline);
   }
 
+  setWeightBudget(bytes: number): void {
+    this.#control.setWeightBudget(bytes);
+  }
+
   /** The lifecycle's numbered events from now on, as the control layer's engine events. */
   subscribe(listener: (event: EngineEvent) => void): () => void {
     this.#listeners.add(listener);
