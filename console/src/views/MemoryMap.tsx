@@ -1,7 +1,7 @@
 import { useMemo, useState } from 'react';
 import type { DeviceMemory, ModelInfo } from '../api/types.js';
-import { useControlMode, useModelAction, useModels, useWorkers } from '../app/data.js';
-import { canOperate, modelActionVerdict } from '../app/permissions.js';
+import { useControlMode, useModelAction, useModels, useSetWeightBudget, useWorkers } from '../app/data.js';
+import { budgetVerdict, canOperate, modelActionVerdict } from '../app/permissions.js';
 import { useSession } from '../app/session.js';
 import { formatAgo, formatBytes } from '../components/format.js';
 import { deviceBlocks, evictionPreview, type DeviceBlock } from '../components/device-blocks.js';
@@ -34,7 +34,9 @@ function DeviceMap({ worker, device, models }: { worker: string; device: DeviceM
   const [budgetMiB, setBudgetMiB] = useState<number | null>(null);
   const blocks = useMemo(() => deviceBlocks(models), [models]);
   const byName = useMemo(() => new Map(models.map((m) => [m.name, m])), [models]);
-  const budget = budgetMiB === null ? device.budgetBytes : budgetMiB * 2 ** 20;
+  const setBudget = useSetWeightBudget();
+  const budget = budgetMiB === null ? device.budgetBytes : Math.round(budgetMiB * 2 ** 20);
+  const apply = budgetVerdict(session.data?.scope, device.budgetBytes, budgetMiB === null ? null : budget);
   const preview = useMemo(
     () => (budget === null ? new Set<string>() : evictionPreview(blocks, budget)),
     [blocks, budget],
@@ -94,7 +96,7 @@ function DeviceMap({ worker, device, models }: { worker: string; device: DeviceM
       <div className="memmap" data-testid="resident-blocks">
         {resident.length ? resident.map(block) : <span className="muted">none</span>}
       </div>
-      <h3>Budget preview</h3>
+      <h3>Budget</h3>
       <div className="row">
         <label className="field">
           Budget (MiB)
@@ -110,10 +112,28 @@ function DeviceMap({ worker, device, models }: { worker: string; device: DeviceM
         <span data-testid="evict-preview">
           {preview.size === 0 ? 'Nothing would be evicted.' : `Would evict ${preview.size}: ${[...preview].join(', ')}`}
         </span>
+        {operate && (
+          <button
+            type="button"
+            className={preview.size ? 'danger' : 'primary'}
+            disabled={!apply.allowed || setBudget.isPending}
+            title={apply.whyNot ?? undefined}
+            onClick={() => setBudget.mutate(budget!, { onSuccess: () => setBudgetMiB(null) })}
+            data-testid="budget-apply"
+          >
+            Apply budget
+          </button>
+        )}
+        {operate && apply.whyNot && budgetMiB !== null && <span className="muted">{apply.whyNot}</span>}
       </div>
+      {setBudget.error && (
+        <p className="error" role="alert">
+          {setBudget.error.message}
+        </p>
+      )}
       <p className="muted">
-        A preview only: the budget is set in node.yaml (runtime.weight_cache_bytes), and the engine evicts least
-        recently used first.
+        Type a budget to preview what would be evicted, least recently used first; an admin applies it (audited, kept
+        across restarts, winning over node.yaml's runtime.weight_cache_bytes). Pinned weights are outside the budget.
       </p>
     </section>
   );
