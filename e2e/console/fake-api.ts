@@ -56,6 +56,7 @@ export function makeModels(n: number) {
               leases: device ? Math.round(r() * 3) : 0,
               loads: 1 + Math.round(r() * 20),
               evictions: Math.round(r() * 15),
+              lastUsedAt: device ? T0 - Math.round(r() * 600_000) : null,
             },
       policy: { residency: floor, weight: 1 + (i % 4), maxBatchSize: null, maxQueueDelayUs: i % 3 ? null : 2000 },
       queue:

@@ -26,6 +26,7 @@ const res = (weightBytes: number, deviceResident = true): ModelResidency => ({
   leases: 0,
   loads: 1,
   evictions: 0,
+  lastUsedAt: null,
 });
 const delta = (topic: string, data: unknown, seq = 2): StreamMessage => ({ topic, seq, kind: 'delta', data });
 const snapshot = (topic: string, data: unknown, seq = 1): StreamMessage => ({ topic, seq, kind: 'snapshot', data });

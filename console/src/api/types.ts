@@ -68,6 +68,8 @@ export interface ModelResidency {
   readonly leases: number;
   readonly loads: number;
   readonly evictions: number;
+  /** When a dispatch last used the weights, epoch ms; null: not since load. */
+  readonly lastUsedAt: number | null;
 }
 
 export interface ModelQueue {
@@ -166,6 +168,8 @@ export interface Settings {
   readonly modelControlMode: ModelControlMode | string;
   readonly stateStore: 'sqlite' | 'postgres';
   readonly feed: { readonly metricsIntervalMs: number; readonly heartbeatMs: number };
+  /** The device's budget for evictable weights; null: unlimited (absent from an older engine). */
+  readonly weightBudgetBytes?: number | null;
 }
 
 export type ModelAction = 'load' | 'unload' | 'reload' | 'drain' | 'pin' | 'unpin';

@@ -305,6 +305,21 @@ export function useQueueHistory() {
   });
 }
 
+/** Changes the device's budget for evictable weights (admin; audited; idle models over it are evicted). */
+export function useSetWeightBudget() {
+  const qc = useQueryClient();
+  return useMutation({
+    mutationFn: (weightBudgetBytes: number) =>
+      apiRequest<Settings>(routes.settings, { method: 'PATCH', body: { weightBudgetBytes } }),
+    onSettled: () => {
+      void qc.invalidateQueries({ queryKey: settingsKeys.all() });
+      void qc.invalidateQueries({ queryKey: workerKeys.list() });
+      void qc.invalidateQueries({ queryKey: modelKeys.list() });
+      void qc.invalidateQueries({ queryKey: auditKeys.list() });
+    },
+  });
+}
+
 /** Changes the discipline for every model (admin; audited). */
 export function useSetDiscipline() {
   const qc = useQueryClient();

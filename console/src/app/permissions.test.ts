@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import type { ModelInfo } from '../api/types.js';
 import { takeSetupTokenFromUrl } from './first-run.js';
-import { modelActionVerdict, rollbackVerdict, tryVerdict } from './permissions.js';
+import { budgetVerdict, modelActionVerdict, rollbackVerdict, tryVerdict } from './permissions.js';
 
 const residency = (floor: 'unpinned' | 'system' | 'device') => ({
   floor,
@@ -12,6 +12,7 @@ const residency = (floor: 'unpinned' | 'system' | 'device') => ({
   leases: 0,
   loads: 1,
   evictions: 0,
+  lastUsedAt: null,
 });
 const ready: Pick<ModelInfo, 'state' | 'residency' | 'policy'> = {
   state: 'READY',
@@ -72,5 +73,16 @@ describe('rollback and try-it verdicts', () => {
     expect(tryVerdict({ state: 'READY' }, 'viewer').allowed).toBe(false);
     expect(tryVerdict({ state: 'LOADING' }, 'operator').whyNot).toBe('the model is loading, not ready');
     expect(tryVerdict({ state: 'READY' }, 'operator').allowed).toBe(true);
+  });
+});
+
+describe('budget verdict', () => {
+  test('admins only, a whole number of bytes, and only a change', () => {
+    expect(budgetVerdict('operator', 100, 50).whyNot).toMatch(/needs an admin token/);
+    expect(budgetVerdict('admin', 100, null).allowed).toBe(false);
+    expect(budgetVerdict('admin', 100, -1).allowed).toBe(false);
+    expect(budgetVerdict('admin', 100, 1.5).allowed).toBe(false);
+    expect(budgetVerdict('admin', 100, 100).whyNot).toBe('that is the budget now');
+    expect(budgetVerdict('admin', null, 0)).toEqual({ allowed: true, whyNot: null });
   });
 });

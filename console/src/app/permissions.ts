@@ -42,6 +42,13 @@ export function modelActionVerdict(
   }
 }
 
+/** Changing the weight budget: admins only (it is a node setting), and only to a new value. */
+export function budgetVerdict(scope: Scope | undefined, current: number | null, next: number | null): Verdict {
+  if (!allows(scope, 'admin')) return no('the budget is a node setting: needs an admin token');
+  if (next === null || !Number.isInteger(next) || next < 0) return no('enter a whole number of bytes, 0 or more');
+  return next === current ? no('that is the budget now') : ok;
+}
+
 export const canOperate = (scope: Scope | undefined): boolean => allows(scope, 'operator');
 export const canManageTokens = (scope: Scope | undefined): boolean => allows(scope, 'admin');
 

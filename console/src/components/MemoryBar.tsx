@@ -1,20 +1,6 @@
-import { whereResident } from '../api/reducers.js';
-import type { DeviceMemory, ModelInfo } from '../api/types.js';
+import type { DeviceMemory } from '../api/types.js';
+import type { DeviceBlock } from './device-blocks.js';
 import { formatBytes } from './format.js';
-
-export interface DeviceBlock {
-  readonly model: string;
-  readonly bytes: number;
-  readonly pinned: boolean;
-}
-
-/** The models whose weights are on a device now (the engine reports one device per worker). */
-export function deviceBlocks(models: readonly ModelInfo[]): DeviceBlock[] {
-  return models
-    .filter((m) => whereResident(m.residency) === 'device')
-    .map((m) => ({ model: m.name, bytes: m.residency!.weightBytes, pinned: m.residency!.floor === 'device' }))
-    .sort((a, b) => Number(b.pinned) - Number(a.pinned) || b.bytes - a.bytes);
-}
 
 /**
  * The scale of a device's bar: its memory where the runtime reports it, else enough to show the

@@ -4,6 +4,7 @@ import { canOperate } from '../app/permissions.js';
 import { useSession } from '../app/session.js';
 import { formatTime } from '../components/format.js';
 import { QueryState } from '../components/QueryState.js';
+import { toCsv } from './activity-export.js';
 
 function download(name: string, type: string, text: string): void {
   const url = URL.createObjectURL(new Blob([text], { type }));
@@ -12,18 +13,6 @@ function download(name: string, type: string, text: string): void {
   a.download = name;
   a.click();
   URL.revokeObjectURL(url);
-}
-
-export function toCsv(rows: readonly object[]): string {
-  if (rows.length === 0) return '';
-  const keys = Object.keys(rows[0]!);
-  const cell = (v: unknown) => {
-    const s = typeof v === 'string' ? v : JSON.stringify(v ?? '');
-    return /[",\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
-  };
-  return [keys.join(','), ...rows.map((r) => keys.map((k) => cell((r as Record<string, unknown>)[k])).join(','))].join(
-    '\n',
-  );
 }
 
 /** The audit log (operator and admin tokens) and the engine's event stream, filtered, exportable. */

@@ -1,28 +1,12 @@
 import { useMemo, useState } from 'react';
 import type { DeviceMemory, ModelInfo } from '../api/types.js';
-import { useControlMode, useModelAction, useModels, useWorkers } from '../app/data.js';
-import { canOperate, modelActionVerdict } from '../app/permissions.js';
+import { useControlMode, useModelAction, useModels, useSetWeightBudget, useWorkers } from '../app/data.js';
+import { budgetVerdict, canOperate, modelActionVerdict } from '../app/permissions.js';
 import { useSession } from '../app/session.js';
-import { formatBytes } from '../components/format.js';
-import { deviceBlocks, MemoryBar, type DeviceBlock } from '../components/MemoryBar.js';
+import { formatAgo, formatBytes } from '../components/format.js';
+import { deviceBlocks, evictionPreview, type DeviceBlock } from '../components/device-blocks.js';
+import { MemoryBar } from '../components/MemoryBar.js';
 import { QueryState } from '../components/QueryState.js';
-
-/**
- * Which unpinned blocks a smaller budget would evict, taking them in the order given (the engine
- * evicts least recently used first; the API does not report LRU age yet, so the order shown is
- * largest first, which frees the budget with the fewest evictions).
- */
-export function evictionPreview(blocks: readonly DeviceBlock[], budgetBytes: number): Set<string> {
-  let used = blocks.filter((b) => !b.pinned).reduce((s, b) => s + b.bytes, 0);
-  const out = new Set<string>();
-  for (const b of blocks) {
-    if (used <= budgetBytes) break;
-    if (b.pinned) continue;
-    out.add(b.model);
-    used -= b.bytes;
-  }
-  return out;
-}
 
 export function MemoryMap() {
   const workers = useWorkers();
@@ -50,7 +34,9 @@ function DeviceMap({ worker, device, models }: { worker: string; device: DeviceM
   const [budgetMiB, setBudgetMiB] = useState<number | null>(null);
   const blocks = useMemo(() => deviceBlocks(models), [models]);
   const byName = useMemo(() => new Map(models.map((m) => [m.name, m])), [models]);
-  const budget = budgetMiB === null ? device.budgetBytes : budgetMiB * 2 ** 20;
+  const setBudget = useSetWeightBudget();
+  const budget = budgetMiB === null ? device.budgetBytes : Math.round(budgetMiB * 2 ** 20);
+  const apply = budgetVerdict(session.data?.scope, device.budgetBytes, budgetMiB === null ? null : budget);
   const preview = useMemo(
     () => (budget === null ? new Set<string>() : evictionPreview(blocks, budget)),
     [blocks, budget],
@@ -65,7 +51,7 @@ function DeviceMap({ worker, device, models }: { worker: string; device: DeviceM
         <div className="mono">{b.model}</div>
         <div className="muted">
           {formatBytes(b.bytes)}
-          {b.pinned ? ' · pinned' : ''}
+          {b.pinned ? ' · pinned' : ` · used ${formatAgo(b.lastUsedAt)}`}
         </div>
       </>
     );
@@ -106,11 +92,11 @@ function DeviceMap({ worker, device, models }: { worker: string; device: DeviceM
       <MemoryBar device={device} blocks={blocks} budgetOverride={budget ?? undefined} />
       <h3>Pinned {operate && <span className="muted">(click to unpin)</span>}</h3>
       <div className="memmap">{pinned.length ? pinned.map(block) : <span className="muted">none</span>}</div>
-      <h3>Resident, evictable {operate && <span className="muted">(click to pin)</span>}</h3>
+      <h3>Resident, evictable, least recently used first {operate && <span className="muted">(click to pin)</span>}</h3>
       <div className="memmap" data-testid="resident-blocks">
         {resident.length ? resident.map(block) : <span className="muted">none</span>}
       </div>
-      <h3>Budget preview</h3>
+      <h3>Budget</h3>
       <div className="row">
         <label className="field">
           Budget (MiB)
@@ -126,10 +112,28 @@ function DeviceMap({ worker, device, models }: { worker: string; device: DeviceM
         <span data-testid="evict-preview">
           {preview.size === 0 ? 'Nothing would be evicted.' : `Would evict ${preview.size}: ${[...preview].join(', ')}`}
         </span>
+        {operate && (
+          <button
+            type="button"
+            className={preview.size ? 'danger' : 'primary'}
+            disabled={!apply.allowed || setBudget.isPending}
+            title={apply.whyNot ?? undefined}
+            onClick={() => setBudget.mutate(budget!, { onSuccess: () => setBudgetMiB(null) })}
+            data-testid="budget-apply"
+          >
+            Apply budget
+          </button>
+        )}
+        {operate && apply.whyNot && budgetMiB !== null && <span className="muted">{apply.whyNot}</span>}
       </div>
+      {setBudget.error && (
+        <p className="error" role="alert">
+          {setBudget.error.message}
+        </p>
+      )}
       <p className="muted">
-        A preview only: the budget is set in node.yaml (runtime.weight_cache_bytes), and the engine evicts least
-        recently used first.
+        Type a budget to preview what would be evicted, least recently used first; an admin applies it (audited, kept
+        across restarts, winning over node.yaml's runtime.weight_cache_bytes). Pinned weights are outside the budget.
       </p>
     </section>
   );

@@ -1,8 +1,10 @@
-import { useMemo } from 'react';
+import { useMemo, useRef } from 'react';
 import type { MetricsTick } from '../api/types.js';
 import { useModels, useTicks, useWorkers } from '../app/data.js';
 import { formatMs, formatRate } from '../components/format.js';
-import { deviceBlocks, MemoryBar } from '../components/MemoryBar.js';
+import { perMinute, pushPoint, type CounterPoint } from '../components/counter-rate.js';
+import { deviceBlocks } from '../components/device-blocks.js';
+import { MemoryBar } from '../components/MemoryBar.js';
 import { QueryState } from '../components/QueryState.js';
 import { Sparkline } from '../components/Sparkline.js';
 
@@ -76,6 +78,13 @@ export function Overview() {
   }, [points]);
   const list = models.data ?? [];
   const failed = list.reduce((s, m) => s + (m.stats?.failedDispatches ?? 0), 0);
+  const missed = list.reduce((s, m) => s + (m.queue?.deadlineMisses ?? 0), 0);
+  // Errors are counters on the model list; each 1 Hz tick samples them, so their rate moves with time.
+  const errorHistory = useRef<CounterPoint[]>([]);
+  const errorsPerMin = useMemo(() => {
+    if (last) errorHistory.current = pushPoint(errorHistory.current, { t: last.t, v: failed + missed });
+    return perMinute(errorHistory.current);
+  }, [last, failed, missed]);
   const blocks = useMemo(() => deviceBlocks(models.data ?? []), [models.data]);
   const ready = list.filter((m) => m.state === 'READY').length;
   const onDevice = blocks.length;
@@ -89,7 +98,8 @@ export function Overview() {
           <Stat k="requests/s" v={formatRate(last?.rps)} />
           <Stat k="p50" v={formatMs(last?.p50)} />
           <Stat k="p99" v={formatMs(last?.p99)} />
-          <Stat k="failed device calls" v={String(failed)} />
+          <Stat k="errors/min" v={formatRate(errorsPerMin)} />
+          <Stat k="failed device calls, deadline misses" v={`${failed}, ${missed}`} />
           <Stat k="cold loads/min" v={formatRate(last?.loadsPerMin)} />
           <Stat k="evictions/min" v={formatRate(last?.evictionsPerMin)} />
           <Stat k="models ready" v={`${ready} of ${list.length}`} />

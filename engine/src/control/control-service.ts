@@ -233,6 +233,11 @@ export class ControlService {
     this.#w.scheduler.setDiscipline(discipline);
   }
 
+  /** The evictable-weights budget; idle models over it are evicted least recently used first. */
+  setWeightBudget(bytes: number): void {
+    this.#w.cache.setBudget(bytes);
+  }
+
   /**
    * Frees every idle evictable device copy, then brings `reloadModels` back onto the device (in
    * that order). Unknown names answer NOT_FOUND before anything is evicted.

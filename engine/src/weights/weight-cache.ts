@@ -75,6 +75,8 @@ export interface WeightModelStats {
   readonly loads: number;
   readonly evictions: number;
   readonly loadSeconds: number;
+  /** When a dispatch last leased the weights (the cache clock, epoch ms with the system clock); null: never. */
+  readonly lastUsedAt: number | null;
 }
 
 export interface WeightCacheStats {
@@ -114,6 +116,7 @@ interface Entry<H, D> {
   loads: number;
   evictions: number;
   loadSeconds: number;
+  lastUsedAt: number | null;
 }
 
 interface Admission<H, D> {
@@ -187,6 +190,7 @@ export class WeightCache<H, D, S = unknown> {
       loads: 0,
       evictions: 0,
       loadSeconds: 0,
+      lastUsedAt: null,
     };
     this.#entries.set(spec.name, e);
     await this.#applyFloor(e);
@@ -324,11 +328,13 @@ export class WeightCache<H, D, S = unknown> {
       loads: e.loads,
       evictions: e.evictions,
       loadSeconds: e.loadSeconds,
+      lastUsedAt: e.lastUsedAt,
     };
   }
 
   #lease(e: Entry<H, D>): WeightLease<D> {
     e.leases++;
+    e.lastUsedAt = this.#clock.now();
     if (this.#lru.has(e.name)) {
       this.#lru.delete(e.name);
       this.#lru.set(e.name, e);

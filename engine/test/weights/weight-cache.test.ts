@@ -107,6 +107,22 @@ suite('WeightCache: LRU under a byte budget', () => {
     assert.equal(cache.modelStats('A')!.deviceResident, true);
   });
 
+  test('lastUsedAt is the clock at the latest lease, null before any, and survives eviction', async () => {
+    const { clock, cache, use } = setup(100);
+    await cache.addModel({ name: 'A', bytes: 100 });
+    await cache.addModel({ name: 'B', bytes: 100 });
+    assert.equal(cache.modelStats('A')!.lastUsedAt, null);
+    clock.advance(1000);
+    await use('A');
+    const first = cache.modelStats('A')!.lastUsedAt!;
+    assert.equal(first, clock.now());
+    clock.advance(500);
+    await use('B'); // evicts A: its last use is still known
+    assert.equal(cache.modelStats('A')!.deviceResident, false);
+    assert.equal(cache.modelStats('A')!.lastUsedAt, first);
+    assert.equal(cache.modelStats('B')!.lastUsedAt, first + 500);
+  });
+
   test('a model larger than the budget loads after evicting everything, with a warning', async () => {
     const { backend, cache, warnings, use } = setup(100);
     await cache.addModel({ name: 'small', bytes: 50 });

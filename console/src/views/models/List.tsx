@@ -5,7 +5,7 @@ import { useControlMode, useModelAction, useModels, useTicks } from '../../app/d
 import { canOperate, modelActionVerdict } from '../../app/permissions.js';
 import { Link, navigate } from '../../app/router.js';
 import { useSession } from '../../app/session.js';
-import { formatBytes, formatRate } from '../../components/format.js';
+import { formatAgo, formatBytes, formatMs, formatRate } from '../../components/format.js';
 import { QueryState } from '../../components/QueryState.js';
 import { defaultQuery, filterRows, sortRows, toRow, type ModelRow, type SortKey, type TableQuery } from './filter.js';
 
@@ -18,9 +18,11 @@ const columns: readonly { key: SortKey; label: string; num?: boolean }[] = [
   { key: 'queueDepth', label: 'Queue', num: true },
   { key: 'inFlight', label: 'In flight', num: true },
   { key: 'requestsPerSecond', label: 'req/s', num: true },
+  { key: 'p99', label: 'p99', num: true },
   { key: 'served', label: 'Served', num: true },
   { key: 'loads', label: 'Loads', num: true },
   { key: 'evictions', label: 'Evicts', num: true },
+  { key: 'lastUsed', label: 'Last used', num: true },
 ];
 const bulkActions: readonly ModelAction[] = ['load', 'unload', 'reload', 'pin', 'unpin'];
 const states = ['all', 'READY', 'LOADING', 'UNLOADING', 'UNAVAILABLE', 'UNKNOWN'] as const;
@@ -251,6 +253,9 @@ const Row = memo(function Row(props: {
         {formatRate(r.requestsPerSecond)}
       </span>
       <span role="cell" className="num">
+        {formatMs(r.p99)}
+      </span>
+      <span role="cell" className="num">
         {r.served ?? '–'}
       </span>
       <span role="cell" className="num">
@@ -258,6 +263,9 @@ const Row = memo(function Row(props: {
       </span>
       <span role="cell" className="num">
         {r.evictions ?? '–'}
+      </span>
+      <span role="cell" className="num" title={r.lastUsed ? new Date(r.lastUsed).toISOString() : undefined}>
+        {r.lastUsed === null ? '–' : formatAgo(r.lastUsed)}
       </span>
     </div>
   );

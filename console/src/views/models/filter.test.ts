@@ -11,6 +11,7 @@ const res = (extra: Partial<ModelResidency> = {}): ModelResidency => ({
   leases: 0,
   loads: 1,
   evictions: 0,
+  lastUsedAt: null,
   ...extra,
 });
 const model = (name: string, extra: Partial<ModelInfo> = {}): ModelInfo => ({
@@ -59,5 +60,16 @@ describe('selectRows', () => {
   test('never reorders the rows it was given', () => {
     selectRows(rows, { ...defaultQuery, sort: 'requestsPerSecond' });
     expect(rows.map((m) => m.name)).toEqual(['resnet', 'bert', 'mnist']);
+  });
+  test('last used and p99 come through, and sort with never-used models last', () => {
+    const used = [
+      toRow(model('a', { residency: res({ lastUsedAt: 5000 }) }), { ...sample(1), p99Ms: 12 }),
+      toRow(model('b', { residency: res() }), undefined),
+      toRow(model('c', { residency: res({ lastUsedAt: 9000 }) }), sample(1)),
+    ];
+    expect(used[0]!.p99).toBe(12);
+    expect(used[0]!.lastUsed).toBe(5000);
+    const recentFirst = { ...defaultQuery, sort: 'lastUsed' as const, desc: true };
+    expect(selectRows(used, recentFirst).map((m) => m.name)).toEqual(['c', 'a', 'b']);
   });
 });

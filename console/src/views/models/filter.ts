@@ -12,9 +12,12 @@ export interface ModelRow {
   readonly queueDepth: number | null;
   readonly inFlight: number | null;
   readonly requestsPerSecond: number | null;
+  readonly p99: number | null;
   readonly served: number | null;
   readonly loads: number | null;
   readonly evictions: number | null;
+  /** When a dispatch last used the model's weights, epoch ms (null: not since load). */
+  readonly lastUsed: number | null;
   readonly model: ModelInfo;
   /** Lower-cased name and version, what a search matches against. */
   readonly haystack: string;
@@ -31,9 +34,11 @@ export function toRow(m: ModelInfo, sample: MetricSample | undefined): ModelRow 
     queueDepth: m.queue?.depth ?? null,
     inFlight: m.queue?.inflight ?? null,
     requestsPerSecond: sample?.requestsPerSecond ?? null,
+    p99: sample?.p99Ms ?? null,
     served: m.stats?.requestsServed ?? null,
     loads: m.residency?.loads ?? null,
     evictions: m.residency?.evictions ?? null,
+    lastUsed: m.residency?.lastUsedAt ?? null,
     model: m,
     haystack: `${m.name}\u0000${m.version}`.toLowerCase(),
   };

@@ -30,6 +30,8 @@ export interface ModelResidencyView {
   readonly leases: number;
   readonly loads: number;
   readonly evictions: number;
+  /** When a dispatch last used the weights, epoch ms; null: not since load. */
+  readonly lastUsedAt: number | null;
 }
 
 export interface ModelQueueView {
@@ -126,6 +128,8 @@ export interface ModelPort {
   /** Applies a live policy change and resolves once it holds (a residency floor may upload). */
   setPolicy(name: string, patch: ModelPolicyPatch): Promise<ModelPolicyView>;
   setDiscipline(discipline: Discipline): void;
+  /** Changes the weight-cache budget at once (idle evictable models over it are evicted). */
+  setWeightBudget(bytes: number): void;
   subscribe(listener: (event: EngineEvent) => void): () => void;
   /** Model IO, histograms, queues, versions, try-it inference (inspect-routes.ts); absent: 501. */
   readonly inspect?: InspectPort;

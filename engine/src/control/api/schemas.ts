@@ -76,6 +76,7 @@ export const model = obj({
       leases: int,
       loads: int,
       evictions: int,
+      lastUsedAt: nullable(int),
     }),
   ),
   policy: nullable(policy),
@@ -167,11 +168,13 @@ export const settingsView = obj({
     clientCertificates: bool,
   }),
   feed: obj({ metricsIntervalMs: int, heartbeatMs: int }),
+  /** The device's budget for evictable weights (null: unlimited). */
+  weightBudgetBytes: nullable(num),
 });
 
 export const settingsPatch = {
   type: 'object',
-  properties: { discipline },
+  properties: { discipline, weightBudgetBytes: { type: 'integer', minimum: 0 } },
   additionalProperties: false,
   minProperties: 1,
 } as const;

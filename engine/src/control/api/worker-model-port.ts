@@ -116,6 +116,10 @@ export class WorkerModelPort implements ModelPort {
     this.#control.setDiscipline(discipline);
   }
 
+  setWeightBudget(bytes: number): void {
+    this.#control.setWeightBudget(bytes);
+  }
+
   /** The lifecycle's numbered events from now on, as the control layer's engine events. */
   subscribe(listener: (event: EngineEvent) => void): () => void {
     this.#listeners.add(listener);
@@ -159,6 +163,7 @@ function view(m: ModelControlView): ModelView {
           leases: c.leases,
           loads: c.loads,
           evictions: c.evictions,
+          lastUsedAt: c.lastUsedAt === null ? null : Math.round(c.lastUsedAt),
         }
       : null,
     policy: policyView(m.policy),

@@ -1,5 +1,5 @@
 /**
- * Desired state set from the API (per-model policy, the scheduling discipline), persisted in the
+ * Desired state set from the API (per-model policy, the scheduling discipline, the weight budget), persisted in the
  * store and applied again at start. Precedence: a value set through the API wins over node.yaml,
  * which wins over the built-in defaults; a field never set through the API keeps node.yaml's.
  */
@@ -9,6 +9,7 @@ import type { ModelPolicyPatch, ModelPolicyView, ModelPort } from '../api/model-
 import type { AuditedMutations } from '../audit/audited-mutation.js';
 
 export const DISCIPLINE_KEY = 'scheduler.discipline';
+export const WEIGHT_BUDGET_KEY = 'weights.budget_bytes';
 const RECONCILER = { actor: 'system:reconcile', tokenId: null, name: 'reconcile', scope: 'admin' } as const;
 
 export class DesiredState {
@@ -49,6 +50,16 @@ export class DesiredState {
     });
   }
 
+  async setWeightBudget(bytes: number, by: string): Promise<void> {
+    this.port.setWeightBudget(bytes);
+    await this.store.setSetting({
+      key: WEIGHT_BUDGET_KEY,
+      value: JSON.stringify(bytes),
+      updatedAt: this.now(),
+      updatedBy: by,
+    });
+  }
+
   /**
    * At start: applies every stored policy to the models the engine has, one audit record per
    * change it made (actor `system:reconcile`, naming who set the value). Models not present
@@ -69,6 +80,26 @@ export class DesiredState {
             run: async () => {
               this.port.setDiscipline(discipline);
               return { body: null, after: { discipline, setBy: d.updatedBy } };
+            },
+          },
+        );
+        changes++;
+      }
+    }
+    const b = await this.store.setting(WEIGHT_BUDGET_KEY);
+    if (b) {
+      const bytes = JSON.parse(b.value) as number;
+      const before = this.port.worker().devices[0]?.budgetBytes ?? null;
+      if (before !== bytes) {
+        await mutations.run(
+          { principal: RECONCILER, requestId: 'startup', idempotencyKey: null },
+          {
+            action: 'settings.reconcile',
+            target: 'settings',
+            before: () => ({ weightBudgetBytes: before }),
+            run: async () => {
+              this.port.setWeightBudget(bytes);
+              return { body: null, after: { weightBudgetBytes: bytes, setBy: b.updatedBy } };
             },
           },
         );

@@ -104,13 +104,15 @@ export const systemRoutes =
         },
       },
       async (req, reply) => {
-        const patch = req.body as { discipline?: Discipline };
+        const patch = req.body as { discipline?: Discipline; weightBudgetBytes?: number };
         return mutate(ctx, req, reply, {
           action: 'settings.update',
           target: 'settings',
           before: () => settingsView(ctx),
           run: async () => {
             if (patch.discipline) await ctx.desired.setDiscipline(patch.discipline, req.principal!.actor);
+            if (patch.weightBudgetBytes !== undefined)
+              await ctx.desired.setWeightBudget(patch.weightBudgetBytes, req.principal!.actor);
             const after = settingsView(ctx);
             return { body: { data: after }, after };
           },
@@ -147,6 +149,7 @@ function settingsView(ctx: ControlContext) {
     stateStore: ctx.store.dialect,
     tls: tlsView(ctx),
     feed: { metricsIntervalMs: 1000, heartbeatMs: ctx.options.feed.heartbeatMs },
+    weightBudgetBytes: w.devices[0]?.budgetBytes ?? null,
   };
 }
 
