@@ -49,7 +49,7 @@ suite('test set-up (scripts/setup-tests.mjs)', () => {
     assert.equal(r.status, 1);
     assert.match(
       r.stderr,
-      /unknown setup step 'no-such-step' \(known: python, perf-analyzer, protoc, chromium, go, postgres, hadolint\)/,
+      /unknown setup step 'no-such-step' \(known: python, perf-analyzer, protoc, go, postgres, chromium, hadolint\)/,
     );
   });
 });
