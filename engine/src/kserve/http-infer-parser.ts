@@ -1,6 +1,7 @@
 import { readlinkSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import { isMainThread, parentPort, Worker } from 'node:worker_threads';
+import { idleThisThread } from '@hloserve/native/thread-priority';
 import { type ErrorCode, ERROR_CATALOGUE, ServeError } from '@hloserve/common/errors';
 import type { WireInferRequest } from '@hloserve/common/wire';
 import { parseHttpInfer } from './http-infer-body.js';
@@ -241,15 +242,17 @@ export function openJsonUpload(bytes: number, maxJsonBytes: number): JsonUpload 
 }
 
 /**
- * Lowers the calling thread's CPU priority by PARSER_NICE. Linux keeps a nice value per thread
- * (a deviation from POSIX that setpriority(2) documents), and /proc/thread-self names this
- * thread's own id, so setpriority on that id renices the parser alone: when the event loop's
- * thread and the parser both want a core, the scheduler runs the event loop first, and small
- * requests keep their latency while a large body is decoded. Elsewhere (no per-thread nice) it
- * does nothing, rather than renice the whole server.
+ * Lowers the calling thread's CPU priority, the parser thread's alone. First choice SCHED_IDLE
+ * (the small hloserve_thread addon): the thread then runs only on a core that neither the event
+ * loop, nor V8's GC helpers, nor the addon's execute threads want, so small requests keep their
+ * latency while a large body is decoded. Otherwise nice +PARSER_NICE: Linux keeps a nice value
+ * per thread (a deviation from POSIX that setpriority(2) documents), and /proc/thread-self names
+ * this thread's own id, so setpriority on that id renices the parser alone. Elsewhere (no
+ * per-thread nice) it does nothing, rather than renice the whole server.
  */
 function lowerThreadPriority(): void {
   if (process.platform !== 'linux') return;
+  if (idleThisThread()) return;
   try {
     const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
     if (!Number.isSafeInteger(tid) || tid <= 0 || tid === process.pid) return;
