@@ -93,6 +93,7 @@ suite('a large JSON body is handed to the parser thread while it arrives', () =>
     if (process.platform !== 'linux') return t.skip('per-thread scheduling is a Linux property');
     const before = threadPriorities();
     const main = before.get(process.pid)!;
+    if (main.nice >= 19) return t.skip(`the server already runs at nice ${main.nice}`);
     const { body } = paddedBody(8, 2 << 20);
     assert.equal((await postInfer(port, body)).status, 200);
     const after = threadPriorities();
@@ -105,10 +106,9 @@ suite('a large JSON body is handed to the parser thread while it arrives', () =>
     );
     assert.equal(lowered.length, 1, JSON.stringify([...after]));
     const [, parser] = lowered[0]!;
+    // SCHED_IDLE under HLOSERVE_PARSER_PRIORITY=idle, else PARSER_NICE levels nicer (19 at most).
     if (parser.policy === SCHED_IDLE) assert.equal(parser.nice, main.nice);
-    else if (main.nice + PARSER_NICE <= 19)
-      assert.deepEqual(parser, { policy: main.policy, nice: main.nice + PARSER_NICE });
-    else assert.fail(`the parser thread is neither idle nor niced: ${JSON.stringify(parser)}`);
+    else assert.deepEqual(parser, { policy: main.policy, nice: Math.min(19, main.nice + PARSER_NICE) });
   });
 
   test('a body sent in many small pieces is served like the same tensor sent small', async () => {
