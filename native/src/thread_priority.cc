@@ -1,6 +1,7 @@
 // hloserve_thread: lowers the CPU priority of the thread that calls it. A separate addon from
-// hloserve_pjrt because it is loaded on a JS worker thread (the HTTP JSON parser), where loading
-// the PJRT addon would start its task pools for nothing.
+// hloserve_pjrt because it is loaded on a JS worker thread (the HTTP JSON parser, under
+// HLOSERVE_PARSER_PRIORITY=idle), where loading the PJRT addon would start its task pools for
+// nothing.
 #include <node_api.h>
 
 #if defined(__linux__)
