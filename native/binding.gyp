@@ -26,6 +26,12 @@
       "conditions": [
         ["OS=='linux'", { "ldflags": ["-Wl,--as-needed"] }]
       ]
+    },
+    {
+      "target_name": "hloserve_thread",
+      "sources": ["src/thread_priority.cc"],
+      "defines": ["NAPI_VERSION=8"],
+      "cflags_cc": ["-std=c++17", "-Wall", "-Wextra", "-Wno-unused-parameter"]
     }
   ]
 }

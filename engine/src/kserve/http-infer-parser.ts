@@ -1,6 +1,7 @@
 import { readlinkSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import { isMainThread, parentPort, Worker } from 'node:worker_threads';
+import { idleThisThread } from '@hloserve/native/thread-priority';
 import { type ErrorCode, ERROR_CATALOGUE, ServeError } from '@hloserve/common/errors';
 import type { WireInferRequest } from '@hloserve/common/wire';
 import { parseHttpInfer } from './http-infer-body.js';
@@ -241,15 +242,18 @@ export function openJsonUpload(bytes: number, maxJsonBytes: number): JsonUpload 
 }
 
 /**
- * Lowers the calling thread's CPU priority by PARSER_NICE. Linux keeps a nice value per thread
- * (a deviation from POSIX that setpriority(2) documents), and /proc/thread-self names this
- * thread's own id, so setpriority on that id renices the parser alone: when the event loop's
- * thread and the parser both want a core, the scheduler runs the event loop first, and small
- * requests keep their latency while a large body is decoded. Elsewhere (no per-thread nice) it
- * does nothing, rather than renice the whole server.
+ * Lowers the calling thread's CPU priority, the parser thread's alone: nice +PARSER_NICE. Linux
+ * keeps a nice value per thread (a deviation from POSIX that setpriority(2) documents), and
+ * /proc/thread-self names this thread's own id, so setpriority on that id renices the parser
+ * alone. Elsewhere (no per-thread nice) it does nothing, rather than renice the whole server.
+ * HLOSERVE_PARSER_PRIORITY=idle puts it at SCHED_IDLE instead (nice where that is refused): not
+ * the default, because on a loaded 2-vCPU host small requests' p99 fared worse with it
+ * (bench/RESULTS.md, issue 19, harden2 section); why is not established (one candidate: a thread
+ * that runs only on an idle core held off while it holds a lock the event loop then waits on).
  */
 function lowerThreadPriority(): void {
   if (process.platform !== 'linux') return;
+  if (process.env.HLOSERVE_PARSER_PRIORITY === 'idle' && idleThisThread()) return;
   try {
     const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
     if (!Number.isSafeInteger(tid) || tid <= 0 || tid === process.pid) return;
