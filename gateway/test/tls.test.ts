@@ -6,12 +6,14 @@
  * match the certificate refused naming the file. Real workers: e2e/test/gateway-tls.test.ts.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, get as httpGet, type Server as HttpServer } from 'node:http';
 import { get as httpsGet, type RequestOptions } from 'node:https';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
 import { connect as tlsConnect } from 'node:tls';
 import { after, before, suite, test } from 'node:test';
 import {
@@ -268,5 +270,57 @@ suite('the gateway serves TLS on every listener', () => {
         e.message ===
         `--tls-key ${join(dir, 'other.key')}: does not match the certificate in ${join(dir, 'server.crt')}`,
     );
+  });
+
+  test('the standalone CLI serves TLS from --tls-cert/--tls-key and refuses a bad pair', async () => {
+    const cli = join(dirname(fileURLToPath(import.meta.url)), '..', 'src', 'cli.js');
+    const spec = `w=127.0.0.1:${worker.grpcPort},127.0.0.1:1`;
+    const flags = [
+      '--worker',
+      spec,
+      '--grpc-port',
+      '0',
+      '--http-port',
+      '0',
+      '--metrics-port',
+      '0',
+      '--console-port=-1',
+    ];
+    const bad = spawnSync(
+      process.execPath,
+      [cli, ...flags, '--tls-cert', join(dir, 'server.crt'), '--tls-key', join(dir, 'other.key')],
+      {
+        encoding: 'utf8',
+      },
+    );
+    assert.equal(bad.status, 1);
+    assert.match(bad.stderr, /--tls-key .*other\.key: does not match the certificate/);
+    const half = spawnSync(process.execPath, [cli, ...flags, '--tls-cert', join(dir, 'server.crt')], {
+      encoding: 'utf8',
+    });
+    assert.equal(half.status, 1);
+    assert.match(half.stderr, /--tls-cert and --tls-key go together/);
+
+    const child = spawn(
+      process.execPath,
+      [cli, ...flags, '--tls-cert', join(dir, 'server.crt'), '--tls-key', join(dir, 'server.key')],
+      {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
+    try {
+      const rec = await new Promise<{ tls: boolean; http: number }>((resolve, reject) => {
+        createInterface({ input: child.stderr! }).on('line', (l) => {
+          const r = JSON.parse(l) as { msg: string; tls: boolean; http: number };
+          if (r.msg === 'listening') resolve(r);
+        });
+        child.once('exit', (code) => reject(new Error(`gateway exited ${code}`)));
+      });
+      assert.equal(rec.tls, true);
+      assert.equal((await getBody(`https://127.0.0.1:${rec.http}/v2/health/live`, { ca })).status, 200);
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    }
   });
 });
