@@ -196,7 +196,7 @@ suite('two workers behind the gateway with TLS from node.yaml', () => {
       ws.once('error', fail);
     });
     ws.close();
-    assert.match(first, /"topic"/, "the feed's first message is a topic message");
+    assert.match(first, /"type":"ready".*"scope":"admin"/, 'the feed greets the authenticated client');
     const foreign = new WebSocket(
       `wss://127.0.0.1:${server.ports.console}/api/v1/stream`,
       ['hloserve.v1', `bearer.${token}`],
@@ -209,7 +209,7 @@ suite('two workers behind the gateway with TLS from node.yaml', () => {
       foreign.once('error', (e) => done(e.message));
     });
     foreign.terminate();
-    assert.doesNotMatch(refused, /"topic"/, `a foreign origin got feed data: ${refused}`);
+    assert.doesNotMatch(refused, /"type":"ready"/, `a foreign origin got feed data: ${refused}`);
     const plain = new WebSocket(`ws://127.0.0.1:${server.ports.console}/api/v1/stream`, [
       'hloserve.v1',
       `bearer.${token}`,
