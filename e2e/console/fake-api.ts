@@ -237,6 +237,7 @@ export class FakeControlApi {
             discipline: 'fair',
             modelControlMode: 'explicit',
             stateStore: 'sqlite',
+            tls: { enabled: false, certFile: null, subject: null, validTo: null, clientCertificates: false },
             feed: { metricsIntervalMs: 1000, heartbeatMs: 15000 },
           },
         });

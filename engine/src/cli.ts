@@ -9,6 +9,7 @@ import { checkPath } from './cli/check.js';
 import { USAGE } from './cli/usage.js';
 import { versionText } from './cli/version.js';
 import { runSupervisor, wantsSupervisor } from './supervisor/run.js';
+import { settingsBehindGateway } from './supervisor/gateway-tls.js';
 
 class UsageError extends Error {}
 
@@ -80,7 +81,8 @@ async function runServe(values: ServeValues): Promise<number> {
     const log = createLogger(loaded.config.global.logging.level, { worker: 'supervisor' });
     return runSupervisor(loaded.config, values.config ? resolve(values.config) : null, flags, log);
   }
-  const settings = workerSettings(loaded.config, values.worker);
+  // A worker behind a TLS gateway serves plaintext on loopback (the gateway holds the certificate).
+  const settings = settingsBehindGateway(workerSettings(loaded.config, values.worker));
   const log = createLogger(settings.logging.level, {
     worker: values.worker ?? loaded.config.workers[0]?.name ?? 'worker0',
   });

@@ -4,14 +4,17 @@
  *   node gateway/dist/src/cli.js --worker a=10.0.0.5:8001,10.0.0.5:8000,10.0.0.5:8002 --worker b=... \
  *     [--host 0.0.0.0] [--grpc-port 8001] [--http-port 8000] [--metrics-port 8002] [--console-port 8003]
  *     [--routing lpt_packing|least_outstanding|round_robin] [--replicas model=n|all,...]
+ *     [--tls-cert server.crt --tls-key server.key [--tls-client-ca clients-ca.crt]]
  * Each worker is name=GRPC_ADDR,HTTP_ADDR[,METRICS_ADDR[,CONSOLE_ADDR]]. `hloserve serve --workers N` runs the
- * same gateway inside the supervisor.
+ * same gateway inside the supervisor. With --tls-cert/--tls-key every listener serves TLS (client
+ * certificates signed by --tls-client-ca required when given); the workers are reached in plaintext.
  */
 import { parseArgs } from 'node:util';
 import { ROUTING_MODES, type RoutingMode } from './routing/router.js';
 import { DEFAULT_PLACEMENT } from './placement/placement-controller.js';
 import { serveGateway } from './serve-gateway.js';
 import type { WorkerSpec } from './fleet.js';
+import { gatewayTlsFromFiles, type GatewayTls } from './tls.js';
 
 function parseWorker(spec: string): WorkerSpec {
   const eq = spec.indexOf('=');
@@ -32,6 +35,15 @@ function parseReplicas(spec: string | undefined): Map<string, number> {
   return out;
 }
 
+function tlsFrom(cert: string | undefined, key: string | undefined, clientCa: string | undefined): GatewayTls | null {
+  if (cert === undefined && key === undefined) {
+    if (clientCa !== undefined) throw new Error('--tls-client-ca needs --tls-cert and --tls-key');
+    return null;
+  }
+  if (cert === undefined || key === undefined) throw new Error('--tls-cert and --tls-key go together');
+  return gatewayTlsFromFiles(cert, key, clientCa ?? null);
+}
+
 const log = (msg: string, f: Record<string, unknown>) =>
   process.stderr.write(
     JSON.stringify({ level: 'info', time: new Date().toISOString(), worker: 'gateway', msg, ...f }) + '\n',
@@ -50,8 +62,12 @@ async function main(): Promise<void> {
       replicas: { type: 'string' },
       'max-inflight': { type: 'string', default: '1024' },
       'worker-max-inflight': { type: 'string', default: '64' },
+      'tls-cert': { type: 'string' },
+      'tls-key': { type: 'string' },
+      'tls-client-ca': { type: 'string' },
     },
   });
+  const tls = tlsFrom(values['tls-cert'], values['tls-key'], values['tls-client-ca']);
   const workers = (values.worker ?? []).map(parseWorker);
   if (workers.length === 0) throw new Error('name at least one --worker');
   const mode = values.routing as RoutingMode;
@@ -70,10 +86,11 @@ async function main(): Promise<void> {
       httpPort: Number(values['http-port']),
       metricsPort: Number(values['metrics-port']),
       consolePort: Number(values['console-port']),
+      tls,
     },
     (msg, f) => log(msg, f),
   );
-  log('listening', { host: values.host, ...gw.ports, workers: workers.map((w) => w.name), mode });
+  log('listening', { host: values.host, ...gw.ports, tls: tls !== null, workers: workers.map((w) => w.name), mode });
   const stop = (sig: string) => {
     log('shutting down', { signal: sig });
     void gw.stop().then(() => {

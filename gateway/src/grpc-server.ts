@@ -22,6 +22,7 @@ import { INFER_SERVICE } from './fleet.js';
 import type { Gateway } from './gateway.js';
 import { listenUnaryGrpc, type UnaryCall, type UnaryHandler, type UnaryServerHandle } from './h2/unary-server.js';
 import { peekInfer } from './routing/infer-peek.js';
+import type { GatewayTls } from './tls.js';
 import type { RawAnswer } from './worker-client.js';
 
 const okBody = (b: Uint8Array): RawAnswer => ({ ok: true, body: Buffer.from(b.buffer, b.byteOffset, b.byteLength) });
@@ -156,7 +157,12 @@ export type GatewayGrpcHandle = UnaryServerHandle;
 
 const HEALTH_CHECK = '/grpc.health.v1.Health/Check';
 
-export async function startGatewayGrpc(gw: Gateway, host: string, port: number): Promise<GatewayGrpcHandle> {
+export async function startGatewayGrpc(
+  gw: Gateway,
+  host: string,
+  port: number,
+  tls: GatewayTls | null = null,
+): Promise<GatewayGrpcHandle> {
   const methods = new Map<string, UnaryHandler>();
   const impl = buildGatewayImplementation(gw);
   for (const [key, m] of Object.entries(GRPCInferenceService)) {
@@ -172,5 +178,5 @@ export async function startGatewayGrpc(gw: Gateway, host: string, port: number):
       }).finish(),
     ),
   );
-  return listenUnaryGrpc(methods, host, port, gw.opts.maxMessageBytes);
+  return listenUnaryGrpc(methods, host, port, gw.opts.maxMessageBytes, tls);
 }

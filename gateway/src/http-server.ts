@@ -5,9 +5,11 @@
  * body is held (not parsed) so a request that could not run on one worker can go to the next.
  */
 import { Agent, createServer, type IncomingMessage, request, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import { status as Status } from '@grpc/grpc-js';
 import type { Gateway } from './gateway.js';
 import type { RawAnswer, WorkerClient } from './worker-client.js';
+import { secureOptions, type GatewayTls } from './tls.js';
 
 interface HttpAnswer extends RawAnswer {
   /** The worker's response, to stream to the client (an answer the gateway does not retry). */
@@ -61,7 +63,12 @@ export interface GatewayHttpHandle {
   close(): Promise<void>;
 }
 
-export async function startGatewayHttp(gw: Gateway, host: string, port: number): Promise<GatewayHttpHandle> {
+export async function startGatewayHttp(
+  gw: Gateway,
+  host: string,
+  port: number,
+  tls: GatewayTls | null = null,
+): Promise<GatewayHttpHandle> {
   const agents = new Map<string, Agent>();
   const agentFor = (w: WorkerClient) => {
     let a = agents.get(w.name);
@@ -258,12 +265,13 @@ export async function startGatewayHttp(gw: Gateway, host: string, port: number):
     return reply(res, await send(w, req, body, deadlineMs, onClose));
   };
 
-  const server = createServer((req, res) => {
+  const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     handle(req, res).catch((err: Error) => {
       if (!res.headersSent) json(res, 500, { error: err.message });
       else res.destroy();
     });
-  });
+  };
+  const server: Server = tls === null ? createServer(onRequest) : createHttpsServer(secureOptions(tls), onRequest);
   server.keepAliveTimeout = 65_000;
   const bound = await new Promise<number>((resolve, reject) => {
     server.once('error', reject);

@@ -4,3 +4,4 @@ export { serveGateway, type GatewayListen, type RunningGateway } from './serve-g
 export type { WorkerSpec } from './fleet.js';
 export type { WorkerAddress } from './worker-client.js';
 export { ROUTING_MODES, type RoutingMode } from './routing/router.js';
+export { gatewayTlsFromFiles, type GatewayTls } from './tls.js';

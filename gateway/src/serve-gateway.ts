@@ -1,9 +1,14 @@
-/** Starts a Gateway and its listeners: KServe gRPC, KServe HTTP, /metrics + health, and the console. */
-import { createServer, type Server } from 'node:http';
+/**
+ * Starts a Gateway and its listeners: KServe gRPC, KServe HTTP, /metrics + health, and the console,
+ * each on TLS from one certificate when `listen.tls` is set.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import { DEFAULT_GATEWAY, Gateway, type GatewayOptions } from './gateway.js';
 import { startGatewayGrpc } from './grpc-server.js';
 import { startGatewayHttp } from './http-server.js';
 import { type GatewayConsoleHandle, startGatewayConsole } from './control/console-server.js';
+import { secureOptions, type GatewayTls } from './tls.js';
 
 export interface GatewayListen {
   readonly host: string;
@@ -13,6 +18,8 @@ export interface GatewayListen {
   readonly metricsPort: number;
   /** The console and control API for the fleet; -1 or absent: none. */
   readonly consolePort?: number;
+  /** Serve every listener over TLS; null or absent: plaintext. */
+  readonly tls?: GatewayTls | null;
 }
 
 export interface RunningGateway {
@@ -29,11 +36,12 @@ export async function serveGateway(
 ): Promise<RunningGateway> {
   const gateway = new Gateway({ ...DEFAULT_GATEWAY, ...options });
   await gateway.start();
-  const grpc = await startGatewayGrpc(gateway, listen.host, listen.grpcPort);
-  const http = await startGatewayHttp(gateway, listen.host, listen.httpPort);
+  const tls = listen.tls ?? null;
+  const grpc = await startGatewayGrpc(gateway, listen.host, listen.grpcPort, tls);
+  const http = await startGatewayHttp(gateway, listen.host, listen.httpPort, tls);
   let metrics: { server: Server; port: number } | null = null;
   if (listen.metricsPort >= 0) {
-    const server = createServer((req, res) => {
+    const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
       const url = (req.url ?? '').split('?')[0];
       if (url === '/metrics') {
         void gateway.metricsText().then(
@@ -44,7 +52,8 @@ export async function serveGateway(
       else if (url === '/readyz' || url === '/v2/health/ready')
         res.writeHead(gateway.fleet.anyReady() ? 200 : 503).end();
       else res.writeHead(404).end();
-    });
+    };
+    const server: Server = tls === null ? createServer(onRequest) : createHttpsServer(secureOptions(tls), onRequest);
     const port = await new Promise<number>((resolve, reject) => {
       server.once('error', reject);
       server.listen(listen.metricsPort, listen.host, () => resolve((server.address() as { port: number }).port));
@@ -52,7 +61,9 @@ export async function serveGateway(
     metrics = { server, port };
   }
   const console =
-    (listen.consolePort ?? -1) >= 0 ? await startGatewayConsole(gateway, listen.host, listen.consolePort!, log) : null;
+    (listen.consolePort ?? -1) >= 0
+      ? await startGatewayConsole(gateway, listen.host, listen.consolePort!, log, tls)
+      : null;
   return {
     gateway,
     console,

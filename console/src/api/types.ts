@@ -163,10 +163,21 @@ export interface CreatedToken {
   readonly tokenInfo: TokenInfo;
 }
 
+export interface SettingsTls {
+  readonly enabled: boolean;
+  readonly certFile: string | null;
+  readonly subject: string | null;
+  /** OpenSSL's notAfter text, e.g. "Nov 26 01:20:00 2026 GMT". */
+  readonly validTo: string | null;
+  readonly clientCertificates: boolean;
+}
+
 export interface Settings {
   readonly discipline: Discipline;
   readonly modelControlMode: ModelControlMode | string;
   readonly stateStore: 'sqlite' | 'postgres';
+  /** What the listener the console talks to serves (the gateway's, under a supervisor). */
+  readonly tls: SettingsTls;
   readonly feed: { readonly metricsIntervalMs: number; readonly heartbeatMs: number };
   /** The device's budget for evictable weights; null: unlimited (absent from an older engine). */
   readonly weightBudgetBytes?: number | null;

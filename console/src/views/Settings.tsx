@@ -5,6 +5,7 @@ import { canManageTokens } from '../app/permissions.js';
 import { useSession } from '../app/session.js';
 import { formatAgo, formatTime } from '../components/format.js';
 import { QueryState } from '../components/QueryState.js';
+import { tlsSummary } from './tls-summary.js';
 
 export function Settings() {
   const session = useSession();
@@ -33,7 +34,7 @@ export function Settings() {
                 </tr>
                 <tr>
                   <th>Console connection</th>
-                  <td>{location.protocol === 'https:' ? 'TLS' : 'plain HTTP (no TLS)'}</td>
+                  <td data-testid="settings-tls">{tlsSummary(settings.data.tls)}</td>
                 </tr>
                 <tr>
                   <th>Live feed</th>

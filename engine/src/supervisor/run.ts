@@ -2,11 +2,11 @@
  * `hloserve serve` with several workers: node.yaml lists two or more, or --workers N|auto. Runs
  * the supervisor until SIGTERM/SIGINT, then drains the gateway and every worker.
  */
-import { ServeError } from '@hloserve/common/errors';
 import { ROUTING_MODES, type RoutingMode } from '@hloserve/gateway';
 import type { NodeConfig } from '../config/types.js';
 import type { Logger } from '../log.js';
 import { resolveWorkerDevices } from './devices.js';
+import { gatewayTlsFor } from './gateway-tls.js';
 import { Supervisor } from './supervisor.js';
 
 export interface SuperviseFlags {
@@ -44,14 +44,8 @@ export async function runSupervisor(
   flags: SuperviseFlags,
   log: Logger,
 ): Promise<number> {
-  // The gateway reaches its workers over plaintext; serving TLS with several workers would need
-  // TLS between them as well, which is not built. Refuse rather than serve plaintext by surprise.
-  const withTls = [config.global, ...config.workers.map((w) => w.settings)].some((s) => s.endpoints.tls !== null);
-  if (withTls)
-    throw new ServeError(
-      'HLO_ERR_CONFIG_INVALID',
-      `endpoints.tls (${config.file ?? 'node.yaml'}): TLS is served by a single worker only; with several workers (a supervisor and its gateway) it is not supported`,
-    );
+  // Checked before any worker starts: a bad certificate stops the start at once.
+  const tls = gatewayTlsFor(config);
   const mode = (flags.routing ?? 'lpt_packing') as RoutingMode;
   if (!ROUTING_MODES.includes(mode)) throw new Error(`--routing must be one of ${ROUTING_MODES.join(', ')}`);
   const basePort = Number(flags.basePort ?? 8100);
@@ -65,6 +59,7 @@ export async function runSupervisor(
     mode,
     replicas: parseReplicas(flags.replicas),
     spares: Number(flags.spares ?? 0) || 0,
+    tls,
     log,
   });
   let stopping: Promise<void> | null = null;

@@ -5,14 +5,23 @@
  * A worker that exits is restarted with backoff and rejoins the gateway at its new address; one
  * that stops answering health is killed and restarted. SIGTERM drains the gateway, then every
  * worker. With a single worker there is no supervisor: that worker serves the public ports.
+ * With `tls` the gateway serves it on every public port and the workers listen in plaintext on
+ * loopback (gateway-tls.ts).
  */
 import { fileURLToPath } from 'node:url';
-import { serveGateway, type RoutingMode, type RunningGateway, type WorkerSpec } from '@hloserve/gateway';
+import {
+  type GatewayTls,
+  serveGateway,
+  type RoutingMode,
+  type RunningGateway,
+  type WorkerSpec,
+} from '@hloserve/gateway';
 import type { NodeConfig } from '../config/types.js';
 import type { Logger } from '../log.js';
 import { SERVER_NODE_FLAGS } from '../node-flags.js';
 import type { WorkerDevice } from './devices.js';
 import { WorkerProcess, type WorkerPorts } from './worker-process.js';
+import { TLS_AT_GATEWAY_ENV } from './gateway-tls.js';
 
 export interface SupervisorOptions {
   readonly config: NodeConfig;
@@ -33,6 +42,8 @@ export interface SupervisorOptions {
    * background, so recovery does not wait for a process start and model compiles.
    */
   readonly spares: number;
+  /** TLS for the gateway's public listeners; the workers then bind loopback in plaintext. */
+  readonly tls?: GatewayTls | null;
   readonly log: Logger;
   /** Where tagged child log lines go (default: stderr). */
   readonly write?: (line: string) => void;
@@ -72,7 +83,8 @@ export class Supervisor {
     const firstListen = new Map<string, () => void>();
     const listening = new Map<string, Promise<void>>();
 
-    this.host = host;
+    // Behind a TLS gateway the workers bind loopback whatever node.yaml's host says.
+    this.host = this.opts.tls ? '127.0.0.1' : host;
     for (let i = 0; i < count; i++) {
       const explicit = this.opts.devices === null ? config.workers[i]! : null;
       const name = explicit?.name ?? `worker${i}`;
@@ -88,7 +100,7 @@ export class Supervisor {
     const ep = config.global.endpoints;
     this.gateway = await serveGateway(
       {
-        workers: this.slots.map((s) => ({ name: s.name, address: workerAddress(host, s.proc.ports!) })),
+        workers: this.slots.map((s) => ({ name: s.name, address: workerAddress(this.host, s.proc.ports!) })),
         mode: this.opts.mode,
         maxInFlight: ep.maxConcurrentRequests * count,
         workerMaxInFlight: ep.maxConcurrentRequests,
@@ -106,7 +118,14 @@ export class Supervisor {
           this.slots.find((s) => s.name === n)?.proc.kill();
         },
       },
-      { host, grpcPort: ep.grpcPort, httpPort: ep.httpPort, metricsPort: ep.metricsPort, consolePort: ep.consolePort },
+      {
+        host,
+        grpcPort: ep.grpcPort,
+        httpPort: ep.httpPort,
+        metricsPort: ep.metricsPort,
+        consolePort: ep.consolePort,
+        tls: this.opts.tls ?? null,
+      },
       (msg, fields) => log.info(msg, fields),
     );
     log.info('listening', {
@@ -116,6 +135,7 @@ export class Supervisor {
       metrics: this.gateway.ports.metrics,
       // The fleet's console: placements are the gateway's, the rest passes through to a worker's.
       console: this.gateway.ports.console,
+      tls: Boolean(this.opts.tls),
       workers: this.slots.map((s) => s.name),
       mode: this.opts.mode,
     });
@@ -131,6 +151,7 @@ export class Supervisor {
     const { config, log } = this.opts;
     const write = this.opts.write ?? ((l: string) => process.stderr.write(l));
     const env: Record<string, string> = { HLOSERVE_SUPERVISED: '1' };
+    if (this.opts.tls) env[TLS_AT_GATEWAY_ENV] = '1';
     const args = [...SERVER_NODE_FLAGS, CLI, 'serve'];
     if (this.opts.configFile) args.push('--config', this.opts.configFile);
     else args.push('--model-repo', config.modelRepo);

@@ -17,6 +17,7 @@ import { WebSocket } from 'ws';
 import type { WorkerSettings } from '../../src/config/types.js';
 import { defaultConfig } from '../../src/config/node-config.js';
 import { startMetricsServer } from '../../src/kserve/metrics-server.js';
+import { gatewayTlsFor, settingsBehindGateway } from '../../src/supervisor/gateway-tls.js';
 import { runSupervisor } from '../../src/supervisor/run.js';
 import { type RunningServer, serve } from '../../src/serve.js';
 import { loadTlsMaterial } from '../../src/tls/tls-material.js';
@@ -256,16 +257,44 @@ suite('TLS material', () => {
 });
 
 suite('TLS and several workers', () => {
-  test('a supervisor refuses TLS at start (its gateway reaches workers over plaintext)', async () => {
+  const tls = { certFile: '/etc/hloserve/c.pem', keyFile: '/etc/hloserve/k.pem', clientCaFile: null };
+
+  test('a supervisor checks the certificate before any worker starts, naming the file', async () => {
     const c = defaultConfig(examples);
-    const tls = { certFile: '/etc/hloserve/c.pem', keyFile: '/etc/hloserve/k.pem', clientCaFile: null };
+    // As node.yaml's parser gives it: each worker's settings inherit the global block.
     const global = { ...c.global, endpoints: { ...c.global.endpoints, tls } };
+    const workers = c.workers.map((w) => ({
+      ...w,
+      settings: { ...w.settings, endpoints: { ...w.settings.endpoints, tls } },
+    }));
     await assert.rejects(
-      runSupervisor({ ...c, global }, null, { workers: '2' }, log),
+      runSupervisor({ ...c, global, workers }, null, { workers: '2' }, log),
       (e: unknown) =>
         e instanceof ServeError &&
         e.code === 'HLO_ERR_CONFIG_INVALID' &&
-        /endpoints\.tls .*TLS is served by a single worker only/.test(e.message),
+        e.message.startsWith('endpoints.tls.cert (/etc/hloserve/c.pem): cannot be read'),
     );
+  });
+
+  test('a worker entry with a TLS block of its own is refused: the gateway serves the node', () => {
+    const c = defaultConfig(examples);
+    const w = c.workers[0]!;
+    const odd = { ...w, name: 'b', settings: { ...w.settings, endpoints: { ...w.settings.endpoints, tls } } };
+    assert.throws(
+      () => gatewayTlsFor({ ...c, workers: [w, odd] }),
+      (e: unknown) =>
+        e instanceof ServeError && /^workers\.b\.endpoints\.tls .*set endpoints\.tls under global only/.test(e.message),
+    );
+    assert.equal(gatewayTlsFor({ ...c, workers: [w, { ...w, name: 'b' }] }), null);
+  });
+
+  test('a supervised worker behind a TLS gateway binds loopback in plaintext; others keep node.yaml', () => {
+    const s = mlpSettings();
+    const withTls = { ...s, endpoints: { ...s.endpoints, host: '0.0.0.0', tls } };
+    const behind = settingsBehindGateway(withTls, { HLOSERVE_SUPERVISED: '1', HLOSERVE_TLS_AT_GATEWAY: '1' });
+    assert.equal(behind.endpoints.tls, null);
+    assert.equal(behind.endpoints.host, '127.0.0.1');
+    assert.equal(settingsBehindGateway(withTls, { HLOSERVE_TLS_AT_GATEWAY: '1' }), withTls, 'not supervised');
+    assert.equal(settingsBehindGateway(withTls, { HLOSERVE_SUPERVISED: '1' }), withTls, 'gateway without TLS');
   });
 });

@@ -9,8 +9,13 @@
  * answer (who, which scope) decides, so tokens are minted, revoked and expire in one place. A
  * viewer may read placements, an operator may act on them. Each action is audited (audit-log.ts)
  * and may carry an Idempotency-Key: a repeated key within 10 minutes replays the first answer.
+ *
+ * TLS: with a certificate the port serves HTTPS and the live feed over wss; the hop to the worker
+ * stays plaintext (on loopback under the supervisor). The settings answer's `tls` object is
+ * rewritten to describe this listener, the one the caller reached, not the worker's.
  */
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import { connect } from 'node:net';
 import { ServeError, toHttpStatus } from '@hloserve/common/errors';
 import type { Gateway } from '../gateway.js';
@@ -18,6 +23,7 @@ import type { WorkerClient } from '../worker-client.js';
 import { AuditLog } from './audit-log.js';
 import { applyPlacementAction, isPlacementAction } from './placement-actions.js';
 import { placementView } from './placement-view.js';
+import { secureOptions, tlsSettingsView, type GatewayTls } from '../tls.js';
 
 type Scope = 'viewer' | 'operator' | 'admin';
 const SCOPES: readonly Scope[] = ['viewer', 'operator', 'admin'];
@@ -84,6 +90,7 @@ export async function startGatewayConsole(
   host: string,
   port: number,
   log: (msg: string, fields: Record<string, unknown>) => void,
+  tls: GatewayTls | null = null,
 ): Promise<GatewayConsoleHandle> {
   const audit = new AuditLog((e) => log('audit', { ...e }));
   const replays = new Map<string, { at: number; status: number; body: unknown }>();
@@ -158,7 +165,9 @@ export async function startGatewayConsole(
     const w = consoleWorker(gw);
     if (!w) return sendError(res, new ServeError('HLO_ERR_SHUTTING_DOWN', 'no worker with a console is ready'));
     const [h, p] = splitHostPort(w.address.console!);
+    const settings = (req.url ?? '').split('?')[0] === '/api/v1/settings';
     const out = request({ host: h, port: p, method: req.method, path: req.url, headers: req.headers }, (wr) => {
+      if (settings && (wr.statusCode ?? 0) < 300) return answerSettings(wr, res);
       res.writeHead(wr.statusCode ?? 502, wr.headers);
       wr.pipe(res);
     });
@@ -170,7 +179,23 @@ export async function startGatewayConsole(
     req.pipe(out);
   };
 
-  const server = createServer((req, res) => {
+  /** The worker's settings with `tls` describing the gateway's listener. */
+  const answerSettings = (wr: IncomingMessage, res: ServerResponse): void => {
+    const chunks: Buffer[] = [];
+    wr.on('data', (c: Buffer) => chunks.push(c));
+    wr.on('end', () => {
+      try {
+        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { data: Record<string, unknown> };
+        body.data.tls = tlsSettingsView(tls);
+        sendJson(res, wr.statusCode ?? 200, body);
+      } catch (err) {
+        sendError(res, new ServeError('HLO_ERR_INTERNAL', `console worker's settings: ${(err as Error).message}`));
+      }
+    });
+    wr.on('error', () => res.destroy());
+  };
+
+  const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     const path = (req.url ?? '/').split('?')[0]!;
     own(req, res, path).then(
       (handled) => {
@@ -178,7 +203,8 @@ export async function startGatewayConsole(
       },
       (err: unknown) => sendError(res, err),
     );
-  });
+  };
+  const server: Server = tls === null ? createServer(onRequest) : createHttpsServer(secureOptions(tls), onRequest);
   server.on('upgrade', (req: IncomingMessage, socket, head: Buffer) => {
     const w = consoleWorker(gw);
     if (!w) {

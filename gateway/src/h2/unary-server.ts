@@ -1,12 +1,14 @@
 /**
- * A gRPC server for unary methods on node:http2 (plaintext, prior knowledge, as KServe clients
- * connect): each stream's one message is handed to the method's handler as raw bytes, and the
+ * A gRPC server for unary methods on node:http2 (plaintext with prior knowledge, as KServe clients
+ * connect, or TLS with ALPN h2 when given a certificate): each stream's one message is handed to the method's handler as raw bytes, and the
  * handler's raw answer is written back with its status trailers. Methods not registered (and
  * streaming ones) answer UNIMPLEMENTED. Closing stops new connections, lets calls in flight
  * finish, and cuts what is left after a grace.
  */
 import {
+  createSecureServer,
   createServer,
+  type Http2SecureServer,
   type Http2Server,
   type Http2Session,
   type IncomingHttpHeaders,
@@ -18,6 +20,7 @@ import { setClampedTimeout } from '@hloserve/common/timers';
 import { parseGrpcTimeout } from '../routing/deadline.js';
 import { encodeGrpcMessage, forwardableHeaders, type GrpcHeaders, unframeUnary, writeMessage } from './grpc-wire.js';
 import type { RawAnswer } from './worker-channel.js';
+import { secureOptions, type GatewayTls } from '../tls.js';
 
 export interface UnaryCall {
   /** The request message, without its prefix (inflated if the client compressed it). */
@@ -33,7 +36,7 @@ export interface UnaryCall {
 export type UnaryHandler = (call: UnaryCall) => Promise<RawAnswer> | RawAnswer;
 
 export interface UnaryServerHandle {
-  readonly server: Http2Server;
+  readonly server: Http2Server | Http2SecureServer;
   readonly port: number;
   close(graceMs?: number): Promise<void>;
 }
@@ -71,11 +74,16 @@ export async function listenUnaryGrpc(
   host: string,
   port: number,
   maxMessageBytes: number,
+  tls: GatewayTls | null = null,
 ): Promise<UnaryServerHandle> {
-  const server = createServer({
+  const h2Options = {
     settings: { initialWindowSize: STREAM_WINDOW },
     maxSessionMemory: Math.max(64, Math.ceil((2 * maxMessageBytes) / 2 ** 20)),
-  });
+  };
+  const server: Http2Server | Http2SecureServer =
+    tls === null
+      ? createServer(h2Options)
+      : createSecureServer({ ...h2Options, ...secureOptions(tls), ALPNProtocols: ['h2'], allowHTTP1: false });
   const sessions = new Set<Http2Session>();
   // Small frames go out at once (no Nagle wait behind an unacknowledged one).
   server.on('connection', (socket: Socket) => socket.setNoDelay(true));
