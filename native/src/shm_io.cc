@@ -1,14 +1,10 @@
-// Copies between a registered system shared-memory object and host memory on the addon's threads,
-// so a 64 MB tensor never blocks the JS thread while it moves.
-//
-// Why pread/pwrite on a descriptor opened once, and not a mapping read in place: the object
-// belongs to the client, which may ftruncate it while it is registered. Touching a mapped page
-// past the new end raises SIGBUS, and catching SIGBUS safely means a process-wide handler plus
-// siglongjmp out of whatever memcpy (ours, V8's or XLA's) touched the page; a mapping handed to JS
-// or to PJRT could fault anywhere. pread and pwrite on the same object turn the same race into a
-// short count that we report as an error, and they cost the same single copy that the mapping
-// would need anyway to reach an owned host buffer. fstat before each copy catches the common cases
-// (the object truncated below the registered window, or unlinked) with a clear message.
+// System shared memory on the addon's side. Inputs are read in place from a mapping made once per
+// registered window (below: shmMap, with a SIGBUS guard for an owner that truncates the object
+// under a copy). Outputs are written with pwrite on the addon's threads, never through the mapping:
+// a truncation racing with a pwrite can at worst regrow the owner's object (the size is checked
+// just before, so only inside that window), never raise a signal. shmRead (pread) is
+// the fallback for a window the addon could not map. fstat before each copy catches the common
+// cases (the object truncated below the registered window, or unlinked) with a clear message.
 #include <errno.h>
 #include <signal.h>
 #include <sys/mman.h>

@@ -3,12 +3,7 @@ import { type DeviceBuffer, Runtime } from '@hloserve/native';
 import { type Bundle, loadBundle } from '../bundle/bundle.js';
 import { discoverBundles } from '../bundle/discover.js';
 import type { WorkerSettings } from '../config/types.js';
-import {
-  assertSharedInputsIntact,
-  type DecodedRequest,
-  decodeRequest,
-  readSharedInputs,
-} from '../codec/decode.js';
+import { assertSharedInputsIntact, type DecodedRequest, decodeRequest, readSharedInputs } from '../codec/decode.js';
 import { encodeOutputs, writeSharedOutputs } from '../codec/encode.js';
 import type { WireInferRequest, WireInferResponse, WireOutput } from '@hloserve/common/wire';
 import { invalidArgument, quote, ServeError, toServeError } from '@hloserve/common/errors';
