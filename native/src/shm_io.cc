@@ -19,6 +19,7 @@
 #include <string>
 
 #include "addon_data.h"
+#include "shm_io.h"
 #include "tensor_helper.h"
 #include "wraps.h"
 
@@ -246,6 +247,15 @@ Napi::Value ShmFaulted(const Napi::CallbackInfo& info) {
 }
 
 }  // namespace
+
+bool InSharedMapping(const void* p, size_t n) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  for (size_t i = 0; i < kMaxMaps; ++i) {
+    const uintptr_t start = g_maps[i].start.load(std::memory_order_acquire);
+    if (start != 0 && a >= start && a + n <= start + g_maps[i].length.load(std::memory_order_acquire)) return true;
+  }
+  return false;
+}
 
 void RegisterShmIo(Napi::Env env, Napi::Object exports) {
   exports.Set("shmRead", Napi::Function::New(env, ShmRead));

@@ -30,10 +30,15 @@ suite('shared memory mapped in place', () => {
     return openSync(path, 'r+');
   }
 
-  test('a window at an unaligned offset reads and writes the object in place', () => {
+  test('a window at an unaligned offset reads and writes the object in place, and executes from it', async () => {
     const fd = object('a', 3 * 4096);
     try {
       const m = mapSharedMemory(fd, 4100, 8000)!;
+      // 4100 is not 64-byte aligned: the CPU plugin cannot alias it and must copy instead.
+      const exe = await rt.compile(IDENTITY('2000', 'f32'));
+      const [out] = await exe.run([hostArray('f32', [2000], m)]);
+      assert.deepEqual([...out!.data], [...m]);
+      exe.dispose();
       assert.equal(m.byteLength, 8000);
       assert.equal(m[0], 4100 % 251);
       m[1] = 7;
