@@ -159,6 +159,10 @@ export interface NativeBinding {
   shmRead(fd: number, position: number, length: number, minSize: number): Promise<Buffer>;
   /** Writes `data` at `position` of an open shm object, on the addon's threads. */
   shmWrite(fd: number, position: number, data: ArrayBufferView, minSize: number): Promise<void>;
+  /** Maps [offset, offset + length) of an open shm object once, shared; null when it cannot. */
+  shmMap(fd: number, offset: number, length: number): Buffer | null;
+  /** Whether the mapping holding `view` took a SIGBUS (its object truncated under a copy). */
+  shmFaulted(view: ArrayBufferView): boolean;
   PjrtBuffer: abstract new (...args: never[]) => NativeBuffer;
   PjrtExecutable: abstract new (...args: never[]) => NativeExecutable;
   PjrtClient: abstract new (...args: never[]) => NativeClient;

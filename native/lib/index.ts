@@ -14,7 +14,7 @@ export { DeviceArena, type ArenaStats } from './device-arena.js';
 export { type HostArray, hostArray, checkHostArray, byteLengthOf, asFloat32 } from './host-array.js';
 export { type DType, DTYPES, DTYPE_BYTES, PJRT_TYPE, isDType, dtypeFromPjrt } from './dtype.js';
 export { PjrtError, DisposedError, PluginLoadError, ArgumentError, SharedMemoryError } from './errors.js';
-export { readSharedMemory, writeSharedMemory } from './shm-io.js';
+export { mapSharedMemory, readSharedMemory, sharedMemoryFaulted, writeSharedMemory } from './shm-io.js';
 export {
   parseMainSignature,
   parseTensorType,

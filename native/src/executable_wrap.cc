@@ -2,6 +2,7 @@
 #include <numeric>
 
 #include "addon_data.h"
+#include "shm_io.h"
 #include "tensor_helper.h"
 #include "wraps.h"
 
@@ -80,7 +81,12 @@ Status RunExecute(ExecuteJob& job) {
     b.type = h.type;
     b.dims = h.dims.data();
     b.num_dims = h.dims.size();
-    b.host_buffer_semantics = hloabi::kImmutableUntilTransferCompletes;
+    // A shared-memory input on the CPU plugin is aliased, not copied: a 64 MB copy inside the
+    // execution would hold the device slot (and every other model's requests) for its length.
+    // The view stays referenced until this job finishes, after the buffer is destroyed.
+    b.host_buffer_semantics = job.cs->platform_name == "cpu" && InSharedMapping(h.data, h.bytes)
+                                  ? hloabi::kImmutableZeroCopy
+                                  : hloabi::kImmutableUntilTransferCompletes;
     b.device = device;
     s = TakeError(api, api->PJRT_Client_BufferFromHostBuffer(&b));
     if (s.ok()) {

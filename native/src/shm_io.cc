@@ -1,24 +1,25 @@
-// Copies between a registered system shared-memory object and host memory on the addon's threads,
-// so a 64 MB tensor never blocks the JS thread while it moves.
-//
-// Why pread/pwrite on a descriptor opened once, and not a mapping read in place: the object
-// belongs to the client, which may ftruncate it while it is registered. Touching a mapped page
-// past the new end raises SIGBUS, and catching SIGBUS safely means a process-wide handler plus
-// siglongjmp out of whatever memcpy (ours, V8's or XLA's) touched the page; a mapping handed to JS
-// or to PJRT could fault anywhere. pread and pwrite on the same object turn the same race into a
-// short count that we report as an error, and they cost the same single copy that the mapping
-// would need anyway to reach an owned host buffer. fstat before each copy catches the common cases
-// (the object truncated below the registered window, or unlinked) with a clear message.
+// System shared memory on the addon's side. Inputs are read in place from a mapping made once per
+// registered window (below: shmMap, with a SIGBUS guard for an owner that truncates the object
+// under a copy). Outputs are written with pwrite on the addon's threads, never through the mapping:
+// a truncation racing with a pwrite can at worst regrow the owner's object (the size is checked
+// just before, so only inside that window), never raise a signal. shmRead (pread) is
+// the fallback for a window the addon could not map. fstat before each copy catches the common
+// cases (the object truncated below the registered window, or unlinked) with a clear message.
 #include <errno.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
+#include <mutex>
 #include <limits>
 #include <memory>
 #include <string>
 
 #include "addon_data.h"
+#include "shm_io.h"
 #include "tensor_helper.h"
 #include "wraps.h"
 
@@ -115,11 +116,152 @@ Napi::Value ShmWrite(const Napi::CallbackInfo& info) {
   return RunAsync(env, std::move(op));
 }
 
+
+// ---- Mapped regions -------------------------------------------------------------------------
+//
+// A registered region is mapped once (MAP_SHARED) and handed to JS as one external Buffer; an
+// input tensor is a view of it, which execute() gives to PJRT as its host buffer, so a 64 MB input
+// is never copied into a fresh JS ArrayBuffer (whose external-memory accounting cost a full GC per
+// request). The owner may still ftruncate the object while a copy reads the mapping: the pages past
+// the new end then raise SIGBUS in whichever thread touches them (ours, XLA's, or the JS thread).
+// As Wayland's wl_shm does for the same problem, a SIGBUS handler that finds the faulting address
+// inside one of our mappings replaces that whole mapping with anonymous zero pages (mmap
+// MAP_FIXED) and marks it faulted; the interrupted copy resumes, reads zeros, and the request that
+// used it is answered with an error when it checks shmFaulted(). Any other SIGBUS is passed on to
+// the previous disposition, so a real bus error still kills the process. A faulted mapping stays
+// faulted: the client has to register the region again.
+
+constexpr size_t kMaxMaps = 1024;
+
+struct MapSlot {
+  std::atomic<uintptr_t> start{0};
+  std::atomic<size_t> length{0};
+  std::atomic<bool> faulted{false};
+};
+
+MapSlot g_maps[kMaxMaps];
+std::mutex g_maps_mu;  // serializes slot claims and releases (JS thread and GC finalizers)
+struct sigaction g_prev_bus;
+std::atomic<bool> g_handler_installed{false};
+
+void OnBus(int sig, siginfo_t* info, void* ctx) {
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(info->si_addr);
+  for (size_t i = 0; i < kMaxMaps; ++i) {
+    const uintptr_t start = g_maps[i].start.load(std::memory_order_acquire);
+    const size_t length = g_maps[i].length.load(std::memory_order_acquire);
+    if (start == 0 || addr < start || addr >= start + length) continue;
+    // Same address range, private anonymous pages: the faulting instruction restarts and succeeds.
+    void* r = mmap(reinterpret_cast<void*>(start), length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    if (r == MAP_FAILED) break;
+    g_maps[i].faulted.store(true, std::memory_order_release);
+    return;
+  }
+  if (g_prev_bus.sa_flags & SA_SIGINFO) {
+    if (g_prev_bus.sa_sigaction != nullptr) {
+      g_prev_bus.sa_sigaction(sig, info, ctx);
+      return;
+    }
+  } else if (g_prev_bus.sa_handler != SIG_DFL && g_prev_bus.sa_handler != SIG_IGN) {
+    g_prev_bus.sa_handler(sig);
+    return;
+  }
+  // Not ours and no handler before us: the default action, as if we were never installed.
+  signal(SIGBUS, SIG_DFL);
+}
+
+void InstallBusHandler() {
+  if (g_handler_installed.exchange(true)) return;
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = OnBus;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGBUS, &sa, &g_prev_bus);
+}
+
+struct MapHint {
+  size_t slot;
+  void* base;
+  size_t length;
+};
+
+void Unmap(Napi::Env, uint8_t*, MapHint* hint) {
+  {
+    std::lock_guard<std::mutex> lock(g_maps_mu);
+    g_maps[hint->slot].start.store(0, std::memory_order_release);
+    g_maps[hint->slot].length.store(0, std::memory_order_release);
+    g_maps[hint->slot].faulted.store(false, std::memory_order_release);
+  }
+  munmap(hint->base, hint->length);
+  delete hint;
+}
+
+// shmMap(fd, offset, length) -> Buffer | null: the window [offset, offset + length) of the object,
+// mapped shared. null when every slot is taken or mmap refuses (the caller copies instead). The
+// mapping lives until the Buffer and every view of it are collected, so nothing that still holds
+// a view (a queued request, an execution in flight) can see it unmapped.
+Napi::Value ShmMap(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  int64_t fd = ReadInt(info[0], "fd");
+  if (fd > std::numeric_limits<int>::max()) throw Napi::TypeError::New(env, "fd out of range");
+  int64_t offset = ReadInt(info[1], "offset");
+  int64_t length = ReadInt(info[2], "length");
+  if (length <= 0) throw Napi::RangeError::New(env, "length must be positive");
+  const int64_t page = sysconf(_SC_PAGESIZE);
+  const int64_t aligned = offset - offset % page;
+  const size_t map_len = static_cast<size_t>(length + (offset - aligned));
+  InstallBusHandler();
+  std::lock_guard<std::mutex> lock(g_maps_mu);
+  size_t slot = kMaxMaps;
+  for (size_t i = 0; i < kMaxMaps; ++i) {
+    if (g_maps[i].start.load(std::memory_order_acquire) == 0) {
+      slot = i;
+      break;
+    }
+  }
+  if (slot == kMaxMaps) return env.Null();
+  void* base = mmap(nullptr, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, static_cast<int>(fd), aligned);
+  if (base == MAP_FAILED) return env.Null();
+  g_maps[slot].faulted.store(false, std::memory_order_release);
+  g_maps[slot].length.store(map_len, std::memory_order_release);
+  g_maps[slot].start.store(reinterpret_cast<uintptr_t>(base), std::memory_order_release);
+  auto* hint = new MapHint{slot, base, map_len};
+  return Napi::Buffer<uint8_t>::New(env, static_cast<uint8_t*>(base) + (offset - aligned), static_cast<size_t>(length), Unmap, hint);
+}
+
+// shmFaulted(view) -> boolean: whether the mapping holding `view` was hit by a SIGBUS (its object
+// truncated under a copy) and now holds zeros.
+Napi::Value ShmFaulted(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  KeepAlive keep = std::make_shared<std::vector<Napi::ObjectReference>>();
+  const uint8_t* data = nullptr;
+  size_t length = 0;
+  ReadBytes(info[0], "view", &data, &length, keep);
+  const uintptr_t p = reinterpret_cast<uintptr_t>(data);
+  for (size_t i = 0; i < kMaxMaps; ++i) {
+    const uintptr_t start = g_maps[i].start.load(std::memory_order_acquire);
+    if (start != 0 && p >= start && p < start + g_maps[i].length.load(std::memory_order_acquire))
+      return Napi::Boolean::New(env, g_maps[i].faulted.load(std::memory_order_acquire));
+  }
+  return Napi::Boolean::New(env, false);
+}
+
 }  // namespace
+
+bool InSharedMapping(const void* p, size_t n) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  for (size_t i = 0; i < kMaxMaps; ++i) {
+    const uintptr_t start = g_maps[i].start.load(std::memory_order_acquire);
+    if (start != 0 && a >= start && a + n <= start + g_maps[i].length.load(std::memory_order_acquire)) return true;
+  }
+  return false;
+}
 
 void RegisterShmIo(Napi::Env env, Napi::Object exports) {
   exports.Set("shmRead", Napi::Function::New(env, ShmRead));
   exports.Set("shmWrite", Napi::Function::New(env, ShmWrite));
+  exports.Set("shmMap", Napi::Function::New(env, ShmMap));
+  exports.Set("shmFaulted", Napi::Function::New(env, ShmFaulted));
 }
 
 }  // namespace hlo

@@ -145,8 +145,8 @@ function checkBytes(
 }
 
 /**
- * Copies the request's shared-memory inputs in (on the native addon's threads) and puts their
- * bytes into `decoded.inputs`, which this request owns (decodeRequest built it). Call only when
+ * Resolves the request's shared-memory inputs (views of the mapped regions, or copies made on the
+ * native addon's threads where a region is not mapped) and puts their bytes into `decoded.inputs`, which this request owns (decodeRequest built it). Call only when
  * `decoded.sharedInputs` is not empty, and before the inputs are used.
  */
 export async function readSharedInputs(
@@ -164,6 +164,14 @@ export async function readSharedInputs(
     checkBytes(model.inputs[s.index]!, t.shape, s.elements, data, s.field);
     inputs[s.index] = { name: t.name, dtype: t.dtype, shape: t.shape, data };
   });
+}
+
+/**
+ * After the execution that read them: throws when a shared-memory input's mapping was truncated
+ * under the copy (it read zeros). Views that are not mappings pass.
+ */
+export function assertSharedInputsIntact(decoded: DecodedRequest, shm: SharedMemoryRegistry): void {
+  for (const s of decoded.sharedInputs) shm.assertIntact(s.target.region, decoded.inputs[s.index]!.data);
 }
 
 /**

@@ -1,7 +1,13 @@
 import { closeSync, constants as fsc, fstatSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { quote, ServeError } from '@hloserve/common/errors';
-import { readSharedMemory, SharedMemoryError, writeSharedMemory } from '@hloserve/native';
+import {
+  mapSharedMemory,
+  readSharedMemory,
+  SharedMemoryError,
+  sharedMemoryFaulted,
+  writeSharedMemory,
+} from '@hloserve/native';
 
 export interface RegionStatus {
   readonly name: string;
@@ -12,6 +18,8 @@ export interface RegionStatus {
 
 interface Region extends RegionStatus {
   readonly fd: number;
+  /** The registered window mapped once (null: the addon could not map it, so reads copy). */
+  readonly map: Buffer | null;
   /** Copies in flight on the addon's threads: the descriptor stays open until they finish. */
   pins: number;
   unregistered: boolean;
@@ -25,12 +33,15 @@ const shmError = (message: string) => new ServeError('HLO_ERR_SHM_INVALID', mess
 /**
  * Triton's system shared memory: clients register a POSIX shm object (key '/name', which Linux
  * backs with /dev/shm/name) and then point input and output tensors into it. Each object is
- * opened once, at registration; tensors are copied in and out with pread/pwrite on the native
- * addon's threads (never on the event loop, so a 64 MB tensor does not stall other requests), and
- * every access is bounds-checked against the registered window here and checked against the
- * object's current size and link count there: an owner that truncates or unlinks the object
- * while it is registered gets HLO_ERR_SHM_INVALID, never a crash (@hloserve/native's shm-io says
- * why this copies through the descriptor rather than a mapping).
+ * opened once, at registration, and its window mapped once through the addon: an input tensor is
+ * a view of the mapping that execute() hands to PJRT as its host buffer (no 64 MB copy into a
+ * fresh JS buffer, whose external-memory accounting forced a full GC per request). Outputs are
+ * written with pwrite on the addon's threads (never on the event loop). Every access is
+ * bounds-checked against the registered window and the object's current size and link count are
+ * checked before it: an owner that truncates or unlinks the object while it is registered gets
+ * HLO_ERR_SHM_INVALID, never a crash. An owner that truncates between that check and the copy
+ * makes the copy read zeros (the addon's SIGBUS guard), and `assertIntact` after the execution
+ * turns that into the same error (@hloserve/native's src/shm_io.cc).
  */
 export class SharedMemoryRegistry {
   readonly #regions = new Map<string, Region>();
@@ -66,7 +77,8 @@ export class SharedMemoryRegistry {
     }
     // Re-registering a name replaces it (Triton refuses; tritonclient users re-register after restarts).
     this.unregister(name);
-    this.#regions.set(name, { name, key, offset, byteSize, fd, pins: 0, unregistered: false });
+    const map = mapSharedMemory(fd, offset, byteSize);
+    this.#regions.set(name, { name, key, offset, byteSize, fd, map, pins: 0, unregistered: false });
   }
 
   /**
@@ -144,10 +156,17 @@ export class SharedMemoryRegistry {
     this.#window(name, offset, byteSize);
   }
 
-  /** Copies `byteSize` bytes out of a region (inputs are copied once, never aliased). */
+  /**
+   * `byteSize` bytes of a region: a view of its mapping (read in place; check it with
+   * `assertIntact` once the execution that read it is done), or a copy when it is not mapped.
+   */
   async read(name: string, offset: number, byteSize: number): Promise<Uint8Array> {
     const r = this.#window(name, offset, byteSize);
     if (byteSize === 0) return new Uint8Array(0);
+    if (r.map) {
+      this.#checkObject(r);
+      return r.map.subarray(offset, offset + byteSize);
+    }
     r.pins++;
     try {
       return await readSharedMemory(r.fd, r.offset + offset, byteSize, r.offset + r.byteSize);
@@ -177,9 +196,41 @@ export class SharedMemoryRegistry {
     }
   }
 
+  /** The region's object must still be linked, as long as the registered window, and unfaulted. */
+  #checkObject(r: Region): void {
+    let st;
+    try {
+      st = fstatSync(r.fd);
+    } catch (err) {
+      throw shmError(`shared memory region ${quote(r.name)}: fstat failed: ${(err as Error).message}`);
+    }
+    if (st.nlink === 0)
+      throw shmError(`shared memory region ${quote(r.name)}: the shared memory object was unlinked by its owner`);
+    const need = r.offset + r.byteSize;
+    if (st.size < need)
+      throw shmError(
+        `shared memory region ${quote(r.name)}: the shared memory object was truncated by its owner to ${st.size} bytes (the region needs ${need})`,
+      );
+    if (r.map && sharedMemoryFaulted(r.map)) throw faultedError(r.name);
+  }
+
+  /**
+   * Throws when the mapping that `view` (from `read`) lies in was truncated under a copy: the copy
+   * read zeros, so the result computed from it must not be returned.
+   */
+  assertIntact(name: string, view: Uint8Array): void {
+    if (view.byteLength > 0 && sharedMemoryFaulted(view)) throw faultedError(name);
+  }
+
   close(): void {
     this.unregister('');
   }
+}
+
+function faultedError(name: string): ServeError {
+  return shmError(
+    `shared memory region ${quote(name)}: the shared memory object was truncated by its owner while it was read; register it again`,
+  );
 }
 
 function statusOf(r: Region): RegionStatus {

@@ -3,7 +3,7 @@ import { type DeviceBuffer, Runtime } from '@hloserve/native';
 import { type Bundle, loadBundle } from '../bundle/bundle.js';
 import { discoverBundles } from '../bundle/discover.js';
 import type { WorkerSettings } from '../config/types.js';
-import { type DecodedRequest, decodeRequest, readSharedInputs } from '../codec/decode.js';
+import { assertSharedInputsIntact, type DecodedRequest, decodeRequest, readSharedInputs } from '../codec/decode.js';
 import { encodeOutputs, writeSharedOutputs } from '../codec/encode.js';
 import type { WireInferRequest, WireInferResponse, WireOutput } from '@hloserve/common/wire';
 import { invalidArgument, quote, ServeError, toServeError } from '@hloserve/common/errors';
@@ -515,11 +515,23 @@ export class Worker implements InferenceService {
         nested: ctx.nested === true,
       })
       .then(
-        (outputs) => (call.writesSharedMemory ? this.#answerShared(call, outputs) : this.#answer(call, outputs)),
+        (outputs) => {
+          if (call.decoded.sharedInputs.length > 0) this.#checkSharedInputs(call);
+          return call.writesSharedMemory ? this.#answerShared(call, outputs) : this.#answer(call, outputs);
+        },
         (err: unknown) => {
           throw this.#failed(err, call.slot, call.version, call.decoded.rows, call.t0);
         },
       );
+  }
+
+  /** Shared-memory inputs are read in place: one truncated under the execution fails the request. */
+  #checkSharedInputs(call: InferCall): void {
+    try {
+      assertSharedInputsIntact(call.decoded, this.sharedMemory!);
+    } catch (err) {
+      throw this.#failed(err, call.slot, call.version, call.decoded.rows, call.t0);
+    }
   }
 
   /** Writes the shared-memory outputs (on the addon's threads), then answers. */
@@ -574,6 +586,7 @@ export class Worker implements InferenceService {
     } catch (err) {
       throw this.#failed(err, call.slot, v, call.decoded.rows, call.t0);
     }
+    if (call.decoded.sharedInputs.length > 0) this.#checkSharedInputs(call);
     return call.writesSharedMemory ? this.#answerShared(call, outputs) : this.#answer(call, outputs);
   }
 

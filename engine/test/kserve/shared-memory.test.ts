@@ -112,6 +112,24 @@ suite('system shared memory registry', () => {
     reg.unregister('u');
   });
 
+  test('BAD CALL - an object truncated after an in-place read: the view reads zeros, the request and later reads fail, registering again serves', async () => {
+    const path = join(root, 'inplace');
+    writeFileSync(path, Buffer.alloc(64 * 1024, 5));
+    reg.register('ip', '/inplace', 0, 64 * 1024);
+    const view = await reg.read('ip', 8192, 4096);
+    assert.equal(view[0], 5);
+    reg.assertIntact('ip', view);
+    truncateSync(path, 4096);
+    assert.equal(view[100], 0); // SIGBUS caught: the mapping now holds zeros
+    assert.throws(() => reg.assertIntact('ip', view), /truncated by its owner while it was read/);
+    await assert.rejects(reg.read('ip', 0, 16), code('HLO_ERR_SHM_INVALID'));
+    writeFileSync(path, Buffer.alloc(64 * 1024, 6));
+    await assert.rejects(reg.read('ip', 0, 16), /register it again/);
+    reg.register('ip', '/inplace', 0, 64 * 1024);
+    assert.equal((await reg.read('ip', 8192, 16))[0], 6);
+    reg.unregister('ip');
+  });
+
   test('unregistering while copies are in flight: they finish from the same object', async () => {
     const big = 16 << 20;
     writeFileSync(join(root, 'big'), Buffer.alloc(big, 3));
