@@ -133,7 +133,7 @@ export function Overview() {
           <h2>Latency</h2>
           <Sparkline label="p50 and p99 latency, last five minutes" x={series.x} series={series.latency} />
           {last && last.p99 === null && (
-            <p className="muted">The engine does not report latency percentiles per model yet.</p>
+            <p className="muted">No request was answered in the last second.</p>
           )}
         </section>
         <section className="panel">
