@@ -132,9 +132,7 @@ export function Overview() {
         <section className="panel">
           <h2>Latency</h2>
           <Sparkline label="p50 and p99 latency, last five minutes" x={series.x} series={series.latency} />
-          {last && last.p99 === null && (
-            <p className="muted">No request was answered in the last second.</p>
-          )}
+          {last && last.p99 === null && <p className="muted">No request was answered in the last second.</p>}
         </section>
         <section className="panel">
           <h2>Loads and evictions</h2>
