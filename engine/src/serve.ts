@@ -24,11 +24,11 @@ export interface RunningServer {
 export async function serve(modelRepo: string, settings: WorkerSettings, log: Logger): Promise<RunningServer> {
   // Checked before any model compiles: a bad certificate should stop the start at once.
   const tls = settings.endpoints.tls ? loadTlsMaterial(settings.endpoints.tls) : null;
-  // The KServe listeners open while the startup set loads (health says not ready until it has);
-  // the console starts after, because it applies the stored policies to the models loaded.
+  // The KServe listeners and the console open while the startup set loads (health says not ready
+  // until it has); the console applies each model's stored policy as that model loads.
   const ep = settings.endpoints;
   // The console's modules (its web server, state database, migrations) are imported while the
-  // models load rather than before: the JS thread is mostly waiting on the runtime then.
+  // runtime starts and the models load rather than before: the JS thread mostly waits then.
   const consoleModule = ep.consolePort >= 0 ? import('./console-server.js') : null;
   consoleModule?.catch(() => undefined);
   const { worker, loaded } = await Worker.begin({ modelRepo, settings, log });
@@ -38,6 +38,16 @@ export async function serve(modelRepo: string, settings: WorkerSettings, log: Lo
     (err: unknown) => err,
   );
   const control = new ControlService(worker);
+  const consoleStart = consoleModule
+    ? consoleModule.then((m) =>
+        m.startConsoleServer(worker, control, modelRepo, settings, ep.host, ep.consolePort, log, tls),
+      )
+    : Promise.resolve(undefined);
+  // Observed now, awaited below (or on the way out, to close what it opened).
+  const consoleStarted = consoleStart.then(
+    (c) => ({ c, err: null }),
+    (err: unknown) => ({ c: undefined, err }),
+  );
   let grpc: GrpcServerHandle | undefined;
   let http: FastifyInstance | undefined;
   let metrics: { server: Server; port: number } | undefined;
@@ -53,13 +63,13 @@ export async function serve(modelRepo: string, settings: WorkerSettings, log: Lo
     await http.listen({ host: ep.host, port: ep.httpPort });
     const httpPort = (http.server.address() as { port: number }).port;
     metrics = ep.metricsPort >= 0 ? await startMetricsServer(worker, ep.host, ep.metricsPort, tls) : undefined;
+    const started = await consoleStarted;
+    consoleSrv = started.c;
+    if (started.err !== null) throw started.err;
     const failed = await startup;
     if (failed !== null) throw failed;
-    consoleSrv = consoleModule
-      ? await (
-          await consoleModule
-        ).startConsoleServer(worker, control, modelRepo, settings, ep.host, ep.consolePort, log, tls)
-      : undefined;
+    // Ready once every model of the startup set runs under its stored policy.
+    await consoleSrv?.control.context.desired.settled();
     const ports = { grpc: grpc.port, http: httpPort, metrics: metrics?.port ?? -1, console: consoleSrv?.port ?? -1 };
     log.info('listening', {
       host: ep.host,
@@ -84,6 +94,7 @@ export async function serve(modelRepo: string, settings: WorkerSettings, log: Lo
     };
   } catch (err) {
     await startup;
+    consoleSrv ??= (await consoleStarted).c;
     await grpc?.close(0);
     await http?.close();
     metrics?.server.close();
