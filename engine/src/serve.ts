@@ -2,11 +2,8 @@ import type { Server } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import type { WorkerSettings } from './config/types.js';
 import type { ConsoleServer } from './console-server.js';
-import { addControlService } from './control/control-grpc.js';
 import { ControlService } from './control/control-service.js';
-import { type GrpcServerHandle, startGrpcServer } from './kserve/grpc-server.js';
-import { buildHttpServer } from './kserve/http-server.js';
-import { startMetricsServer } from './kserve/metrics-server.js';
+import type { GrpcServerHandle } from './kserve/grpc-server.js';
 import type { Logger } from './log.js';
 import { loadTlsMaterial } from './tls/tls-material.js';
 import { Worker } from './worker/worker.js';
@@ -31,7 +28,16 @@ export async function serve(modelRepo: string, settings: WorkerSettings, log: Lo
   // runtime starts and the models load rather than before: the JS thread mostly waits then.
   const consoleModule = ep.consolePort >= 0 ? import('./console-server.js') : null;
   consoleModule?.catch(() => undefined);
-  const { worker, loaded } = await Worker.begin({ modelRepo, settings, log });
+  const begun = Worker.begin({ modelRepo, settings, log });
+  // The listeners' modules (gRPC, Fastify, metrics) likewise load while the runtime starts.
+  const listenerModules = Promise.all([
+    import('./kserve/grpc-server.js'),
+    import('./kserve/http-server.js'),
+    import('./kserve/metrics-server.js'),
+    import('./control/control-grpc.js'),
+  ]);
+  listenerModules.catch(() => undefined);
+  const { worker, loaded } = await begun;
   // Observed now, awaited below: a repository that cannot be read fails the start.
   const startup = loaded.then(
     () => null,
@@ -53,6 +59,8 @@ export async function serve(modelRepo: string, settings: WorkerSettings, log: Lo
   let metrics: { server: Server; port: number } | undefined;
   let consoleSrv: ConsoleServer | undefined;
   try {
+    const [{ startGrpcServer }, { buildHttpServer }, { startMetricsServer }, { addControlService }] =
+      await listenerModules;
     grpc = await startGrpcServer(worker, ep.host, ep.grpcPort, (server) => addControlService(server, control), tls);
     http = buildHttpServer(worker, {
       maxJsonBytes: ep.maxJsonBytes,
