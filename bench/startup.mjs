@@ -8,7 +8,7 @@
 // --priorities idle,normal repeats each round per background priority of the addon
 // (HLOSERVE_BACKGROUND_PRIORITY: compiles at SCHED_IDLE, the default, or at the serving threads'
 // priority), to show what the priority does to a cold start on a machine shared with other work;
-// --no-executables skips the second part.
+// --no-executables skips the second part; --timeline prints each start's timeline and load phases.
 // Usage: npm run build && node bench/startup.mjs [--rounds 4] [--priorities idle] [--no-executables]
 import { get } from 'node:http';
 import { mkdtemp, readdir, readFile, rm, symlink } from 'node:fs/promises';
@@ -59,6 +59,7 @@ async function metrics(port) {
 async function start(kind, priority) {
   if (kind === 'cold') await rm(join(scratch, 'executables'), { recursive: true, force: true });
   const t0 = performance.now();
+  const wall0 = Date.now();
   const server = await startServer({
     HLOSERVE_CACHE_DIR: scratch,
     HLOSERVE_LOGGING_LEVEL: 'info',
@@ -67,14 +68,32 @@ async function start(kind, priority) {
   const readyS = (performance.now() - t0) / 1e3;
   let loadS = 0;
   let models = 0;
+  // The timeline (seconds after spawn, from the log lines' times): first line, runtime ready, last
+  // model ready, listening; and the sum over models of each load phase.
+  const at = { first: NaN, runtime: NaN, lastModel: NaN, listening: NaN };
+  const phases = { read: 0, compile: 0, weights: 0, warmup: 0 };
   for (const line of server.logs) {
     if (!line.startsWith('{')) continue;
     const rec = JSON.parse(line);
+    const s = (Date.parse(rec.time) - wall0) / 1e3;
+    if (Number.isNaN(at.first)) at.first = s;
+    if (rec.msg === 'runtime ready') at.runtime = s;
+    if (rec.msg === 'listening') at.listening = s;
     if (rec.msg === 'model ready') {
       loadS += rec.loadSeconds;
       models++;
+      at.lastModel = s;
+      phases.read += rec.readSeconds;
+      phases.compile += rec.compileSeconds;
+      phases.weights += rec.weightsSeconds;
+      phases.warmup += rec.warmupSeconds;
     }
   }
+  if (process.argv.includes('--timeline'))
+    console.log(
+      `  timeline (s after spawn): first log ${fmt(at.first, 2)}, runtime ${fmt(at.runtime, 2)}, last model ${fmt(at.lastModel, 2)}, listening ${fmt(at.listening, 2)}; ` +
+        `phase sums: read ${fmt(phases.read, 2)}, compile/cache ${fmt(phases.compile, 2)}, weights ${fmt(phases.weights, 2)}, warmup ${fmt(phases.warmup, 2)}`,
+    );
   const m = await metrics(server.ports.metrics);
   await server.stop();
   return { kind, priority, readyS, loadS, models, ...m };

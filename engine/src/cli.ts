@@ -4,12 +4,14 @@ import { parseArgs } from 'node:util';
 import { defaultConfig, loadNodeConfig, workerSettings } from './config/node-config.js';
 import { createLogger } from './log.js';
 import { missingServerNodeFlags } from './node-flags.js';
-import { serve } from './serve.js';
-import { checkPath } from './cli/check.js';
 import { USAGE } from './cli/usage.js';
 import { versionText } from './cli/version.js';
-import { runSupervisor, wantsSupervisor } from './supervisor/run.js';
+import { wantsSupervisor } from './supervisor/wants-supervisor.js';
 import { settingsBehindGateway } from './supervisor/gateway-tls.js';
+
+// What a command needs is imported when it runs: `serve` starts sooner without the checker's or
+// the supervisor's (and the gateway's) modules, and serve() itself loads the listeners' modules
+// while the runtime starts.
 
 class UsageError extends Error {}
 
@@ -45,6 +47,7 @@ async function main(): Promise<number> {
       return runServe(values);
     case 'check': {
       if (rest.length !== 1) throw new UsageError('check takes one PATH: a bundle directory or a model repository');
+      const { checkPath } = await import('./cli/check.js');
       const { lines, ok } = await checkPath(rest[0]!);
       console.log(lines.join('\n'));
       return ok ? 0 : 1;
@@ -79,6 +82,7 @@ async function runServe(values: ServeValues): Promise<number> {
   const flags = { ...values, basePort: values['base-port'] };
   if (wantsSupervisor(loaded.config, flags)) {
     const log = createLogger(loaded.config.global.logging.level, { worker: 'supervisor' });
+    const { runSupervisor } = await import('./supervisor/run.js');
     return runSupervisor(loaded.config, values.config ? resolve(values.config) : null, flags, log);
   }
   // A worker behind a TLS gateway serves plaintext on loopback (the gateway holds the certificate).
@@ -100,6 +104,7 @@ async function runServe(values: ServeValues): Promise<number> {
     modelRepo: loaded.config.modelRepo,
     plugin: settings.runtime.plugin,
   });
+  const { serve } = await import('./serve.js');
   const server = await serve(loaded.config.modelRepo, settings, log);
   await new Promise<void>((done) => {
     let signals = 0;

@@ -2,11 +2,8 @@ import type { Server } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import type { WorkerSettings } from './config/types.js';
 import type { ConsoleServer } from './console-server.js';
-import { addControlService } from './control/control-grpc.js';
 import { ControlService } from './control/control-service.js';
-import { type GrpcServerHandle, startGrpcServer } from './kserve/grpc-server.js';
-import { buildHttpServer } from './kserve/http-server.js';
-import { startMetricsServer } from './kserve/metrics-server.js';
+import type { GrpcServerHandle } from './kserve/grpc-server.js';
 import type { Logger } from './log.js';
 import { loadTlsMaterial } from './tls/tls-material.js';
 import { Worker } from './worker/worker.js';
@@ -24,25 +21,46 @@ export interface RunningServer {
 export async function serve(modelRepo: string, settings: WorkerSettings, log: Logger): Promise<RunningServer> {
   // Checked before any model compiles: a bad certificate should stop the start at once.
   const tls = settings.endpoints.tls ? loadTlsMaterial(settings.endpoints.tls) : null;
-  // The KServe listeners open while the startup set loads (health says not ready until it has);
-  // the console starts after, because it applies the stored policies to the models loaded.
+  // The KServe listeners and the console open while the startup set loads (health says not ready
+  // until it has); the console applies each model's stored policy as that model loads.
   const ep = settings.endpoints;
   // The console's modules (its web server, state database, migrations) are imported while the
-  // models load rather than before: the JS thread is mostly waiting on the runtime then.
+  // runtime starts and the models load rather than before: the JS thread mostly waits then.
   const consoleModule = ep.consolePort >= 0 ? import('./console-server.js') : null;
   consoleModule?.catch(() => undefined);
-  const { worker, loaded } = await Worker.begin({ modelRepo, settings, log });
+  const begun = Worker.begin({ modelRepo, settings, log });
+  // The listeners' modules (gRPC, Fastify, metrics) likewise load while the runtime starts.
+  const listenerModules = Promise.all([
+    import('./kserve/grpc-server.js'),
+    import('./kserve/http-server.js'),
+    import('./kserve/metrics-server.js'),
+    import('./control/control-grpc.js'),
+  ]);
+  listenerModules.catch(() => undefined);
+  const { worker, loaded } = await begun;
   // Observed now, awaited below: a repository that cannot be read fails the start.
   const startup = loaded.then(
     () => null,
     (err: unknown) => err,
   );
   const control = new ControlService(worker);
+  const consoleStart = consoleModule
+    ? consoleModule.then((m) =>
+        m.startConsoleServer(worker, control, modelRepo, settings, ep.host, ep.consolePort, log, tls),
+      )
+    : Promise.resolve(undefined);
+  // Observed now, awaited below (or on the way out, to close what it opened).
+  const consoleStarted = consoleStart.then(
+    (c) => ({ c, err: null }),
+    (err: unknown) => ({ c: undefined, err }),
+  );
   let grpc: GrpcServerHandle | undefined;
   let http: FastifyInstance | undefined;
   let metrics: { server: Server; port: number } | undefined;
   let consoleSrv: ConsoleServer | undefined;
   try {
+    const [{ startGrpcServer }, { buildHttpServer }, { startMetricsServer }, { addControlService }] =
+      await listenerModules;
     grpc = await startGrpcServer(worker, ep.host, ep.grpcPort, (server) => addControlService(server, control), tls);
     http = buildHttpServer(worker, {
       maxJsonBytes: ep.maxJsonBytes,
@@ -53,13 +71,13 @@ export async function serve(modelRepo: string, settings: WorkerSettings, log: Lo
     await http.listen({ host: ep.host, port: ep.httpPort });
     const httpPort = (http.server.address() as { port: number }).port;
     metrics = ep.metricsPort >= 0 ? await startMetricsServer(worker, ep.host, ep.metricsPort, tls) : undefined;
+    const started = await consoleStarted;
+    consoleSrv = started.c;
+    if (started.err !== null) throw started.err;
     const failed = await startup;
     if (failed !== null) throw failed;
-    consoleSrv = consoleModule
-      ? await (
-          await consoleModule
-        ).startConsoleServer(worker, control, modelRepo, settings, ep.host, ep.consolePort, log, tls)
-      : undefined;
+    // Ready once every model of the startup set runs under its stored policy.
+    await consoleSrv?.control.context.desired.settled();
     const ports = { grpc: grpc.port, http: httpPort, metrics: metrics?.port ?? -1, console: consoleSrv?.port ?? -1 };
     log.info('listening', {
       host: ep.host,
@@ -84,6 +102,7 @@ export async function serve(modelRepo: string, settings: WorkerSettings, log: Lo
     };
   } catch (err) {
     await startup;
+    consoleSrv ??= (await consoleStarted).c;
     await grpc?.close(0);
     await http?.close();
     metrics?.server.close();

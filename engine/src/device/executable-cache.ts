@@ -79,6 +79,8 @@ export class ExecutableCache {
   readonly #entries = new Map<string, Entry>();
   #bytes = 0;
   readonly #counts: Record<Counter, number> = { hits: 0, misses: 0, shared: 0, rejected: 0, evictions: 0 };
+  /** Executables loaded from an entry on disk (compiled and served by an earlier start). */
+  readonly #fromDisk = new WeakSet<Executable>();
   /** Key -> the serialized executable being produced for it (null when the plugin cannot serialize). */
   readonly #pending = new Map<string, Promise<Uint8Array | null>>();
   /** Plugin path -> its file's size and mtime, read once per process. */
@@ -132,6 +134,11 @@ export class ExecutableCache {
    * Every caller gets its own Executable (and disposes it); concurrent calls for one key compile
    * once and the others load what that compile serialized. Compile errors reach every caller.
    */
+  /** True when `exe` came from an entry on disk rather than from a compile in this process. */
+  loadedFromDisk(exe: Executable): boolean {
+    return this.#fromDisk.has(exe);
+  }
+
   async compile(runtime: Runtime, code: Uint8Array, options: CompileOptions = {}): Promise<Executable> {
     options.signal?.throwIfAborted();
     const key = await this.keyOf(runtime, code);
@@ -181,6 +188,7 @@ export class ExecutableCache {
       try {
         const exe = await runtime.deserializeAndLoad(read.payload, loadOptions);
         this.#counts.hits++;
+        this.#fromDisk.add(exe);
         await this.#touch(key);
         return [exe, read.payload];
       } catch (err) {

@@ -77,12 +77,15 @@ export class CompiledModel {
   readonly manifest: Manifest;
   readonly weights: readonly WeightSpec[];
   readonly #executables: ReadonlyMap<number, Executable>;
+  /** Batch sizes whose executable was loaded from the compile cache, not compiled now. */
+  readonly #fromCache: ReadonlySet<number>;
 
-  private constructor(src: ModelSource, executables: Map<number, Executable>) {
+  private constructor(src: ModelSource, executables: Map<number, Executable>, fromCache: ReadonlySet<number>) {
     this.name = src.name;
     this.manifest = src.manifest;
     this.weights = src.weights;
     this.#executables = executables;
+    this.#fromCache = fromCache;
   }
 
   /**
@@ -96,6 +99,7 @@ export class CompiledModel {
     cache?: ExecutableCache | null,
   ): Promise<CompiledModel> {
     const executables = new Map<number, Executable>();
+    const fromCache = new Set<number>();
     try {
       // One at a time: compiles are CPU-heavy and parallel ones only fight for the same cores.
       for (const [batch, code] of [...src.modules].sort((a, b) => a[0] - b[0])) {
@@ -103,10 +107,9 @@ export class CompiledModel {
         const signature = isMlirBytecode(code) ? expectedSignature(src, batch) : undefined;
         try {
           const options = signature ? { signature } : {};
-          executables.set(
-            batch,
-            await (cache ? cache.compile(runtime, code, options) : runtime.compile(code, options)),
-          );
+          const exe = await (cache ? cache.compile(runtime, code, options) : runtime.compile(code, options));
+          executables.set(batch, exe);
+          if (cache?.loadedFromDisk(exe)) fromCache.add(batch);
         } catch (err) {
           throw new ServeError(
             'HLO_ERR_BUNDLE_INVALID',
@@ -119,7 +122,24 @@ export class CompiledModel {
       for (const e of executables.values()) e.dispose();
       throw err;
     }
-    return new CompiledModel(src, executables);
+    return new CompiledModel(src, executables, fromCache);
+  }
+
+  /**
+   * The sizes to warm before the version serves: every size compiled now (its first run is the
+   * proof it runs with these weights), and of those loaded from the compile cache (compiled, run
+   * and written by an earlier start, checked by checksum and by the plugin's deserialize) the
+   * smallest, so one execute proves the weights and the loaded executables together.
+   */
+  get warmBeforeServing(): number[] {
+    const cached = this.batchSizes.filter((b) => this.#fromCache.has(b));
+    return this.batchSizes.filter((b) => !this.#fromCache.has(b) || b === cached[0]);
+  }
+
+  /** The rest: cache-loaded sizes warmed after the version serves (their first-run costs off the start). */
+  get warmAfterServing(): number[] {
+    const before = new Set(this.warmBeforeServing);
+    return this.batchSizes.filter((b) => !before.has(b));
   }
 
   /** Compiled batch sizes, ascending (0 = one module for any batch). */
@@ -151,13 +171,16 @@ export class CompiledModel {
   }
 
   /**
-   * Zero inputs at every compiled size: proves each module runs with these weights, and times it.
+   * Zero inputs at every size of `sizes` (default: every compiled size): proves each module runs with these weights, and times it.
    * On the addon's background threads, one size at a time, so a version warming beside one that
    * serves never holds the serving threads.
    */
-  async warmup(weights: readonly DeviceBuffer[]): Promise<Map<number, number>> {
+  async warmup(
+    weights: readonly DeviceBuffer[],
+    sizes: readonly number[] = this.batchSizes,
+  ): Promise<Map<number, number>> {
     const seconds = new Map<number, number>();
-    for (const batch of this.batchSizes) {
+    for (const batch of sizes) {
       const inputs = this.manifest.executableInputs.map((s) => {
         const shape = s.wireShape(batch || 1).map((d) => (d < 0 ? 1 : d));
         const bytes = shape.reduce((a, b) => a * b, 1) * DTYPE_BYTES[s.dtype];

@@ -144,6 +144,7 @@ export class Lifecycle {
     slot.current = version;
     slot.state = 'READY';
     slot.reason = '';
+    void this.#warmAfterServing(version);
     const seconds = +((performance.now() - started) / 1e3).toFixed(3);
     if (previous !== null) {
       void previous.retire();
@@ -175,6 +176,39 @@ export class Lifecycle {
       ...phases,
     });
     return version;
+  }
+
+  /**
+   * The sizes loaded from the compile cache that were not warmed before the swap, warmed now on
+   * the background threads (requests at those sizes meanwhile pay the first-run cost themselves).
+   * The version is held throughout, so a reload or unload frees it only after.
+   */
+  async #warmAfterServing(version: ModelVersion): Promise<void> {
+    const compiled = version.build.compiled;
+    const sizes = compiled?.warmAfterServing ?? [];
+    if (compiled === null || sizes.length === 0) return;
+    const d = this.#d;
+    version.hold();
+    try {
+      const lease = await d.cache.acquire(version.build.weights.key);
+      try {
+        const costs = await compiled.warmup(lease.weights, sizes);
+        // Seeded only while this version serves: a newer one has costs of its own.
+        if (d.registry.get(version.name)?.current === version)
+          for (const [b, s] of costs) d.scheduler.seedCost(version.name, b, s);
+      } finally {
+        lease.release();
+      }
+    } catch (err) {
+      d.log.warn('warmup after serving failed', {
+        model: version.name,
+        generation: version.generation,
+        batchSizes: sizes,
+        error: toServeError(err).message,
+      });
+    } finally {
+      version.release();
+    }
   }
 
   /**
@@ -253,12 +287,13 @@ export class Lifecycle {
       d.fitWeights?.(bytes);
       inCache = true;
       await d.cache.addModel({ name: key, bytes, residency: policy.residency, source });
-      // Warmup proves every module runs with these weights and seeds the cost table.
+      // Warmup proves the modules run with these weights and seeds the cost table: every size
+      // compiled now, and one of those loaded from the compile cache (the rest warm after the swap).
       const lease = await d.cache.acquire(key);
       phases.weightsSeconds = lap();
       let costs: Map<number, number>;
       try {
-        costs = await compiled.warmup(lease.weights);
+        costs = await compiled.warmup(lease.weights, compiled.warmBeforeServing);
       } finally {
         lease.release();
       }

@@ -8,6 +8,7 @@ import type { Logger } from '../log.js';
 import { resolveWorkerDevices } from './devices.js';
 import { gatewayTlsFor } from './gateway-tls.js';
 import { Supervisor } from './supervisor.js';
+export { wantsSupervisor } from './wants-supervisor.js';
 
 export interface SuperviseFlags {
   readonly workers?: string;
@@ -17,13 +18,6 @@ export interface SuperviseFlags {
   readonly spares?: string;
   /** --worker NAME: run one worker of node.yaml, never a supervisor. */
   readonly worker?: string;
-}
-
-/** True when this `serve` starts a supervisor instead of serving itself. */
-export function wantsSupervisor(config: NodeConfig, flags: SuperviseFlags, env = process.env): boolean {
-  if (env['HLOSERVE_SUPERVISED'] === '1' || flags.worker !== undefined) return false;
-  if (flags.workers !== undefined) return flags.workers === 'auto' || Number(flags.workers) >= 2;
-  return config.workers.length >= 2;
 }
 
 /** "resnet=2,mlp=all" -> replica counts (all = every worker). */

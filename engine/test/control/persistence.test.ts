@@ -2,7 +2,7 @@ import { ControlService } from '../../src/control/control-service.js';
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { after, suite, test } from 'node:test';
-import { adminToken, mint, startControl, startMlpWorker, tempDir } from './harness.js';
+import { adminToken, mint, mlpSettings, startControl, startMlpWorker, tempDir } from './harness.js';
 
 suite('desired state survives a restart', () => {
   const dir = tempDir();
@@ -50,6 +50,23 @@ suite('desired state survives a restart', () => {
       assert.equal(reconciled.after.residency, 'device');
       assert.equal(reconciled.after.weight, 4);
       assert.ok(audit.some((r) => r.action === 'settings.reconcile' && r.actor === 'system:reconcile'));
+    } finally {
+      await h.close();
+      await worker.stop(false);
+    }
+  });
+  test('a model that loads after the console started gets its stored policy as it loads', async () => {
+    // The console starts while nothing is loaded yet (serve() starts it beside the startup set).
+    const worker = await startMlpWorker({ ...mlpSettings(), modelsInclude: [] });
+    const h = await startControl(worker, dir);
+    try {
+      const control = new ControlService(worker);
+      assert.equal(control.model('mlp'), undefined, 'not loaded when the console starts');
+      await control.load('mlp');
+      await h.control.context.desired.settled();
+      assert.equal(control.model('mlp')!.policy.weight, 4, 'the stored weight applied at load');
+      assert.equal(control.model('mlp')!.policy.residency, 'device', 'the stored pin applied at load');
+      assert.equal(worker.scheduler.stats('mlp')!.weight, 4);
     } finally {
       await h.close();
       await worker.stop(false);

@@ -70,6 +70,9 @@ suite('a worker restarted with a warm compile cache compiles nothing', () => {
     assert.equal(metric(text, 'hloserve_compile_cache_misses_total'), modules);
     assert.equal(metric(text, 'hloserve_compile_cache_hits_total'), 0);
     assert.ok(metric(text, 'hloserve_compile_cache_bytes') > 0);
+    const coldCompiled = cold.registry.get('mlp')!.current!.build.compiled!;
+    assert.deepEqual(coldCompiled.warmBeforeServing, coldCompiled.batchSizes, 'compiled now: every size warms first');
+    assert.deepEqual(coldCompiled.warmAfterServing, []);
     const coldOut = (await cold.infer(request(), ctx())).outputs[0]!.data!;
     await cold.stop(false);
 
@@ -77,6 +80,10 @@ suite('a worker restarted with a warm compile cache compiles nothing', () => {
     text = await warm.metrics.registry.metrics();
     assert.equal(metric(text, 'hloserve_compile_cache_hits_total'), modules);
     assert.equal(metric(text, 'hloserve_compile_cache_misses_total'), 0);
+    // Loaded from the cache: one execute (the smallest size) proves them before serving.
+    const warmCompiled = warm.registry.get('mlp')!.current!.build.compiled!;
+    assert.deepEqual(warmCompiled.warmBeforeServing, [warmCompiled.batchSizes[0]]);
+    assert.deepEqual(warmCompiled.warmAfterServing, warmCompiled.batchSizes.slice(1));
     const warmOut = (await warm.infer(request(), ctx())).outputs[0]!.data!;
     assert.ok(Buffer.from(warmOut).equals(Buffer.from(coldOut)));
     await warm.stop(false);

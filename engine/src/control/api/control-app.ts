@@ -58,7 +58,7 @@ export async function buildControlApp(o: ControlAppOptions): Promise<ControlApp>
   });
   const events = new EventLog(o.store, o.port, hub.topic('events'), o.log);
   const history = new MetricHistory(o.store, o.port, hub.topic('metrics'), o.log, o.metricIntervalMs ?? 1000);
-  const desired = new DesiredState(o.store, o.port, now);
+  const desired = new DesiredState(o.store, o.port, now, o.log);
   const uploads = o.options.uploads ? new UploadService(o.store, o.options.uploads, now) : null;
   const context: ControlContext = {
     uploads,
@@ -122,6 +122,7 @@ export async function buildControlApp(o: ControlAppOptions): Promise<ControlApp>
     history,
     setupToken,
     close: async () => {
+      desired.close();
       hub.close();
       await app.close();
       await history.close();

@@ -7,16 +7,22 @@ import type { Discipline } from '../../config/types.js';
 import type { PolicyRow, Store } from '../../state/store.js';
 import type { ModelPolicyPatch, ModelPolicyView, ModelPort } from '../api/model-port.js';
 import type { AuditedMutations } from '../audit/audited-mutation.js';
+import type { Logger } from '../../log.js';
 
 export const DISCIPLINE_KEY = 'scheduler.discipline';
 export const WEIGHT_BUDGET_KEY = 'weights.budget_bytes';
 const RECONCILER = { actor: 'system:reconcile', tokenId: null, name: 'reconcile', scope: 'admin' } as const;
 
 export class DesiredState {
+  /** Per model, the reconcile under way (each model's run one after another). */
+  readonly #pending = new Map<string, Promise<boolean>>();
+  #unfollow: (() => void) | null = null;
+
   constructor(
     private readonly store: Store,
     private readonly port: ModelPort,
     private readonly now: () => number = Date.now,
+    private readonly log?: Logger,
   ) {}
 
   /** Applies a policy change to the engine, then records it as desired. */
@@ -61,11 +67,19 @@ export class DesiredState {
   }
 
   /**
-   * At start: applies every stored policy to the models the engine has, one audit record per
-   * change it made (actor `system:reconcile`, naming who set the value). Models not present
-   * keep their stored policy for when they appear.
+   * At start: applies the stored discipline and every stored policy to the models the engine has,
+   * one audit record per change it made (actor `system:reconcile`, naming who set the value), then
+   * keeps applying a model's stored policy each time it loads. So the console can start while the
+   * startup set is still loading: each model gets its stored policy as it arrives, and settled()
+   * says when every one started so far has been applied. Returns the changes made now.
    */
   async reconcile(mutations: AuditedMutations): Promise<number> {
+    // Subscribed before the scan: a model that loads meanwhile is seen by one or the other (or
+    // both; the second finds nothing left to change).
+    this.#unfollow ??= this.port.subscribe((e) => {
+      if (e.model !== null && (e.kind === 'model.loaded' || e.kind === 'model.reloaded'))
+        void this.#reconcileModel(mutations, e.model);
+    });
     let changes = 0;
     const d = await this.store.setting(DISCIPLINE_KEY);
     if (d) {
@@ -106,32 +120,68 @@ export class DesiredState {
         changes++;
       }
     }
-    for (const row of await this.store.listPolicies()) {
-      const current = this.port.model(row.model)?.policy;
-      if (!current) continue;
-      const patch: ModelPolicyPatch = {};
-      const p = patch as { -readonly [K in keyof ModelPolicyPatch]: ModelPolicyPatch[K] };
-      if (row.residency !== null && row.residency !== current.residency)
-        p.residency = row.residency as ModelPolicyView['residency'];
-      if (row.weight !== null && row.weight !== current.weight) p.weight = row.weight;
-      if (row.maxBatchSize !== null && row.maxBatchSize !== current.maxBatchSize) p.maxBatchSize = row.maxBatchSize;
-      if (row.maxQueueDelayUs !== null && row.maxQueueDelayUs !== current.maxQueueDelayUs)
-        p.maxQueueDelayUs = row.maxQueueDelayUs;
-      if (Object.keys(patch).length === 0) continue;
-      await mutations.run(
-        { principal: RECONCILER, requestId: 'startup', idempotencyKey: null },
-        {
-          action: 'model.policy.reconcile',
-          target: `model:${row.model}`,
-          before: () => current,
-          run: async () => ({
-            body: null,
-            after: { ...(await this.port.setPolicy(row.model, patch)), setBy: row.updatedBy },
-          }),
-        },
-      );
-      changes++;
-    }
-    return changes;
+    const rows = await this.store.listPolicies();
+    const made = await Promise.all(
+      rows.filter((r) => this.port.model(r.model)).map((r) => this.#reconcileModel(mutations, r.model)),
+    );
+    return changes + made.filter(Boolean).length;
+  }
+
+  /** Every model reconcile started so far has finished (a failed one is logged, not thrown). */
+  async settled(): Promise<void> {
+    while (this.#pending.size > 0) await Promise.all(this.#pending.values());
+  }
+
+  /** Stops following the engine's loads. */
+  close(): void {
+    this.#unfollow?.();
+    this.#unfollow = null;
+  }
+
+  /** Applies `model`'s stored policy where it differs; one at a time per model. True: changed. */
+  #reconcileModel(mutations: AuditedMutations, model: string): Promise<boolean> {
+    const prev = this.#pending.get(model) ?? Promise.resolve(false);
+    const next = prev
+      .then(() => this.#applyStored(mutations, model))
+      .catch((err: unknown) => {
+        this.log?.error('stored policy not applied', {
+          model,
+          error: err instanceof Error ? err.message : String(err),
+        });
+        return false;
+      });
+    this.#pending.set(model, next);
+    void next.then(() => {
+      if (this.#pending.get(model) === next) this.#pending.delete(model);
+    });
+    return next;
+  }
+
+  async #applyStored(mutations: AuditedMutations, model: string): Promise<boolean> {
+    const row = await this.store.policy(model);
+    const current = this.port.model(model)?.policy;
+    if (!row || !current) return false;
+    const patch: ModelPolicyPatch = {};
+    const p = patch as { -readonly [K in keyof ModelPolicyPatch]: ModelPolicyPatch[K] };
+    if (row.residency !== null && row.residency !== current.residency)
+      p.residency = row.residency as ModelPolicyView['residency'];
+    if (row.weight !== null && row.weight !== current.weight) p.weight = row.weight;
+    if (row.maxBatchSize !== null && row.maxBatchSize !== current.maxBatchSize) p.maxBatchSize = row.maxBatchSize;
+    if (row.maxQueueDelayUs !== null && row.maxQueueDelayUs !== current.maxQueueDelayUs)
+      p.maxQueueDelayUs = row.maxQueueDelayUs;
+    if (Object.keys(patch).length === 0) return false;
+    await mutations.run(
+      { principal: RECONCILER, requestId: 'startup', idempotencyKey: null },
+      {
+        action: 'model.policy.reconcile',
+        target: `model:${model}`,
+        before: () => current,
+        run: async () => ({
+          body: null,
+          after: { ...(await this.port.setPolicy(model, patch)), setBy: row.updatedBy },
+        }),
+      },
+    );
+    return true;
   }
 }
