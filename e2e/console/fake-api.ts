@@ -178,8 +178,9 @@ export class FakeControlApi {
           {
             at: T0 - (count - k) * 1000,
             requestsPerSecond: 20 + 15 * Math.sin((k + j * 9) / 12) + r() * 5,
-            p50Ms: null,
-            p99Ms: null,
+            // A second with requests has percentiles, as the engine reports them; p99 above p50.
+            p50Ms: 1.2 + j * 0.15 + 0.4 * Math.sin(k / 9) + r() * 0.3,
+            p99Ms: 4 + j * 0.4 + 1.5 * Math.sin(k / 7) + r() * 1.5,
             queueDepth: Math.round(r() * 3),
             residentBytes: 0,
             loads: Math.floor((k + j) / 40),
@@ -188,6 +189,105 @@ export class FakeControlApi {
         ]),
       ),
     }));
+  }
+
+  /** GET /models/:name/io: an image model's tensors (named axes, batch last in the manifest). */
+  io(m: Model) {
+    const side = 32 << m.batchSizes.length;
+    const tensor = (name: string, letters: string, dims: Record<string, number>, wireShape: number[]) => ({
+      name,
+      datatype: 'FP32',
+      letters,
+      wireLetters: [...letters].reverse().join(''),
+      dims,
+      wireShape,
+      wireBatchAxis: 0,
+    });
+    const input = tensor('image', 'cwhn', { c: 3, w: side, h: side, n: -1 }, [-1, side, side, 3]);
+    const output = tensor('logits', 'kn', { k: 1000, n: -1 }, [-1, 1000]);
+    return {
+      name: m.name,
+      kind: 'model' as const,
+      description: `${m.name} version ${m.version}, exported from JAX`,
+      inputs: [input],
+      outputs: [output],
+      executableInputs: [
+        tensor('params', 'p', { p: Math.round((m.residency?.weightBytes ?? 4 * MiB) / 4) }, []),
+        input,
+      ],
+      executableOutputs: [output],
+      hooks: false,
+      metaCalls: [],
+      compiledBatchSizes: m.batchSizes,
+      reference: 'client-reference.json' as const,
+      provenance: { exporter: 'jax 0.10.2', exportedAt: new Date(T0 - 7 * 86_400_000).toISOString() },
+      warnings: [],
+    };
+  }
+
+  /** GET /models/:name/histograms: latency buckets and executions per compiled size, from the model's stats. */
+  histograms(m: Model) {
+    const served = m.stats?.requestsServed ?? 0;
+    const bounds = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
+    const shape = [0.02, 0.18, 0.34, 0.22, 0.12, 0.07, 0.03, 0.015, 0.004, 0.001, 0, 0];
+    const counts = shape.map((f) => Math.round(served * f));
+    const count = counts.reduce((a, b) => a + b, 0);
+    const dispatches = m.stats?.dispatchCount ?? 0;
+    const per = m.batchSizes.map((_, i) => Math.round(dispatches / 2 ** (i + 1)));
+    per[0]! += dispatches - per.reduce((a, b) => a + b, 0);
+    return {
+      latencySeconds: m.stats ? { bounds, counts, sum: count * 0.0032, count } : null,
+      batchSizes: Object.fromEntries(m.batchSizes.map((b, i) => [String(b), per[i]!])),
+      rowsServed: m.stats?.rowsServed ?? 0,
+      paddedRows: m.stats?.paddedRows ?? 0,
+    };
+  }
+
+  /** GET /models/:name/versions: the serving folder and two kept ones, newest first. */
+  versions(m: Model) {
+    const bytes = m.residency?.weightBytes ?? 4 * MiB;
+    const n = Number(m.version) + 2;
+    return Array.from({ length: 3 }, (_, i) => {
+      // A kept version is named by the time it was installed; 'current' is the serving folder.
+      const at = T0 - i * 86_400_000 - 3_600_000;
+      return {
+        id: i === 0 ? 'current' : String(at),
+        current: i === 0,
+        at,
+        files: 4 - (i % 2),
+        bytes: bytes + i * 4096,
+        manifestSha256: ((m.name.length * 2654435761 + i * 40503) >>> 0).toString(16).padStart(8, '0') + 'a3f9',
+        description: `${m.name} version ${n - i}`,
+        compiledBatchSizes: i === 2 ? [1] : m.batchSizes,
+      };
+    });
+  }
+
+  /** GET /queues: the ready models' queues and their share of device time against their weight. */
+  queues() {
+    const ready = this.models.filter((m) => m.queue && m.stats);
+    const weightSum = ready.reduce((s, m) => s + m.policy.weight, 0) || 1;
+    const recent = ready.map((m, i) => 0.05 + ((i * 37) % 11) * 0.02);
+    const recentSum = recent.reduce((a, b) => a + b, 0) || 1;
+    return {
+      at: T0,
+      discipline: 'fair' as const,
+      executing: 1,
+      models: ready.map((m, i) => ({
+        name: m.name,
+        weight: m.policy.weight,
+        depth: m.queue!.depth,
+        rows: m.queue!.rows,
+        inflight: m.queue!.inflight,
+        oldestWaitMs: m.queue!.depth ? 2 + ((i * 13) % 40) : 0,
+        deadlineMisses: i % 7 === 2 ? 3 : 0,
+        requestsServed: m.stats!.requestsServed,
+        computeSecondsTotal: m.stats!.computeSecondsTotal,
+        recentComputeSeconds: recent[i]!,
+        contendedShare: recent[i]! / recentSum,
+        weightShare: m.policy.weight / weightSum,
+      })),
+    };
   }
 
   scopeOf(auth: string | undefined): 'admin' | 'operator' | 'viewer' | null {
@@ -250,6 +350,16 @@ export class FakeControlApi {
               t.models[decodeURIComponent(metrics[1]!)] ?? { ...Object.values(t.models)[0]!, requestsPerSecond: 0 },
           ),
         });
+      if (path === '/queues') return json(200, { data: this.queues() });
+      const inspect = /^\/models\/([^/]+)\/(io|histograms|versions)$/.exec(path);
+      if (inspect && req.method() === 'GET') {
+        const m = this.models.find((x) => x.name === decodeURIComponent(inspect[1]!));
+        if (!m) return json(404, { error: 'unknown model', code: 'HLO_ERR_MODEL_NOT_FOUND' });
+        const kind = inspect[2];
+        return json(200, {
+          data: kind === 'io' ? this.io(m) : kind === 'histograms' ? this.histograms(m) : this.versions(m),
+        });
+      }
       const action = /^\/models\/([^/]+)\/(load|unload|reload|drain|pin|unpin)$/.exec(path);
       if (action) {
         const m = this.models.find((x) => x.name === decodeURIComponent(action[1]!));
