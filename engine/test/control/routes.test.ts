@@ -27,7 +27,12 @@ const ROUTES: Route[] = [
   { method: 'GET', url: '/api/v1/models/mlp/metrics', scope: 'viewer' },
   { method: 'GET', url: '/api/v1/events', scope: 'viewer' },
   { method: 'GET', url: '/api/v1/settings', scope: 'viewer' },
+  { method: 'GET', url: '/api/v1/models/mlp/io', scope: 'viewer' },
+  { method: 'GET', url: '/api/v1/models/mlp/histograms', scope: 'viewer' },
+  { method: 'GET', url: '/api/v1/models/mlp/versions', scope: 'viewer' },
+  { method: 'GET', url: '/api/v1/queues', scope: 'viewer' },
   { method: 'GET', url: '/api/v1/audit', scope: 'operator' },
+  { method: 'POST', url: '/api/v1/models/mlp/try', scope: 'operator' },
   { method: 'GET', url: '/api/v1/tokens', scope: 'admin' },
   { method: 'POST', url: '/api/v1/models/mlp/pin', scope: 'operator', body: { residency: 'device' }, mutation: true },
   { method: 'POST', url: '/api/v1/models/mlp/unpin', scope: 'operator', mutation: true },
@@ -43,6 +48,13 @@ const ROUTES: Route[] = [
   { method: 'POST', url: '/api/v1/models/mlp/resume', scope: 'operator', mutation: true },
   { method: 'POST', url: '/api/v1/models/mlp/unload', scope: 'operator', mutation: true },
   { method: 'POST', url: '/api/v1/models/mlp/load', scope: 'operator', mutation: true },
+  {
+    method: 'POST',
+    url: '/api/v1/models/mlp/rollback',
+    scope: 'operator',
+    body: { version: '1' },
+    mutation: true,
+  },
   { method: 'PATCH', url: '/api/v1/settings', scope: 'admin', body: { discipline: 'fair' }, mutation: true },
   { method: 'POST', url: '/api/v1/tokens', scope: 'admin', body: { name: 'extra', scope: 'viewer' }, mutation: true },
   {
@@ -254,6 +266,18 @@ suite('control API routes (inject, real Worker, SQLite)', () => {
       assert.ok(doc.paths[path]?.[r.method.toLowerCase()], `${r.method} ${path}`);
     }
     assert.ok(doc.paths['/api/v1/tokens/{id}'].delete);
+    // The other way round: a route added without a row in the matrix fails here. These are
+    // tested in their own suites (setup exchange above, uploads, the live feed).
+    const elsewhere = ['/api/v1/setup', '/api/v1/stream', '/api/v1/uploads', '/api/v1/tokens/{id}'];
+    const inMatrix = new Set(
+      ROUTES.filter((r) => typeof r.url === 'string').map(
+        (r) => `${r.method.toLowerCase()} ${(r.url as string).replace('/mlp', '/{name}')}`,
+      ),
+    );
+    for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, unknown>>)) {
+      if (elsewhere.some((e) => path.startsWith(e))) continue;
+      for (const m of Object.keys(ops)) assert.ok(inMatrix.has(`${m} ${path}`), `${m} ${path} is in the auth matrix`);
+    }
     assert.ok(doc.paths['/api/v1/models/{name}'].get.responses['200'].content['application/json'].schema);
   });
 });
