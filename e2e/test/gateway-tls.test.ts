@@ -5,7 +5,6 @@
  * Python clients with ssl match the reference over gRPC and HTTP; plaintext clients are refused.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { get as httpGet } from 'node:http';
 import { request, type RequestOptions } from 'node:https';
@@ -13,32 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, suite, test } from 'node:test';
 import { WebSocket } from 'ws';
+import { selfSignedCertificate } from '@hloserve/common/testing/self-signed';
 import { examplesDir, runPython, startServer, type ServerProcess } from '../src/server-process.js';
-
-const selfSigned = (dir: string) =>
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      'server.key',
-      '-out',
-      'server.crt',
-      '-days',
-      '2',
-      '-subj',
-      '/CN=localhost',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1,DNS:localhost',
-    ],
-    { cwd: dir, stdio: 'pipe' },
-  );
 
 interface Answer {
   status: number;
@@ -77,7 +52,7 @@ suite('two workers behind the gateway with TLS from node.yaml', () => {
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'hloserve-gateway-tls-'));
-    selfSigned(dir);
+    selfSignedCertificate(dir, 'server');
     ca = readFileSync(join(dir, 'server.crt'));
     const file = join(dir, 'node.yaml');
     writeFileSync(

@@ -5,38 +5,13 @@
  * the file.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { get } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, suite, test } from 'node:test';
+import { selfSignedCertificate } from '@hloserve/common/testing/self-signed';
 import { examplesDir, startServer, type ServerProcess } from '../src/server-process.js';
-
-const selfSigned = (dir: string, name: string) =>
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      `${name}.key`,
-      '-out',
-      `${name}.crt`,
-      '-days',
-      '2',
-      '-subj',
-      '/CN=localhost',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-    ],
-    { cwd: dir, stdio: 'pipe' },
-  );
 
 const status = (url: string, ca: Buffer) =>
   new Promise<number>((done, fail) => get(url, { ca }, (r) => (r.resume(), done(r.statusCode ?? 0))).on('error', fail));
@@ -67,8 +42,8 @@ suite('TLS from node.yaml through hloserve serve', () => {
   let ca: Buffer;
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'hloserve-tls-e2e-'));
-    selfSigned(dir, 'server');
-    selfSigned(dir, 'other');
+    selfSignedCertificate(dir, 'server');
+    selfSignedCertificate(dir, 'other');
     ca = readFileSync(join(dir, 'server.crt'));
     // A later --config wins over the helper's examples/node.yaml.
     server = await startServer({}, 120_000, ['--config', nodeYaml(dir, 'server')]);

@@ -6,7 +6,7 @@
  * match the certificate refused naming the file. Real workers: e2e/test/gateway-tls.test.ts.
  */
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, get as httpGet, type Server as HttpServer } from 'node:http';
 import { get as httpsGet, type RequestOptions } from 'node:https';
@@ -33,32 +33,8 @@ import {
   RepositoryIndexResponse,
   ServerReadyResponse,
 } from '@hloserve/proto';
+import { selfSignedCertificate } from '@hloserve/common/testing/self-signed';
 import { gatewayTlsFromFiles, serveGateway, type RunningGateway } from '@hloserve/gateway';
-
-const selfSigned = (dir: string, name: string) =>
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      `${name}.key`,
-      '-out',
-      `${name}.crt`,
-      '-days',
-      '2',
-      '-subj',
-      `/CN=${name === 'server' || name === 'other' ? 'localhost' : name}`,
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-    ],
-    { cwd: dir, stdio: 'pipe' },
-  );
 
 /** A worker's KServe gRPC (ready, one model, infer answers with its id) and a console port. */
 async function standInWorker(): Promise<{ grpc: Server; grpcPort: number; console: HttpServer; consolePort: number }> {
@@ -168,7 +144,7 @@ suite('the gateway serves TLS on every listener', () => {
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'hloserve-gateway-tls-'));
-    for (const n of ['server', 'other', 'client']) selfSigned(dir, n);
+    for (const n of ['server', 'other', 'client']) selfSignedCertificate(dir, n, n === 'client' ? n : 'localhost');
     ca = readFileSync(join(dir, 'server.crt'));
     worker = await standInWorker();
     gw = await start(null);
