@@ -1,5 +1,6 @@
 /** A control app over a real Worker (the CPU plugin, the example mlp) and a real SQLite store. */
 import { mkdtempSync } from 'node:fs';
+import { after, before } from 'node:test';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -88,4 +89,52 @@ export async function mint(
   if (res.statusCode !== 201) throw new Error(`mint failed: ${res.body}`);
   const d = (res.json() as { data: { token: string; tokenInfo: { id: string } } }).data;
   return { token: d.token, id: d.tokenInfo.id };
+}
+
+/** One batch-1 request to the example mlp, straight into the Worker (no transport). */
+export function inferMlp(worker: Worker, id = ''): ReturnType<Worker['infer']> {
+  const x = new Float32Array(784).fill(0.25);
+  return worker.infer(
+    {
+      modelName: 'mlp',
+      modelVersion: '',
+      id,
+      parameters: {},
+      inputs: [
+        {
+          name: 'x',
+          datatype: 'FP32',
+          shape: [1, 784],
+          parameters: {},
+          data: { kind: 'raw', bytes: new Uint8Array(x.buffer) },
+        },
+      ],
+      outputs: [],
+    },
+    { deadline: null, signal: new AbortController().signal },
+  );
+}
+
+export interface MlpControl {
+  worker: Worker;
+  h: Harness;
+  admin: string;
+}
+
+/**
+ * Registers before/after hooks in the calling suite: a Worker serving mlp, a control app over it
+ * with SQLite in a temp dir, and the admin token. The fields are set once `before` has run.
+ */
+export function mlpControlFixture(): MlpControl {
+  const f = {} as MlpControl;
+  before(async () => {
+    f.worker = await startMlpWorker();
+    f.h = await startControl(f.worker, tempDir());
+    f.admin = await adminToken(f.h);
+  });
+  after(async () => {
+    await f.h?.close();
+    await f.worker?.stop(false);
+  });
+  return f;
 }

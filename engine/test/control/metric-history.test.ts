@@ -1,9 +1,8 @@
 /** p50 / p99 in the metric history, from the per-model latency histogram. */
 import assert from 'node:assert/strict';
-import { after, before, suite, test } from 'node:test';
+import { suite, test } from 'node:test';
 import { LATENCY_BUCKETS, LatencyHistogram, percentilesMs } from '../../src/worker/latency-histogram.js';
-import type { Worker } from '../../src/worker/worker.js';
-import { adminToken, type Harness, startControl, startMlpWorker, tempDir } from './harness.js';
+import { inferMlp, mlpControlFixture } from './harness.js';
 
 const near = (got: number | null, want: number, rel = 0.05) =>
   assert.ok(got !== null && Math.abs(got - want) <= want * rel, `${got} is not within ${rel * 100} % of ${want}`);
@@ -33,62 +32,32 @@ suite('latency histogram', () => {
 });
 
 suite('metric history p50 / p99 (real Worker, SQLite)', () => {
-  let worker: Worker;
-  let h: Harness;
-  let admin: string;
-  before(async () => {
-    worker = await startMlpWorker();
-    h = await startControl(worker, tempDir());
-    admin = await adminToken(h);
-  });
-  after(async () => {
-    await h.close();
-    await worker.stop(false);
-  });
+  const f = mlpControlFixture();
 
   async function infer(): Promise<number> {
-    const x = new Float32Array(784).fill(0.25);
     const t0 = performance.now();
-    await worker.infer(
-      {
-        modelName: 'mlp',
-        modelVersion: '',
-        id: '',
-        parameters: {},
-        inputs: [
-          {
-            name: 'x',
-            datatype: 'FP32',
-            shape: [1, 784],
-            parameters: {},
-            data: { kind: 'raw', bytes: new Uint8Array(x.buffer) },
-          },
-        ],
-        outputs: [],
-      },
-      { deadline: null, signal: new AbortController().signal },
-    );
+    await inferMlp(f.worker);
     return performance.now() - t0;
   }
 
   const rows = async (resolution: 's' | 'm') =>
     (
-      await h.control.app.inject({
+      await f.h.control.app.inject({
         method: 'GET',
         url: `/api/v1/models/mlp/metrics?resolution=${resolution}`,
-        headers: { authorization: `Bearer ${admin}` },
+        headers: { authorization: `Bearer ${f.admin}` },
       })
     ).json().data as { at: number; p50Ms: number | null; p99Ms: number | null; requestsPerSecond: number }[];
 
   test('a second with requests carries their p50 and p99; a quiet one carries null', async () => {
     const t0 = 1_000_000;
-    h.control.history.tick(t0);
+    f.h.control.history.tick(t0);
     const seen: number[] = [];
     for (let i = 0; i < 40; i++) seen.push(await infer());
-    h.control.history.tick(t0 + 1000);
-    h.control.history.tick(t0 + 2000);
-    h.control.history.tick(t0 + 61_000);
-    await h.control.history.flush(t0 + 61_000);
+    f.h.control.history.tick(t0 + 1000);
+    f.h.control.history.tick(t0 + 2000);
+    f.h.control.history.tick(t0 + 61_000);
+    await f.h.control.history.flush(t0 + 61_000);
     const s = await rows('s');
     const busy = s.find((r) => r.at === t0 + 1000)!;
     const quiet = s.find((r) => r.at === t0 + 2000)!;
