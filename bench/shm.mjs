@@ -8,7 +8,11 @@
 // next to no device time, so what is measured is moving the tensor) is written
 // into a temporary repository next to a link to examples/models/mlp.
 //
-//   npm run build && nice -n 10 node bench/shm.mjs BEFORE_ROOT [AFTER_ROOT] [--rounds N] [--seconds N]
+// The small requests are measured twice against the big ones: with the big requests back to back
+// (the most the client can send) and paced at --big-rate a second (default 20, 1.3 GB/s of
+// tensor), where what remains is the big calls' own gRPC work, not a copy.
+//
+//   npm run build && nice -n 10 node bench/shm.mjs BEFORE_ROOT [AFTER_ROOT] [--rounds N] [--seconds N] [--big-rate N]
 //   (AFTER_ROOT defaults to this checkout)
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -21,7 +25,7 @@ import { SERVER_NODE_FLAGS } from '../engine/dist/src/node-flags.js';
 import { machine, percentile } from './stats.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const valued = new Set(['--rounds', '--seconds']);
+const valued = new Set(['--rounds', '--seconds', '--big-rate']);
 const flag = (name, fallback) => {
   const i = process.argv.indexOf(name);
   return i < 0 ? fallback : process.argv[i + 1];
@@ -34,6 +38,7 @@ if (positional.length < 1) {
 const roots = [positional[0], positional[1] ?? join(here, '..')].map((r) => resolve(r));
 const rounds = Number(flag('--rounds', '3'));
 const seconds = Number(flag('--seconds', '3'));
+const bigRate = Number(flag('--big-rate', '20'));
 const ELEMENTS = 16 * 2 ** 20; // 64 MiB of f32
 const BIG_REQUESTS = 6;
 
@@ -151,13 +156,16 @@ async function oneRound(root) {
     const inlineMs = await timeEach(inline);
     const alone = await smallLoop(client, seconds);
     // The 64 MiB requests back to back while the small ones run.
-    const during = async (fn) => {
+    const during = async (fn, rate = 0) => {
       let stop = false;
       let bigCount = 0;
+      const t0 = performance.now();
       const loop = (async () => {
         while (!stop) {
           check(await fn());
           bigCount++;
+          const due = t0 + (bigCount * 1e3) / rate - performance.now();
+          if (rate > 0 && due > 0) await new Promise((r) => setTimeout(r, due));
         }
       })();
       const lat = await smallLoop(client, seconds);
@@ -166,7 +174,11 @@ async function oneRound(root) {
       return { lat, bigCount };
     };
     const withShm = await during(viaShm);
+    const paced = await during(viaShm, bigRate);
     return {
+      pacedP50: percentile(paced.lat, 50),
+      pacedP99: percentile(paced.lat, 99),
+      pacedPerSecond: paced.bigCount / seconds,
       shmMs,
       inlineMs,
       aloneP50: percentile(alone, 50),
@@ -201,12 +213,12 @@ const median = (rs, key) => {
 };
 const f = (v, d = 0) => v.toFixed(d);
 console.log(
-  '| server | 64 MiB inline gRPC ms | 64 MiB shm ms | inline / shm | mlp p50 µs alone | mlp p99 µs alone | mlp p50 µs during shm | mlp p99 µs during shm | 64 MiB shm req/s meanwhile | rounds (inline/shm ratio) |',
+  '| server | 64 MiB inline gRPC ms | 64 MiB shm ms | inline / shm | mlp p50 µs alone | mlp p99 µs alone | mlp p50 µs during shm | mlp p99 µs during shm | 64 MiB shm req/s meanwhile | mlp p50 µs, shm paced | mlp p99 µs, shm paced | paced req/s | rounds (inline/shm ratio) | rounds (p99 paced / alone) |',
 );
-console.log('|---|---|---|---|---|---|---|---|---|---|');
+console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
 results.forEach((rs, i) => {
   const m = (k) => median(rs, k);
   console.log(
-    `| ${i === 0 ? 'before' : 'after'} | ${f(m('inlineMs'), 1)} | ${f(m('shmMs'), 1)} | ${f(m('inlineMs') / m('shmMs'), 2)} | ${f(m('aloneP50'))} | ${f(m('aloneP99'))} | ${f(m('shmP50'))} | ${f(m('shmP99'))} | ${f(m('bigPerSecond'), 1)} | ${rs.map((r) => f(r.inlineMs / r.shmMs, 2)).join(' ')} |`,
+    `| ${i === 0 ? 'before' : 'after'} | ${f(m('inlineMs'), 1)} | ${f(m('shmMs'), 1)} | ${f(m('inlineMs') / m('shmMs'), 2)} | ${f(m('aloneP50'))} | ${f(m('aloneP99'))} | ${f(m('shmP50'))} | ${f(m('shmP99'))} | ${f(m('bigPerSecond'), 1)} | ${f(m('pacedP50'))} | ${f(m('pacedP99'))} | ${f(m('pacedPerSecond'), 1)} | ${rs.map((r) => f(r.inlineMs / r.shmMs, 2)).join(' ')} | ${rs.map((r) => f(r.pacedP99 / r.aloneP99, 2)).join(' ')} |`,
   );
 });
