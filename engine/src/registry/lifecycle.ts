@@ -109,13 +109,15 @@ export class Lifecycle {
   /**
    * Loads `bundle` as its model's new version. With a version serving, that one keeps serving
    * throughout and stays if this fails (the slot's reason says why); without one the slot is
-   * UNAVAILABLE on failure. Rejects with the failure either way.
+   * UNAVAILABLE on failure. Rejects with the failure either way. `callees`, for a meta model:
+   * what its check of the models it calls waits for once its hooks have loaded (a start loads a
+   * meta model's hooks beside the models it calls, and checks them once they have loaded).
    */
-  load(bundle: Bundle, signal?: AbortSignal): Promise<ModelVersion> {
-    return this.serialized(bundle.name, () => this.#loadNow(bundle, signal));
+  load(bundle: Bundle, signal?: AbortSignal, callees?: Promise<unknown>): Promise<ModelVersion> {
+    return this.serialized(bundle.name, () => this.#loadNow(bundle, signal, callees));
   }
 
-  async #loadNow(bundle: Bundle, signal?: AbortSignal): Promise<ModelVersion> {
+  async #loadNow(bundle: Bundle, signal?: AbortSignal, callees?: Promise<unknown>): Promise<ModelVersion> {
     const d = this.#d;
     const name = bundle.name;
     const slot = d.registry.ensure(name);
@@ -130,7 +132,7 @@ export class Lifecycle {
     let costs: ReadonlyMap<number, number>;
     const phases: BuildPhases = { readSeconds: 0, compileSeconds: 0, weightsSeconds: 0, warmupSeconds: 0 };
     try {
-      ({ version, costs } = await this.#build(bundle, sig?.files ?? '', signal, phases));
+      ({ version, costs } = await this.#build(bundle, sig?.files ?? '', signal, phases, callees));
     } catch (err) {
       throw this.#fail(slot, toServeError(err));
     }
@@ -242,6 +244,7 @@ export class Lifecycle {
     signature: string,
     signal: AbortSignal | undefined,
     phases: BuildPhases,
+    callees?: Promise<unknown>,
   ): Promise<{ version: ModelVersion; costs: ReadonlyMap<number, number> }> {
     const d = this.#d;
     const name = bundle.name;
@@ -254,7 +257,11 @@ export class Lifecycle {
       return s;
     };
     const hooks = await this.#loadHooks(bundle);
-    if (bundle.kind === 'meta') return this.#buildMeta(bundle, hooks!, signature);
+    if (bundle.kind === 'meta') {
+      phases.readSeconds = lap();
+      await callees;
+      return this.#buildMeta(bundle, hooks!, signature);
+    }
     const modules = new Map<number, Uint8Array>();
     await Promise.all(bundle.modules.map(async (m) => modules.set(m.batchSize, await readFile(m.path))));
     phases.readSeconds = lap();
