@@ -518,7 +518,7 @@ export class Worker implements InferenceService {
 
   #submit(call: InferCall, ctx: InferContext): Promise<WireInferResponse> {
     return this.scheduler
-      .submit(call.version.name, call.decoded.inputs, {
+      .submit(call.slot.queue, call.decoded.inputs, {
         deadline: ctx.deadline,
         signal: ctx.signal,
         timing: call,
@@ -585,7 +585,7 @@ export class Worker implements InferenceService {
       } else {
         const inputs = hooks.hasPreprocess ? await hooks.preprocess(call.decoded.inputs, context) : call.decoded.inputs;
         checkRows(v, inputs);
-        const raw = await this.scheduler.submit(v.name, inputs, {
+        const raw = await this.scheduler.submit(call.slot.queue, inputs, {
           deadline: ctx.deadline,
           signal: ctx.signal,
           timing: call,
@@ -769,8 +769,8 @@ export class Worker implements InferenceService {
       const w = slot.current?.weights;
       if (w !== undefined) this.metrics.modelResident.set({ model: slot.name }, this.cache.isResident(w.key) ? 1 : 0);
     }
-    for (const n of this.scheduler.modelNames())
-      this.metrics.queueDepth.set({ model: n }, this.scheduler.queueDepth(n));
+    for (const q of this.scheduler.queues())
+      this.metrics.queueDepth.set({ model: q.name }, this.scheduler.queueDepth(q));
   }
 }
 
