@@ -118,9 +118,9 @@ async function closedLoop(worker, concurrency, secs) {
 
 async function measure(worker, c) {
   await closedLoop(worker, c, 0.5);
-  const s0 = worker.scheduler.stats('mlp');
+  const s0 = worker.scheduler.stats(worker.registry.get('mlp').queue);
   const r = await closedLoop(worker, c, seconds);
-  const s1 = worker.scheduler.stats('mlp');
+  const s1 = worker.scheduler.stats(worker.registry.get('mlp').queue);
   const dispatches = s1.dispatchCount - s0.dispatchCount;
   const execUs = ((s1.computeSecondsTotal - s0.computeSecondsTotal) / dispatches) * 1e6;
   const cycleUs = (seconds * 1e6) / dispatches;

@@ -181,7 +181,7 @@ if (only.includes('a')) {
   };
   const directBefore = await directRate();
   const stats = (w) => {
-    const s = w.scheduler.stats('mlp');
+    const s = w.scheduler.stats(w.registry.get('mlp').queue);
     return { dispatches: s.dispatchCount, compute: s.computeSecondsTotal, hist: { ...s.batchSizeHistogram } };
   };
   const measure = async (w, label, c, call) => {
@@ -457,10 +457,13 @@ if (only.includes('c')) {
       inferLoop(w, make('m00'), 160, FRESH_WARMUP_SECONDS),
       inferLoop(w, make('m01'), 16, FRESH_WARMUP_SECONDS),
     ]);
-    const d0 = [w.scheduler.stats('m00').computeSecondsTotal, w.scheduler.stats('m01').computeSecondsTotal];
+    const d0 = [
+      w.scheduler.stats(w.registry.get('m00').queue).computeSecondsTotal,
+      w.scheduler.stats(w.registry.get('m01').queue).computeSecondsTotal,
+    ];
     const [heavy, light] = await both();
-    const dh = w.scheduler.stats('m00').computeSecondsTotal - d0[0];
-    const dl = w.scheduler.stats('m01').computeSecondsTotal - d0[1];
+    const dh = w.scheduler.stats(w.registry.get('m00').queue).computeSecondsTotal - d0[0];
+    const dl = w.scheduler.stats(w.registry.get('m01').queue).computeSecondsTotal - d0[1];
     await w.stop(false);
     c = { alone, heavy, light, shareHeavy: dh / (dh + dl), shareLight: dl / (dh + dl), busy: (dh + dl) / SECONDS };
   }

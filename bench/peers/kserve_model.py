@@ -3,6 +3,7 @@ Usage: python kserve_model.py BUNDLE_DIR GRPC_PORT HTTP_PORT"""
 import sys
 from pathlib import Path
 
+import model_config_rpc  # noqa: F401  (before kserve builds its gRPC server)
 import kserve
 import numpy as np
 from kserve import InferOutput, InferRequest, InferResponse
@@ -15,6 +16,13 @@ class HloModel(kserve.Model):
         super().__init__(name)
         self.program = HloProgram(bundle)
         self.ready = True
+
+    # perf_analyzer builds its request from the metadata: the same shapes every server reports.
+    def get_input_types(self):
+        return [{"name": "x", "datatype": "FP32", "shape": [-1, 784]}]
+
+    def get_output_types(self):
+        return [{"name": "logits", "datatype": "FP32", "shape": [-1, 10]}]
 
     def predict(self, payload: InferRequest, headers=None) -> InferResponse:
         x = payload.inputs[0].as_numpy()

@@ -107,7 +107,11 @@ suite('explicit mode: the repository RPCs and ControlService decide', () => {
     );
     const p = await rpc<{ name: string; weight: number }>(s.control, 'setModelPolicy', { name: 'a', weight: 3 });
     assert.deepEqual([p.name, p.weight], ['a', 3]);
-    assert.equal(s.server.worker.scheduler.stats('a')!.weight, 3, 'the scheduler uses the new weight');
+    assert.equal(
+      s.server.worker.scheduler.stats(s.server.worker.registry.get('a')!.queue)!.weight,
+      3,
+      'the scheduler uses the new weight',
+    );
     await assert.rejects(rpc(s.control, 'setModelPolicy', { name: 'a', weight: -1 }), code(status.INVALID_ARGUMENT));
     await assert.rejects(rpc(s.control, 'setModelPolicy', { name: 'nope', weight: 1 }), code(status.NOT_FOUND));
     const c = await rpc<{ reloadedModels: string[]; residentBytesAfter: number }>(s.control, 'compactMemory', {
@@ -152,7 +156,8 @@ suite('explicit mode: the repository RPCs and ControlService decide', () => {
       ),
     );
     const worker = s.server.worker;
-    while (worker.scheduler.queueDepth('b') < 2) await new Promise((r) => setTimeout(r, 5));
+    const queueB = worker.registry.get('b')!.queue!;
+    while (worker.scheduler.queueDepth(queueB) < 2) await new Promise((r) => setTimeout(r, 5));
     const t0 = performance.now();
     await unload(s.kserve, 'b');
     assert.ok(performance.now() - t0 >= 250, 'the unload waited for the grace');
@@ -172,7 +177,8 @@ suite('explicit mode: the repository RPCs and ControlService decide', () => {
     await load(s.kserve, 'b');
     await s.server.control.setPolicy('b', { maxQueueDelayUs: 100_000 });
     const queued = [1, 2].map(() => s.infer.infer('b', 'x', [1, TAG_WIDTH], new Float32Array(TAG_WIDTH)));
-    while (s.server.worker.scheduler.queueDepth('b') < 2) await new Promise((r) => setTimeout(r, 5));
+    const queueB = s.server.worker.registry.get('b')!.queue!;
+    while (s.server.worker.scheduler.queueDepth(queueB) < 2) await new Promise((r) => setTimeout(r, 5));
     await unload(s.kserve, 'b');
     for (const q of queued) assert.deepEqual([...(await q)], [8, 8, 8, 8]);
   });

@@ -24,10 +24,6 @@ export async function serve(modelRepo: string, settings: WorkerSettings, log: Lo
   // The KServe listeners and the console open while the startup set loads (health says not ready
   // until it has); the console applies each model's stored policy as that model loads.
   const ep = settings.endpoints;
-  // The console's modules (its web server, state database, migrations) are imported while the
-  // runtime starts and the models load rather than before: the JS thread mostly waits then.
-  const consoleModule = ep.consolePort >= 0 ? import('./console-server.js') : null;
-  consoleModule?.catch(() => undefined);
   const begun = Worker.begin({ modelRepo, settings, log });
   // The listeners' modules (gRPC, Fastify, metrics) likewise load while the runtime starts.
   const listenerModules = Promise.all([
@@ -37,7 +33,12 @@ export async function serve(modelRepo: string, settings: WorkerSettings, log: Lo
     import('./control/control-grpc.js'),
   ]);
   listenerModules.catch(() => undefined);
-  const { worker, loaded } = await begun;
+  const { worker, loaded, dispatched } = await begun;
+  // The console's modules (its web server, state database, migrations) are imported once the
+  // models' loads have started: importing them holds the JS thread for long stretches, and the
+  // loads need it only briefly between steps that run on the addon's threads.
+  const consoleModule = ep.consolePort >= 0 ? dispatched.then(() => import('./console-server.js')) : null;
+  consoleModule?.catch(() => undefined);
   // Observed now, awaited below: a repository that cannot be read fails the start.
   const startup = loaded.then(
     () => null,

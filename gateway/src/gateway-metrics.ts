@@ -10,8 +10,16 @@ export class GatewayMetrics {
   private latencySum = 0;
   private latencyCount = 0;
 
+  /** The label text of each (protocol, model, code), made once: count() runs on every request. */
+  private readonly keys = new Map<string, string>();
+
   count(protocol: string, model: string, code: string, seconds: number): void {
-    const key = `protocol="${protocol}",model="${model.replace(/["\\\n]/g, '_')}",code="${code}"`;
+    const id = `${protocol}\n${code}\n${model}`;
+    let key = this.keys.get(id);
+    if (key === undefined) {
+      key = `protocol="${protocol}",model="${model.replace(/["\\\n]/g, '_')}",code="${code}"`;
+      this.keys.set(id, key);
+    }
     this.requests.set(key, (this.requests.get(key) ?? 0) + 1);
     this.latencySum += seconds;
     this.latencyCount++;

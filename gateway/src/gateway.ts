@@ -9,6 +9,7 @@ import type { GrpcHeaders } from './h2/grpc-wire.js';
 import { ModelConfigRequest, ModelConfigResponse } from '@hloserve/proto';
 import { Fleet, INFER_SERVICE, type WorkerSpec } from './fleet.js';
 import { GatewayMetrics } from './gateway-metrics.js';
+import { MemoryPlacementState, type PlacementState } from './control/placement-state.js';
 import { DEFAULT_PLACEMENT, PlacementController, type PlacementSettings } from './placement/placement-controller.js';
 import { forwardDeadline } from './routing/deadline.js';
 import { peekInfer } from './routing/infer-peek.js';
@@ -32,6 +33,8 @@ export interface GatewayOptions {
   readonly fill: FillSettings;
   readonly maxMessageBytes: number;
   readonly onWedged?: (worker: string) => void;
+  /** Where the operator's placement and its audit persist (default: this process's memory). */
+  readonly state?: PlacementState;
 }
 
 export const DEFAULT_GATEWAY: Omit<GatewayOptions, 'workers'> = {
@@ -60,6 +63,7 @@ export class Gateway {
   readonly router: Router;
   readonly metrics = new GatewayMetrics();
   readonly placement: PlacementController;
+  readonly state: PlacementState;
   /** Shared-memory registrations made through the gateway: region name -> register request bytes. */
   private readonly shmRegions = new Map<string, Buffer>();
   private placementTimer: ReturnType<typeof setInterval> | null = null;
@@ -69,6 +73,7 @@ export class Gateway {
   constructor(readonly opts: GatewayOptions) {
     this.router = new Router(opts.mode, opts.fill);
     this.placement = new PlacementController(opts.placement);
+    this.state = opts.state ?? new MemoryPlacementState();
     this.fleet = new Fleet(opts.workers, {
       healthIntervalMs: opts.healthIntervalMs,
       healthTimeoutMs: opts.healthTimeoutMs,
@@ -89,6 +94,8 @@ export class Gateway {
     if (this.opts.mode === 'lpt_packing') {
       const models = this.fleet.models();
       const workers = [...this.fleet.workers.keys()];
+      // The operator's replicas and moves from before a restart take effect from the first packing.
+      this.placement.restore(await this.state.load(), workers);
       const first = this.placement.startup(models, workers, new Map());
       await this.learnMaxBatch(models);
       this.router.setPlacement(first.placement, this.maxBatch);

@@ -5,3 +5,10 @@ export type { WorkerSpec } from './fleet.js';
 export type { WorkerAddress } from './worker-client.js';
 export { ROUTING_MODES, type RoutingMode } from './routing/router.js';
 export { gatewayTlsFromFiles, type GatewayTls } from './tls.js';
+export {
+  MemoryPlacementState,
+  type AuditEntry,
+  type AuditRecord,
+  type OperatorPlacement,
+  type PlacementState,
+} from './control/placement-state.js';

@@ -203,6 +203,55 @@ suite('the gateway console port: placements, actions, audit, pass-through', () =
     assert.equal(already.body.code, 'HLO_ERR_FAILED_PRECONDITION');
   });
 
+  test('bad input answers 400 with a clear error, changes nothing, and the gateway keeps serving', async () => {
+    const before = await call('GET', '/api/v1/placements', 'view');
+    const raw = async (path: string, body: string) => {
+      const r = await fetch(base + path, {
+        method: 'POST',
+        headers: { authorization: 'Bearer op', 'content-type': 'application/json' },
+        body,
+      });
+      return { status: r.status, body: (await r.json()) as { error: string; code: string } };
+    };
+    const cases: [string, string, RegExp][] = [
+      ['/api/v1/placements/a/move', '{"from": ', /not JSON/],
+      ['/api/v1/placements/a/move', 'null', /must be a JSON object/],
+      ['/api/v1/placements/a/move', '["w0","w1"]', /must be a JSON object/],
+      ['/api/v1/placements/a/move', '{"from": 5, "to": "w1"}', /"from" must be a worker name/],
+      ['/api/v1/placements/a/move', '{"from": "w0", "to": ""}', /"to" must be a worker name/],
+      ['/api/v1/placements/a/add_replica', '{"replicas": 3}', /unknown field 'replicas'/],
+      ['/api/v1/placements/%E0%A4%A/add_replica', '', /not valid percent-encoding/],
+    ];
+    for (const [path, body, message] of cases) {
+      const r = await raw(path, body);
+      assert.equal(r.status, 400, `${path} ${body}: ${JSON.stringify(r.body)}`);
+      assert.equal(r.body.code, 'HLO_ERR_INVALID_ARGUMENT');
+      assert.match(r.body.error, message);
+    }
+    const after = await call('GET', '/api/v1/placements', 'view');
+    assert.equal(after.status, 200);
+    assert.deepEqual(after.body.data.models, before.body.data.models, 'nothing changed');
+    assert.equal(after.body.seq, before.body.seq, 'no repack');
+  });
+
+  test('a store that fails to save: 500, the change undone, the audit without it', async () => {
+    const state = gw.gateway.state as { save: (...a: unknown[]) => Promise<unknown> };
+    const save = state.save;
+    state.save = () => Promise.reject(new Error('disk full'));
+    try {
+      const auditBefore = (await call('GET', '/api/v1/placements/audit', 'view')).body.data.length;
+      const r = await call('POST', '/api/v1/placements/b/add_replica', 'op');
+      assert.equal(r.status, 500);
+      assert.match(r.body.error, /could not be stored, so it was undone: disk full/);
+      // The undo repacks, which may place b elsewhere by load; what it must restore is one replica.
+      assert.equal(gw.gateway.router.placement().get('b')!.length, 1);
+      assert.equal(gw.gateway.placement.desiredReplicas('b', 3), 1);
+      assert.equal((await call('GET', '/api/v1/placements/audit', 'view')).body.data.length, auditBefore);
+    } finally {
+      state.save = save;
+    }
+  });
+
   test('an Idempotency-Key replays the first answer instead of acting twice', async () => {
     const once = () =>
       fetch(`${base}/api/v1/placements/c/add_replica`, {

@@ -118,7 +118,7 @@ export class ControlService {
   #view(slot: ModelSlot): ModelControlView {
     const w = this.#w;
     const v = slot.current;
-    const scheduling = w.scheduler.stats(slot.name) ?? null;
+    const scheduling = w.scheduler.stats(slot.queue) ?? null;
     let batchInput: ModelControlView['batchInput'] = null;
     if (v !== null) {
       const i = v.bundle.manifest.executableInputs.findIndex((x) => x.wireBatchAxis !== null);
@@ -197,8 +197,8 @@ export class ControlService {
     const w = this.#w;
     const slot = this.#require(name);
     const p = w.policy.applyLive(name, change);
-    if (w.scheduler.hasModel(name)) {
-      w.scheduler.updateModel(name, {
+    if (slot.queue !== null) {
+      w.scheduler.updateModel(slot.queue, {
         weight: p.weight,
         maxBatchSize: p.maxBatchSize,
         maxQueueDelayUs: p.maxQueueDelayUs,

@@ -129,16 +129,24 @@ export class ExecutableCache {
     return h.digest('hex');
   }
 
-  /**
-   * runtime.compile(code, options), answered from disk when an entry for the same key is there.
-   * Every caller gets its own Executable (and disposes it); concurrent calls for one key compile
-   * once and the others load what that compile serialized. Compile errors reach every caller.
-   */
   /** True when `exe` came from an entry on disk rather than from a compile in this process. */
   loadedFromDisk(exe: Executable): boolean {
     return this.#fromDisk.has(exe);
   }
 
+  /**
+   * Whether an entry for `code` is indexed (it may still turn out unusable when read): a caller
+   * can load such modules side by side and compile the others one at a time.
+   */
+  async holds(runtime: Runtime, code: Uint8Array): Promise<boolean> {
+    return this.#entries.has(await this.keyOf(runtime, code));
+  }
+
+  /**
+   * runtime.compile(code, options), answered from disk when an entry for the same key is there.
+   * Every caller gets its own Executable (and disposes it); concurrent calls for one key compile
+   * once and the others load what that compile serialized. Compile errors reach every caller.
+   */
   async compile(runtime: Runtime, code: Uint8Array, options: CompileOptions = {}): Promise<Executable> {
     options.signal?.throwIfAborted();
     const key = await this.keyOf(runtime, code);

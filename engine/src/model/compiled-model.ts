@@ -100,24 +100,33 @@ export class CompiledModel {
   ): Promise<CompiledModel> {
     const executables = new Map<number, Executable>();
     const fromCache = new Set<number>();
-    try {
-      // One at a time: compiles are CPU-heavy and parallel ones only fight for the same cores.
-      for (const [batch, code] of [...src.modules].sort((a, b) => a[0] - b[0])) {
-        signal?.throwIfAborted();
-        const signature = isMlirBytecode(code) ? expectedSignature(src, batch) : undefined;
-        try {
-          const options = signature ? { signature } : {};
-          const exe = await (cache ? cache.compile(runtime, code, options) : runtime.compile(code, options));
-          executables.set(batch, exe);
-          if (cache?.loadedFromDisk(exe)) fromCache.add(batch);
-        } catch (err) {
-          throw new ServeError(
-            'HLO_ERR_BUNDLE_INVALID',
-            `model '${src.name}': compiling ${batch ? `model.b${batch}.mlir` : 'model.mlir'} failed: ${(err as Error).message}`,
-            { cause: err },
-          );
-        }
+    const one = async (batch: number, code: Uint8Array): Promise<void> => {
+      signal?.throwIfAborted();
+      const signature = isMlirBytecode(code) ? expectedSignature(src, batch) : undefined;
+      try {
+        const options = signature ? { signature } : {};
+        const exe = await (cache ? cache.compile(runtime, code, options) : runtime.compile(code, options));
+        executables.set(batch, exe);
+        if (cache?.loadedFromDisk(exe)) fromCache.add(batch);
+      } catch (err) {
+        throw new ServeError(
+          'HLO_ERR_BUNDLE_INVALID',
+          `model '${src.name}': compiling ${batch ? `model.b${batch}.mlir` : 'model.mlir'} failed: ${(err as Error).message}`,
+          { cause: err },
+        );
       }
+    };
+    try {
+      const modules = [...src.modules].sort((a, b) => a[0] - b[0]);
+      // Modules the cache holds load side by side: each is a short deserialize queued on the
+      // addon's threads, and queuing them all at once keeps those threads busy without a round
+      // trip through a JS thread that a start keeps busy with imports. Compiles go one at a time:
+      // they are CPU-heavy and parallel ones only fight for the same cores.
+      const held = cache ? await Promise.all(modules.map(([, code]) => cache.holds(runtime, code))) : [];
+      const loads = await Promise.allSettled(modules.filter((_, i) => held[i]).map(([b, code]) => one(b, code)));
+      const failed = loads.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failed) throw failed.reason;
+      for (const [i, [batch, code]] of modules.entries()) if (!held[i]) await one(batch, code);
     } catch (err) {
       for (const e of executables.values()) e.dispose();
       throw err;

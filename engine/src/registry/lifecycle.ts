@@ -109,13 +109,15 @@ export class Lifecycle {
   /**
    * Loads `bundle` as its model's new version. With a version serving, that one keeps serving
    * throughout and stays if this fails (the slot's reason says why); without one the slot is
-   * UNAVAILABLE on failure. Rejects with the failure either way.
+   * UNAVAILABLE on failure. Rejects with the failure either way. `callees`, for a meta model:
+   * what its check of the models it calls waits for once its hooks have loaded (a start loads a
+   * meta model's hooks beside the models it calls, and checks them once they have loaded).
    */
-  load(bundle: Bundle, signal?: AbortSignal): Promise<ModelVersion> {
-    return this.serialized(bundle.name, () => this.#loadNow(bundle, signal));
+  load(bundle: Bundle, signal?: AbortSignal, callees?: Promise<unknown>): Promise<ModelVersion> {
+    return this.serialized(bundle.name, () => this.#loadNow(bundle, signal, callees));
   }
 
-  async #loadNow(bundle: Bundle, signal?: AbortSignal): Promise<ModelVersion> {
+  async #loadNow(bundle: Bundle, signal?: AbortSignal, callees?: Promise<unknown>): Promise<ModelVersion> {
     const d = this.#d;
     const name = bundle.name;
     const slot = d.registry.ensure(name);
@@ -130,17 +132,21 @@ export class Lifecycle {
     let costs: ReadonlyMap<number, number>;
     const phases: BuildPhases = { readSeconds: 0, compileSeconds: 0, weightsSeconds: 0, warmupSeconds: 0 };
     try {
-      ({ version, costs } = await this.#build(bundle, sig?.files ?? '', signal, phases));
+      ({ version, costs } = await this.#build(bundle, sig?.files ?? '', signal, phases, callees));
     } catch (err) {
       throw this.#fail(slot, toServeError(err));
     }
     // The swap: one synchronous step, so a request is admitted either before (old) or after (new).
     // A meta model is never queued itself: its sub-models are.
     const info = version.scheduling;
-    if (version.isMeta) d.scheduler.removeModel(name);
-    else if (d.scheduler.hasModel(name)) d.scheduler.replaceModel(info, version);
-    else d.scheduler.addModel(info, version);
-    for (const [b, s] of costs) d.scheduler.seedCost(name, b, s);
+    if (version.isMeta) {
+      if (slot.queue !== null) d.scheduler.removeModel(slot.queue);
+      slot.queue = null;
+    } else {
+      if (slot.queue !== null) d.scheduler.replaceModel(slot.queue, info, version);
+      else slot.queue = d.scheduler.addModel(info, version);
+      for (const [b, s] of costs) d.scheduler.seedCost(slot.queue, b, s);
+    }
     slot.current = version;
     slot.state = 'READY';
     slot.reason = '';
@@ -194,8 +200,9 @@ export class Lifecycle {
       try {
         const costs = await compiled.warmup(lease.weights, sizes);
         // Seeded only while this version serves: a newer one has costs of its own.
-        if (d.registry.get(version.name)?.current === version)
-          for (const [b, s] of costs) d.scheduler.seedCost(version.name, b, s);
+        const slot = d.registry.get(version.name);
+        if (slot?.current === version && slot.queue !== null)
+          for (const [b, s] of costs) d.scheduler.seedCost(slot.queue, b, s);
       } finally {
         lease.release();
       }
@@ -242,6 +249,7 @@ export class Lifecycle {
     signature: string,
     signal: AbortSignal | undefined,
     phases: BuildPhases,
+    callees?: Promise<unknown>,
   ): Promise<{ version: ModelVersion; costs: ReadonlyMap<number, number> }> {
     const d = this.#d;
     const name = bundle.name;
@@ -254,7 +262,11 @@ export class Lifecycle {
       return s;
     };
     const hooks = await this.#loadHooks(bundle);
-    if (bundle.kind === 'meta') return this.#buildMeta(bundle, hooks!, signature);
+    if (bundle.kind === 'meta') {
+      phases.readSeconds = lap();
+      await callees;
+      return this.#buildMeta(bundle, hooks!, signature);
+    }
     const modules = new Map<number, Uint8Array>();
     await Promise.all(bundle.modules.map(async (m) => modules.set(m.batchSize, await readFile(m.path))));
     phases.readSeconds = lap();
@@ -402,7 +414,7 @@ export class Lifecycle {
     if (slot === undefined) return;
     slot.state = 'UNLOADING';
     d.registry.delete(slot);
-    const dropped = await this.#drain(name);
+    const dropped = await this.#drain(slot);
     const v = slot.current;
     slot.current = null;
     await v?.retire();
@@ -410,15 +422,18 @@ export class Lifecycle {
     this.#emit({ type: 'unloaded', model: name, dropped });
   }
 
-  /** Waits up to the grace for a name's queue to empty, then unschedules it; returns how many were dropped. */
-  async #drain(name: string): Promise<number> {
+  /** Waits up to the grace for a slot's queue to empty, then unschedules it; returns how many were dropped. */
+  async #drain(slot: ModelSlot): Promise<number> {
     const d = this.#d;
+    const queue = slot.queue;
+    if (queue === null) return 0;
     const until = performance.now() + d.unloadGraceMs;
-    while (d.scheduler.pendingRequests(name) > 0 && performance.now() < until) {
+    while (d.scheduler.pendingRequests(queue) > 0 && performance.now() < until) {
       await new Promise((r) => setClampedTimeout(() => r(undefined), Math.min(20, until - performance.now())));
     }
-    const dropped = d.scheduler.queueDepth(name);
-    d.scheduler.removeModel(name);
+    const dropped = d.scheduler.queueDepth(queue);
+    d.scheduler.removeModel(queue);
+    slot.queue = null;
     return dropped;
   }
 
@@ -439,7 +454,7 @@ export class Lifecycle {
         d.policy.rename(from, to);
         const renamed = old.derive({ name: to }, this.nextGeneration());
         d.registry.rename(slot, to);
-        if (!renamed.isMeta) d.scheduler.renameModel(from, to, renamed.scheduling, renamed);
+        if (slot.queue !== null) d.scheduler.renameModel(slot.queue, renamed.scheduling, renamed);
         slot.current = renamed;
         void old.retire();
         d.log.info('model renamed', { model: to, from, generation: renamed.generation });

@@ -1,6 +1,7 @@
 import { invalidArgument, quote, ServeError } from '@hloserve/common/errors';
 import type { ModelState } from '../kserve/service.js';
 import type { ModelVersion } from '../model/model-version.js';
+import type { ModelQueue } from '../scheduler/scheduler.js';
 import { ModelStatistics } from '../worker/model-statistics.js';
 
 /**
@@ -12,6 +13,12 @@ export class ModelSlot {
   state: ModelState;
   reason = '';
   current: ModelVersion | null = null;
+  /**
+   * The model's queue in the scheduler (its costs and counters with it): null before the first
+   * load, for a meta model (its sub-models are queued) and once unloaded. Kept here, on the one
+   * index of names, so a rename or an unload moves or drops it in the same step.
+   */
+  queue: ModelQueue | null = null;
   readonly stats = new ModelStatistics();
   /** Signature of the last bundle a load was attempted from (dynamic mode retries on a new one). */
   attemptedSignature = '';

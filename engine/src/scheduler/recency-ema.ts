@@ -19,11 +19,12 @@ export function decayEma(value: number, lastSeconds: number, nowSeconds: number,
 /**
  * Per-model decayed sums plus their total, all aged lazily. Because every entry decays by the same
  * factor, the total can be aged in O(1) instead of touching every model on every dispatch (the
- * reference decayed all models each time: weakness 13). Entries are keyed by model name.
+ * reference decayed all models each time: weakness 13). Entries are keyed by whatever stands for
+ * a model (the scheduler uses its per-model state, so a rename keeps the history).
  */
-export class RecencyLedger {
+export class RecencyLedger<K = string> {
   readonly #halflife: number;
-  readonly #entries = new Map<string, { value: number; at: number }>();
+  readonly #entries = new Map<K, { value: number; at: number }>();
   #total = 0;
   #totalAt = 0;
 
@@ -35,7 +36,7 @@ export class RecencyLedger {
     return this.#halflife;
   }
 
-  add(model: string, amount: number, nowSeconds: number): void {
+  add(model: K, amount: number, nowSeconds: number): void {
     const e = this.#entries.get(model);
     const before = e === undefined ? 0 : decayEma(e.value, e.at, nowSeconds, this.#halflife);
     // Corrections (actual minus estimate) may be negative; a usage sum never is.
@@ -45,7 +46,7 @@ export class RecencyLedger {
     this.#totalAt = nowSeconds;
   }
 
-  value(model: string, nowSeconds: number): number {
+  value(model: K, nowSeconds: number): number {
     const e = this.#entries.get(model);
     return e === undefined ? 0 : decayEma(e.value, e.at, nowSeconds, this.#halflife);
   }
@@ -54,7 +55,7 @@ export class RecencyLedger {
     return this.#agedTotal(nowSeconds);
   }
 
-  remove(model: string, nowSeconds: number): void {
+  remove(model: K, nowSeconds: number): void {
     const v = this.value(model, nowSeconds);
     this.#entries.delete(model);
     this.#total = Math.max(0, this.#agedTotal(nowSeconds) - v);

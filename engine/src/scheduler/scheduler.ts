@@ -155,7 +155,22 @@ interface PendingRequest {
   readonly timing: RequestTiming | undefined;
 }
 
+declare const modelQueueBrand: unique symbol;
+
+/**
+ * A model's place in the scheduler: its queue, deadlines, learned costs and counters. addModel
+ * hands it out and whoever added the model keeps it (the worker's registry keeps it on the
+ * model's slot); every per-model call takes it, so the scheduler keeps no index by name that
+ * would have to follow renames and unloads in step with the registry.
+ */
+export interface ModelQueue {
+  readonly [modelQueueBrand]: true;
+  /** The model's current name (a rename changes it). */
+  readonly name: string;
+}
+
 interface ModelState {
+  readonly name: string;
   /** As given (patches merge here, so a knob reset to null falls back to the default again). */
   spec: ModelSchedulingInfo;
   info: ResolvedModelInfo;
@@ -207,10 +222,11 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
   readonly #logger: SchedulerLogger;
   readonly #onEvent: SchedulerEventListener | undefined;
 
-  readonly #models = new Map<string, ModelState>();
+  /** Every model added and not removed (stats and metrics list them; nothing looks one up by name). */
+  readonly #models = new Set<ModelState>();
   /** Models whose queue is non-empty: the only ones selection looks at. */
   readonly #withWork = new Set<ModelState>();
-  readonly #ledger: RecencyLedger;
+  readonly #ledger: RecencyLedger<ModelState>;
   #staged: Staged<L> | null = null;
   #executing = 0;
   #pumpQueued = false;
@@ -240,7 +256,7 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
     this.clock = options.clock ?? systemClock;
     this.#logger = options.logger ?? consoleLogger;
     this.#onEvent = options.onEvent;
-    this.#ledger = new RecencyLedger(options.emaHalflifeSeconds ?? 30);
+    this.#ledger = new RecencyLedger<ModelState>(options.emaHalflifeSeconds ?? 30);
     const bad = (what: string): never => {
       throw new ServeError('HLO_ERR_CONFIG_INVALID', `scheduler: ${what}`);
     };
@@ -271,12 +287,13 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
 
   // ---- models -------------------------------------------------------------------------------
 
-  addModel(info: ModelSchedulingInfo, version?: V): void {
-    if (this.#models.has(info.name)) {
-      throw new ServeError('HLO_ERR_FAILED_PRECONDITION', `model '${info.name}' is already scheduled`);
-    }
+  /** Schedules a model; the caller keeps the returned queue and names the model by it from then on. */
+  addModel(info: ModelSchedulingInfo, version?: V): ModelQueue {
     const resolved = resolveModelInfo(info, this.#defaults);
-    this.#models.set(info.name, {
+    const st: ModelState = {
+      get name() {
+        return this.spec.name;
+      },
       spec: info,
       info: resolved,
       version,
@@ -287,21 +304,20 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
       keys: new CoalesceKeyMemo(),
       removed: false,
       inflightRequests: 0,
-    });
+    };
+    this.#models.add(st);
+    return st as unknown as ModelQueue;
   }
 
-  hasModel(name: string): boolean {
-    return this.#models.has(name);
-  }
-
-  modelNames(): string[] {
-    return [...this.#models.keys()];
+  /** The models scheduled now, by name. */
+  queues(): ModelQueue[] {
+    return [...this.#models].sort(byName) as unknown as ModelQueue[];
   }
 
   /** Changes policy knobs of a serving model; queued work is kept. A null knob reverts to the default. */
-  updateModel(name: string, patch: ModelPolicyPatch): void {
-    const st = this.#require(name);
-    const spec: ModelSchedulingInfo = { ...st.spec, ...patch, name };
+  updateModel(queue: ModelQueue, patch: ModelPolicyPatch): void {
+    const st = this.#require(queue);
+    const spec: ModelSchedulingInfo = { ...st.spec, ...patch, name: st.name };
     const next = resolveModelInfo(spec, this.#defaults);
     st.spec = spec;
     st.info = next;
@@ -314,8 +330,8 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
    * batched with requests of another version; requests submitted after run on `version`. Learned
    * costs are reset because they belonged to the old executables.
    */
-  replaceModel(info: ModelSchedulingInfo, version?: V): void {
-    const st = this.#require(info.name);
+  replaceModel(queue: ModelQueue, info: ModelSchedulingInfo, version?: V): void {
+    const st = this.#require(queue);
     const next = resolveModelInfo(info, this.#defaults);
     st.spec = info;
     st.info = next;
@@ -325,43 +341,37 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
   }
 
   /**
-   * A model renamed in place: its queue, counters and costs move to the new name, and new requests
-   * run on `version`; requests queued before keep the version they were queued with.
+   * A model renamed in place (to `info.name`): its queue, counters, costs and recent device time
+   * stay, and new requests run on `version`; requests queued before keep the version they were
+   * queued with.
    */
-  renameModel(from: string, to: string, info: ModelSchedulingInfo, version?: V): void {
-    const st = this.#require(from);
-    if (this.#models.has(to)) {
-      throw new ServeError('HLO_ERR_FAILED_PRECONDITION', `model '${to}' is already scheduled`);
-    }
-    this.#models.delete(from);
-    this.#ledger.remove(from, this.#seconds());
-    const next = resolveModelInfo({ ...info, name: to }, this.#defaults);
-    st.spec = { ...info, name: to };
-    st.info = next;
+  renameModel(queue: ModelQueue, info: ModelSchedulingInfo, version?: V): void {
+    const st = this.#require(queue);
+    st.spec = info;
+    st.info = resolveModelInfo(info, this.#defaults);
     st.version = version;
-    this.#models.set(to, st);
     this.#schedulePump();
   }
 
   /** Requests queued or executing for a model (what an unload waits on while it drains). */
-  pendingRequests(name: string): number {
-    const st = this.#models.get(name);
-    return st === undefined ? 0 : st.queue.length + st.inflightRequests;
+  pendingRequests(queue: ModelQueue): number {
+    const st = queue as unknown as ModelState;
+    return st.removed ? 0 : st.queue.length + st.inflightRequests;
   }
 
   /**
    * Unschedules a model. Queued requests are answered HLO_ERR_MODEL_NOT_FOUND ("was unloaded");
    * an execution already on the device completes and answers its callers normally.
    */
-  removeModel(name: string): boolean {
-    const st = this.#models.get(name);
-    if (st === undefined) return false;
+  removeModel(queue: ModelQueue): boolean {
+    const st = queue as unknown as ModelState;
+    if (st.removed) return false;
     st.removed = true;
-    this.#models.delete(name);
-    const err = new ServeError('HLO_ERR_MODEL_NOT_FOUND', `model '${name}' was unloaded`);
+    this.#models.delete(st);
+    const err = new ServeError('HLO_ERR_MODEL_NOT_FOUND', `model '${st.name}' was unloaded`);
     for (const node of [...st.queue]) this.#dropQueued(node.value, 'unloaded', err);
     this.#withWork.delete(st);
-    this.#ledger.remove(name, this.#seconds());
+    this.#ledger.remove(st, this.#seconds());
     // A lease acquired for it is released when its prepare() settles.
     if (this.#staged?.model === st) this.#abandonStaged();
     this.#schedulePump();
@@ -369,8 +379,8 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
   }
 
   /** Seeds a learned cost (warmup probe, or restored state). */
-  seedCost(name: string, batchSize: number, seconds: number): void {
-    this.#require(name).costs.seed(batchSize, seconds);
+  seedCost(queue: ModelQueue, batchSize: number, seconds: number): void {
+    this.#require(queue).costs.seed(batchSize, seconds);
   }
 
   // ---- requests -----------------------------------------------------------------------------
@@ -379,12 +389,22 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
    * Queues one request (executable inputs in manifest order) and resolves with its outputs.
    * Never throws synchronously: every refusal is a rejected promise carrying a ServeError.
    */
-  submit(model: string, inputs: readonly HostTensor[], options: SubmitOptions<V> = {}): Promise<HostTensor[]> {
-    const st = this.#models.get(model);
+  submit(
+    queue: ModelQueue | null,
+    inputs: readonly HostTensor[],
+    options: SubmitOptions<V> = {},
+  ): Promise<HostTensor[]> {
+    const found = queue as unknown as ModelState | null;
+    const st = found === null || found.removed ? undefined : found;
     if (this.#shutdown !== null)
       return this.#refuse(st, new ServeError('HLO_ERR_SHUTTING_DOWN', 'server is shutting down'), null);
     if (st === undefined)
-      return this.#refuse(st, new ServeError('HLO_ERR_MODEL_NOT_FOUND', `unknown model '${model}'`), null);
+      return this.#refuse(
+        st,
+        new ServeError('HLO_ERR_MODEL_NOT_FOUND', `unknown model${found === null ? '' : ` '${found.name}'`}`),
+        null,
+      );
+    const model = st.name;
     if (options.signal?.aborted)
       return this.#refuse(st, new ServeError('HLO_ERR_CANCELLED', 'request cancelled'), 'cancelled');
     if (options.version !== undefined && options.version !== st.version) {
@@ -462,8 +482,9 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
 
   // ---- observation --------------------------------------------------------------------------
 
-  queueDepth(name: string): number {
-    return this.#models.get(name)?.queue.length ?? 0;
+  queueDepth(queue: ModelQueue): number {
+    const st = queue as unknown as ModelState;
+    return st.removed ? 0 : st.queue.length;
   }
 
   /** Executions on the device right now. */
@@ -471,12 +492,12 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
     return this.#executing;
   }
 
-  stats(name: string): ModelSchedulingStats | undefined {
-    const st = this.#models.get(name);
-    if (st === undefined) return undefined;
+  stats(queue: ModelQueue | null): ModelSchedulingStats | undefined {
+    const st = queue as unknown as ModelState | null;
+    if (st === null || st.removed) return undefined;
     const c = st.counters;
     return {
-      model: name,
+      model: st.name,
       weight: st.info.weight,
       queueDepth: st.queue.length,
       queuedRows: st.queue.rows,
@@ -494,13 +515,13 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
       dispatchTimeouts: c.dispatchTimeouts,
       dropped: { ...c.dropped },
       costEstimates: st.costs.snapshot(),
-      recentComputeSeconds: this.#ledger.value(name, this.#seconds()),
+      recentComputeSeconds: this.#ledger.value(st, this.#seconds()),
       maxRows: st.info.maxRows,
     };
   }
 
   allStats(): ModelSchedulingStats[] {
-    return [...this.#models.keys()].sort().map((n) => this.stats(n)!);
+    return this.queues().map((q) => this.stats(q)!);
   }
 
   // ---- shutdown -----------------------------------------------------------------------------
@@ -624,7 +645,7 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
       if (fair) {
         const plan = this.#plan(st, view.prefixRows);
         const share = busyWeight > 0 ? st.info.weight / busyWeight : 0;
-        const nema = totalEma > 0 ? this.#ledger.value(st.info.name, nowS) / totalEma : 0;
+        const nema = totalEma > 0 ? this.#ledger.value(st, nowS) / totalEma : 0;
         const eff = effectiveCost(st.costs.estimate(plan.batchSize), plan.count, this.#discount);
         priority = fairPriority(share, nema, this.#cap, eff);
       }
@@ -814,7 +835,7 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
     // model that ran alone for a second was held back for a second afterwards).
     const contended = this.#othersWaiting(st);
     const estimate = contended ? st.costs.estimate(plan.batchSize) : 0;
-    if (contended) this.#ledger.add(name, estimate, start / 1000);
+    if (contended) this.#ledger.add(st, estimate, start / 1000);
     const controller = this.#executor.cancellable === false ? null : new AbortController();
     let timedOut = false;
     let timer: TimerHandle | null = null;
@@ -857,7 +878,7 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
       this.#executing--;
       st.inflightRequests -= taken.length;
       // A model removed meanwhile has left the ledger; re-adding it would leave a phantom share.
-      if (!st.removed && contended) this.#ledger.add(name, seconds - estimate, end / 1000);
+      if (!st.removed && contended) this.#ledger.add(st, seconds - estimate, end / 1000);
       c.computeSecondsTotal += seconds;
       let error: ServeError | undefined;
       if (outputs !== null && !timedOut) {
@@ -965,9 +986,9 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
     return false;
   }
 
-  #require(name: string): ModelState {
-    const st = this.#models.get(name);
-    if (st === undefined) throw new ServeError('HLO_ERR_MODEL_NOT_FOUND', `unknown model '${name}'`);
+  #require(queue: ModelQueue): ModelState {
+    const st = queue as unknown as ModelState;
+    if (st.removed) throw new ServeError('HLO_ERR_MODEL_NOT_FOUND', `model '${st.name}' was unloaded`);
     return st;
   }
 
@@ -1066,4 +1087,8 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
     this.#wakeAt = Infinity;
     for (const w of waiters) w();
   }
+}
+
+function byName(a: { readonly name: string }, b: { readonly name: string }): number {
+  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
 }

@@ -68,6 +68,14 @@ export const policies = pgTable('policies', {
   updatedBy: text('updated_by').notNull(),
 });
 
+export const placements = pgTable('placements', {
+  model: text('model').primaryKey(),
+  replicas: integer('replicas'),
+  pinned: text('pinned'),
+  updatedAt: ms('updated_at').notNull(),
+  updatedBy: text('updated_by').notNull(),
+});
+
 export const settings = pgTable('settings', {
   key: text('key').primaryKey(),
   value: text('value').notNull(),

@@ -72,6 +72,20 @@ export const policies = sqliteTable('policies', {
   updatedBy: text('updated_by').notNull(),
 });
 
+/**
+ * The fleet's placement as the operator set it through the gateway (add/remove a replica, move):
+ * one row per model the operator touched. Null replicas or pinned leave that part to the startup
+ * flags and measured load. The supervisor's gateway reads it at start.
+ */
+export const placements = sqliteTable('placements', {
+  model: text('model').primaryKey(),
+  replicas: integer('replicas'),
+  /** JSON array of worker names the model is kept on until released. */
+  pinned: text('pinned'),
+  updatedAt: integer('updated_at').notNull(),
+  updatedBy: text('updated_by').notNull(),
+});
+
 export const settings = sqliteTable('settings', {
   key: text('key').primaryKey(),
   value: text('value').notNull(),

@@ -18,6 +18,7 @@ export type EventRow = typeof schema.events.$inferSelect;
 export type UploadRow = typeof schema.uploads.$inferSelect;
 export type PolicyRow = typeof schema.policies.$inferSelect;
 export type SettingRow = typeof schema.settings.$inferSelect;
+export type PlacementRow = typeof schema.placements.$inferSelect;
 export type MetricSampleRow = typeof schema.metricSamples.$inferSelect;
 export type MetricSampleInsert = Omit<typeof schema.metricSamples.$inferInsert, 'id'>;
 
@@ -98,12 +99,21 @@ export class Store {
     return rows[0];
   }
 
-  /** Newest first; `beforeSeq` pages backwards. */
-  async listAudit(o: { beforeSeq?: number; limit: number; target?: string }): Promise<AuditRow[]> {
+  /** Newest first; `beforeSeq` pages backwards; `actionPrefix` keeps actions starting with it. */
+  async listAudit(o: {
+    beforeSeq?: number;
+    limit: number;
+    target?: string;
+    actionPrefix?: string;
+  }): Promise<AuditRow[]> {
     const a = this.#t.audit;
     const where = and(
       o.beforeSeq !== undefined ? lt(a.seq, o.beforeSeq) : undefined,
       o.target !== undefined ? eq(a.target, o.target) : undefined,
+      // substr, not LIKE: the two dialects escape LIKE's wildcards differently.
+      o.actionPrefix !== undefined
+        ? sql`substr(${a.action}, 1, ${o.actionPrefix.length}) = ${o.actionPrefix}`
+        : undefined,
     );
     return this.#db.select().from(a).where(where).orderBy(desc(a.seq)).limit(o.limit);
   }
@@ -152,6 +162,19 @@ export class Store {
     const p = this.#t.policies;
     const rows = await this.#db.delete(p).where(eq(p.model, model)).returning({ model: p.model });
     return rows.length === 1;
+  }
+
+  // ---- the fleet's operator placement (the gateway's) ---------------------------------------------
+
+  async upsertPlacement(row: PlacementRow): Promise<void> {
+    const p = this.#t.placements;
+    const { model: _model, ...set } = row;
+    await this.#db.insert(p).values(row).onConflictDoUpdate({ target: p.model, set });
+  }
+
+  async listPlacements(): Promise<PlacementRow[]> {
+    const p = this.#t.placements;
+    return this.#db.select().from(p).orderBy(asc(p.model));
   }
 
   // ---- settings ---------------------------------------------------------------------------------

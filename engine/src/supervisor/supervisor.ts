@@ -22,6 +22,9 @@ import { SERVER_NODE_FLAGS } from '../node-flags.js';
 import type { WorkerDevice } from './devices.js';
 import { WorkerProcess, type WorkerPorts } from './worker-process.js';
 import { TLS_AT_GATEWAY_ENV } from './gateway-tls.js';
+import { openStore } from '../state/open-store.js';
+import type { Store } from '../state/store.js';
+import { StorePlacementState } from './placement-state.js';
 
 export interface SupervisorOptions {
   readonly config: NodeConfig;
@@ -71,6 +74,7 @@ export class Supervisor {
   private readonly spares: WorkerProcess[] = [];
   private spareSeq = 0;
   private gateway: RunningGateway | null = null;
+  private store: Store | null = null;
   private host = '127.0.0.1';
 
   constructor(private readonly opts: SupervisorOptions) {}
@@ -80,6 +84,9 @@ export class Supervisor {
     const { config, log } = this.opts;
     const host = config.global.endpoints.host;
     const count = this.opts.devices?.length ?? config.workers.length;
+    // The workers' consoles' store, opened (and migrated) before any worker starts: the gateway
+    // keeps the operator's placement and its audit there.
+    this.store = await openStore({ url: config.global.console.stateUrl, cacheDir: config.global.cacheDir });
     const firstListen = new Map<string, () => void>();
     const listening = new Map<string, Promise<void>>();
 
@@ -113,6 +120,7 @@ export class Supervisor {
           replicas: this.opts.replicas,
           forbidMemoryOversubscription: true,
         },
+        state: new StorePlacementState(this.store),
         onWedged: (n) => {
           log.warn('worker stopped answering health; killing it for a restart', { name: n });
           this.slots.find((s) => s.name === n)?.proc.kill();
@@ -230,6 +238,7 @@ export class Supervisor {
   async stop(): Promise<void> {
     await this.gateway?.stop();
     await Promise.all([...this.slots.map((s) => s.proc.stop()), ...this.spares.map((p) => p.stop())]);
+    await this.store?.close();
     this.opts.log.info('stopped');
   }
 }

@@ -236,7 +236,7 @@ export class Worker implements InferenceService {
    * that fails is recorded on its slot) and rejects only when the repository cannot be read;
    * serverReady() is false until it has settled, and dynamic mode's watcher starts after it.
    */
-  static async begin(o: WorkerOptions): Promise<{ worker: Worker; loaded: Promise<void> }> {
+  static async begin(o: WorkerOptions): Promise<{ worker: Worker; loaded: Promise<void>; dispatched: Promise<void> }> {
     const rt = o.settings.runtime;
     const runtime =
       o.runtime ??
@@ -261,12 +261,18 @@ export class Worker implements InferenceService {
       backgroundPriority: Runtime.backgroundPriority,
     });
     const w = new Worker(o, runtime, budget, await openExecutableCache(o.settings, o.log));
+    let onDispatched!: () => void;
+    const dispatched = new Promise<void>((resolve) => (onDispatched = resolve));
     const loaded = (async () => {
-      await w.loadRepository();
+      try {
+        await w.loadRepository(onDispatched);
+      } finally {
+        onDispatched();
+      }
       w.#started = true;
       if (o.settings.modelControlMode === 'dynamic' && !w.#stopping) w.#watchRepository();
     })();
-    return { worker: w, loaded };
+    return { worker: w, loaded, dispatched };
   }
 
   /** dynamic mode: the repository decides what is loaded (registry/repository-watcher.ts). */
@@ -310,9 +316,10 @@ export class Worker implements InferenceService {
   /**
    * Loads the startup set: every bundle of the repository (models_include applies) in static and
    * dynamic mode; in explicit mode only the models models_include names (none when it is empty).
-   * One bad bundle stops none.
+   * One bad bundle stops none. `onDispatched` is called once every model's load has been started
+   * (their files read and executables queued on the addon's threads meanwhile).
    */
-  async loadRepository(): Promise<void> {
+  async loadRepository(onDispatched?: () => void): Promise<void> {
     const include = this.#settings.modelsInclude;
     if (this.#settings.modelControlMode === 'explicit' && include.length === 0) return;
     const found = await discoverBundles(this.#modelRepo, { include });
@@ -329,11 +336,15 @@ export class Worker implements InferenceService {
       this.events.emit({ type: 'failed', model: d.name, error: d.error.message, stillServing: false });
     }
     // Side by side: compiles and executable loads queue on the runtime's background threads while
-    // another model's files, weights and warmup proceed. Meta models last: each checks the models
-    // it calls. A failure is recorded on its slot (the lifecycle) and does not stop the others.
-    const load = (b: Bundle) => this.lifecycle.load(b).catch(() => undefined);
-    await Promise.all(bundles.filter((b) => b.kind !== 'meta').map(load));
-    await Promise.all(bundles.filter((b) => b.kind === 'meta').map(load));
+    // another model's files, weights and warmup proceed. A meta model's hooks load meanwhile, and
+    // it checks the models it calls once they have loaded. A failure is recorded on its slot (the
+    // lifecycle) and does not stop the others.
+    const load = (b: Bundle, callees?: Promise<unknown>) =>
+      this.lifecycle.load(b, undefined, callees).catch(() => undefined);
+    const models = Promise.all(bundles.filter((b) => b.kind !== 'meta').map((b) => load(b)));
+    const metas = Promise.all(bundles.filter((b) => b.kind === 'meta').map((b) => load(b, models)));
+    onDispatched?.();
+    await Promise.all([models, metas]);
   }
 
   // ---- InferenceService ----------------------------------------------------------------------
@@ -507,7 +518,7 @@ export class Worker implements InferenceService {
 
   #submit(call: InferCall, ctx: InferContext): Promise<WireInferResponse> {
     return this.scheduler
-      .submit(call.version.name, call.decoded.inputs, {
+      .submit(call.slot.queue, call.decoded.inputs, {
         deadline: ctx.deadline,
         signal: ctx.signal,
         timing: call,
@@ -574,7 +585,7 @@ export class Worker implements InferenceService {
       } else {
         const inputs = hooks.hasPreprocess ? await hooks.preprocess(call.decoded.inputs, context) : call.decoded.inputs;
         checkRows(v, inputs);
-        const raw = await this.scheduler.submit(v.name, inputs, {
+        const raw = await this.scheduler.submit(call.slot.queue, inputs, {
           deadline: ctx.deadline,
           signal: ctx.signal,
           timing: call,
@@ -758,8 +769,8 @@ export class Worker implements InferenceService {
       const w = slot.current?.weights;
       if (w !== undefined) this.metrics.modelResident.set({ model: slot.name }, this.cache.isResident(w.key) ? 1 : 0);
     }
-    for (const n of this.scheduler.modelNames())
-      this.metrics.queueDepth.set({ model: n }, this.scheduler.queueDepth(n));
+    for (const q of this.scheduler.queues())
+      this.metrics.queueDepth.set({ model: q.name }, this.scheduler.queueDepth(q));
   }
 }
 

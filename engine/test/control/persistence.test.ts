@@ -38,7 +38,11 @@ suite('desired state survives a restart', () => {
         'device',
         'the weight cache holds the pin',
       );
-      assert.equal(worker.scheduler.stats('mlp')!.weight, 4, 'the scheduler holds the weight');
+      assert.equal(
+        worker.scheduler.stats(worker.registry.get('mlp')!.queue)!.weight,
+        4,
+        'the scheduler holds the weight',
+      );
       assert.equal(worker.scheduler.discipline, 'fifo');
       const audit = (await h.control.app.inject({ url: '/api/v1/audit?limit=50', headers: as(op.token) })).json()
         .data as { actor: string; action: string; after: { setBy?: string; residency?: string; weight?: number } }[];
@@ -66,7 +70,7 @@ suite('desired state survives a restart', () => {
       await h.control.context.desired.settled();
       assert.equal(control.model('mlp')!.policy.weight, 4, 'the stored weight applied at load');
       assert.equal(control.model('mlp')!.policy.residency, 'device', 'the stored pin applied at load');
-      assert.equal(worker.scheduler.stats('mlp')!.weight, 4);
+      assert.equal(worker.scheduler.stats(worker.registry.get('mlp')!.queue)!.weight, 4);
     } finally {
       await h.close();
       await worker.stop(false);

@@ -156,7 +156,7 @@ suite('a worker serving bundles with hooks', () => {
       worker.infer(request('pipeline', 1, { linger: 2000 }), ctx(deadline)),
       fails('HLO_ERR_DEADLINE_EXCEEDED', /deadline/),
     );
-    assert.equal(worker.scheduler.queueDepth('faulty'), 0);
+    assert.equal(worker.scheduler.queueDepth(worker.registry.get('faulty')!.queue!), 0);
   });
 
   test('a meta calling a model its manifest does not declare, or a declared one that is absent, fails clearly', async () => {

@@ -68,22 +68,22 @@ suite('a version swap under load', () => {
     const executor = new PjrtExecutor(cache as never);
     const sched = new Scheduler<PjrtLease, ModelVersion>({ executor, logger: silent });
     const v1 = await versionOf(1);
-    sched.addModel(info(), v1);
+    const queue = sched.addModel(info(), v1);
     const row = (v: number) => [f32('x', [1, 2], [v, v])];
     // The first request occupies the device; the second waits in the queue on v1.
     v1.hold();
-    const first = sched.submit('m', row(1), { version: v1 });
+    const first = sched.submit(queue, row(1), { version: v1 });
     await flush();
     v1.hold();
-    const queued = sched.submit('m', row(2), { version: v1 });
+    const queued = sched.submit(queue, row(2), { version: v1 });
     await flush();
     // The swap: v2 is built beside v1, then replaces it in one step; v1 is retired (freed once drained).
     const v2 = await versionOf(2);
-    sched.replaceModel(info(), v2);
+    sched.replaceModel(queue, info(), v2);
     let v1Freed = false;
     const retired = v1.retire().then(() => (v1Freed = true));
     v2.hold();
-    const after = sched.submit('m', row(3), { version: v2 });
+    const after = sched.submit(queue, row(3), { version: v2 });
     await flush();
     assert.equal(v1Freed, false, 'v1 is still used by the queued request');
     gate.open = null;

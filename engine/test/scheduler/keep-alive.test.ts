@@ -34,8 +34,8 @@ suite('scheduler timers keep the process alive while a caller waits', () => {
   test('a request waiting for its batching window is answered', () => {
     const r = runAlone(`
       const s = new Scheduler({ executor, maxQueueDelayUs: 20000 });
-      s.addModel({ name: 'm', compiledBatchSizes: [1, 8], inputBatchAxes: [0], outputBatchAxes: [0] });
-      await s.submit('m', x(1));
+      const m = s.addModel({ name: 'm', compiledBatchSizes: [1, 8], inputBatchAxes: [0], outputBatchAxes: [0] });
+      await s.submit(m, x(1));
     `);
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /answered/);
@@ -46,9 +46,9 @@ suite('scheduler timers keep the process alive while a caller waits', () => {
       let release;
       const blocked = { ...executor, execute: (req) => new Promise((ok) => { release = () => ok(req.inputs); }) };
       const s = new Scheduler({ executor: blocked });
-      s.addModel({ name: 'm', compiledBatchSizes: [1], inputBatchAxes: [0], outputBatchAxes: [0] });
-      const first = s.submit('m', x(1));
-      const late = s.submit('m', x(1), { deadline: s.now() + 30 });
+      const m = s.addModel({ name: 'm', compiledBatchSizes: [1], inputBatchAxes: [0], outputBatchAxes: [0] });
+      const first = s.submit(m, x(1));
+      const late = s.submit(m, x(1), { deadline: s.now() + 30 });
       const code = await late.then(() => 'ok', (e) => e.code);
       release();
       await first;

@@ -111,6 +111,35 @@ function storeSuite(name: string, open: () => Promise<Store>): void {
       assert.equal(await store.deletePolicy('m'), false);
     });
 
+    test('placements: upsert per model, list by model; audit filtered by action prefix', async () => {
+      await store.upsertPlacement({ model: 'm2', replicas: 2, pinned: null, updatedAt: 1, updatedBy: 'token:a' });
+      await store.upsertPlacement({
+        model: 'm1',
+        replicas: null,
+        pinned: '["w1"]',
+        updatedAt: 2,
+        updatedBy: 'token:a',
+      });
+      await store.upsertPlacement({ model: 'm2', replicas: 3, pinned: null, updatedAt: 3, updatedBy: 'token:b' });
+      assert.deepEqual(
+        (await store.listPlacements()).map((p) => [p.model, p.replicas, p.pinned, p.updatedBy]),
+        [
+          ['m1', null, '["w1"]', 'token:a'],
+          ['m2', 3, null, 'token:b'],
+        ],
+      );
+      const rec = { at: 5, actor: 'token:a', target: 'm2', before: null, after: null, result: 'ok', requestId: 'r' };
+      await store.appendAudit({ ...rec, action: 'placement.add_replica' });
+      await store.appendAudit({ ...rec, action: 'placement_x.other' });
+      await store.appendAudit({ ...rec, action: 'model.pin' });
+      const placed = await store.listAudit({ limit: 10, actionPrefix: 'placement.' });
+      assert.deepEqual(
+        placed.map((a) => a.action),
+        ['placement.add_replica'],
+        'the prefix is literal: no LIKE wildcard matches placement_x',
+      );
+    });
+
     test('settings: set, replace, compare-and-delete', async () => {
       await store.setSetting({ key: 'k', value: '"a"', updatedAt: 1, updatedBy: 'x' });
       await store.setSetting({ key: 'k', value: '"b"', updatedAt: 2, updatedBy: 'y' });

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { suite, test } from 'node:test';
 import type { ExecutionRequest, Executor } from '../../src/scheduler/executor.js';
 import { ManualClock } from '../../src/scheduler/manual-clock.js';
-import { Scheduler } from '../../src/scheduler/scheduler.js';
+import { Scheduler } from '../scheduler/named-scheduler.js';
 import type { HostTensor } from '../../src/tensor.js';
 import type { WeightBackend } from '../../src/weights/weight-backend.js';
 import { WeightCache, type WeightLease } from '../../src/weights/weight-cache.js';

@@ -7,8 +7,10 @@
  *
  * Auth: the caller's Authorization header is forwarded to that worker's GET /api/v1/session; its
  * answer (who, which scope) decides, so tokens are minted, revoked and expire in one place. A
- * viewer may read placements, an operator may act on them. Each action is audited (audit-log.ts)
- * and may carry an Idempotency-Key: a repeated key within 10 minutes replays the first answer.
+ * viewer may read placements, an operator may act on them. Each action is stored with its audit
+ * entry in the gateway's PlacementState (placement-state.ts) before it is answered; a store that
+ * fails puts the model's placement back and answers 500. An action may carry an Idempotency-Key:
+ * a repeated key within 10 minutes replays the first answer.
  *
  * TLS: with a certificate the port serves HTTPS and the live feed over wss; the hop to the worker
  * stays plaintext (on loopback under the supervisor). The settings answer's `tls` object is
@@ -20,7 +22,6 @@ import { connect } from 'node:net';
 import { ServeError, toHttpStatus } from '@hloserve/common/errors';
 import type { Gateway } from '../gateway.js';
 import type { WorkerClient } from '../worker-client.js';
-import { AuditLog } from './audit-log.js';
 import { applyPlacementAction, isPlacementAction } from './placement-actions.js';
 import { placementView } from './placement-view.js';
 import { secureOptions, tlsSettingsView, type GatewayTls } from '../tls.js';
@@ -37,7 +38,6 @@ interface Principal {
 export interface GatewayConsoleHandle {
   readonly server: Server;
   readonly port: number;
-  readonly audit: AuditLog;
   close(): Promise<void>;
 }
 
@@ -92,7 +92,6 @@ export async function startGatewayConsole(
   log: (msg: string, fields: Record<string, unknown>) => void,
   tls: GatewayTls | null = null,
 ): Promise<GatewayConsoleHandle> {
-  const audit = new AuditLog((e) => log('audit', { ...e }));
   const replays = new Map<string, { at: number; status: number; body: unknown }>();
 
   /** Asks the console worker who the caller is; throws the worker's refusal as the gateway's. */
@@ -117,7 +116,7 @@ export async function startGatewayConsole(
     if (path === '/api/v1/placements' || path === '/api/v1/placements/audit') {
       if (req.method !== 'GET') throw new ServeError('HLO_ERR_UNSUPPORTED', `${req.method} ${path} is not a route`);
       await principal(req, 'viewer');
-      if (path.endsWith('/audit')) sendJson(res, 200, { data: audit.list() });
+      if (path.endsWith('/audit')) sendJson(res, 200, { data: await gw.state.listAudit(500) });
       else sendJson(res, 200, { data: await placementView(gw), seq: gw.placement.repacks });
       return true;
     }
@@ -125,7 +124,7 @@ export async function startGatewayConsole(
     if (!m) return false;
     if (req.method !== 'POST') throw new ServeError('HLO_ERR_UNSUPPORTED', `${req.method} ${path} is not a route`);
     const who = await principal(req, 'operator');
-    const model = decodeURIComponent(m[1]!);
+    const model = decodePathPart(m[1]!);
     const action = m[2]!;
     if (!isPlacementAction(action)) throw new ServeError('HLO_ERR_NOT_FOUND', `no placement action '${action}'`);
     const key = req.headers['idempotency-key'];
@@ -137,20 +136,30 @@ export async function startGatewayConsole(
       sendJson(res, seen.status, seen.body);
       return true;
     }
-    const body = (await readJson(req)) as { from?: unknown; to?: unknown };
-    const change = await applyPlacementAction(gw, model, {
-      action,
-      from: typeof body.from === 'string' ? body.from : undefined,
-      to: typeof body.to === 'string' ? body.to : undefined,
-    });
-    const entry = audit.record({
-      actor: who.actor,
-      actorName: who.name,
-      action: `placement.${action}`,
-      target: model,
-      before: change.before,
-      after: change.after,
-    });
+    const body = actionBody(await readJson(req));
+    const prior = gw.placement.operatorState(model);
+    const change = await applyPlacementAction(gw, model, { action, ...body });
+    let entry;
+    try {
+      entry = await gw.state.save(gw.placement.operatorState(model), {
+        actor: who.actor,
+        actorName: who.name,
+        action: `placement.${action}`,
+        target: model,
+        before: change.before,
+        after: change.after,
+      });
+    } catch (err) {
+      // Unstored, the change would vanish at the next restart: undo it so memory and store agree.
+      gw.placement.restore([prior], [...gw.fleet.workers.keys()]);
+      await gw.placementTick(true);
+      throw new ServeError(
+        'HLO_ERR_INTERNAL',
+        `the placement change could not be stored, so it was undone: ${(err as Error).message}`,
+        { cause: err },
+      );
+    }
+    log('audit', { ...entry });
     const answer = {
       data: { change, audit: entry.seq, placement: await placementView(gw) },
       seq: gw.placement.repacks,
@@ -232,13 +241,45 @@ export async function startGatewayConsole(
   return {
     server,
     port: bound,
-    audit,
     close: () =>
       new Promise<void>((r) => {
         server.close(() => r());
         server.closeAllConnections();
       }),
   };
+}
+
+/** A percent-encoded path segment; malformed encoding is the caller's error, not a crash. */
+function decodePathPart(part: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    throw new ServeError(
+      'HLO_ERR_INVALID_ARGUMENT',
+      `the model name in the path is not valid percent-encoding: '${part}'`,
+    );
+  }
+}
+
+/** An action's body: absent, or a JSON object whose only fields are the strings `from` and `to`. */
+function actionBody(body: unknown): { from?: string; to?: string } {
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    throw new ServeError(
+      'HLO_ERR_INVALID_ARGUMENT',
+      'the request body must be a JSON object, e.g. {"from":"w0","to":"w1"}',
+    );
+  const out: { from?: string; to?: string } = {};
+  for (const [k, v] of Object.entries(body)) {
+    if (k !== 'from' && k !== 'to')
+      throw new ServeError(
+        'HLO_ERR_INVALID_ARGUMENT',
+        `unknown field '${k}' in the request body (only "from" and "to")`,
+      );
+    if (typeof v !== 'string' || v === '')
+      throw new ServeError('HLO_ERR_INVALID_ARGUMENT', `"${k}" must be a worker name (a non-empty string)`);
+    out[k] = v;
+  }
+  return out;
 }
 
 function splitHostPort(addr: string): [string, number] {

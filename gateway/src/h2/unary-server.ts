@@ -44,6 +44,21 @@ export interface UnaryServerHandle {
 const STREAM_WINDOW = 4 * 2 ** 20;
 const SESSION_WINDOW = 64 * 2 ** 20;
 
+// Shared per-answer objects: node:http2 copies headers before it maps them, so one frozen object
+// serves every call (no allocation per call). No `date` header: gRPC clients do not read it.
+const OK_HEADERS = Object.freeze({
+  ':status': 200,
+  'content-type': 'application/grpc',
+  'grpc-accept-encoding': 'identity,deflate,gzip',
+});
+const OK_TRAILERS = Object.freeze({ 'grpc-status': '0' });
+const WITH_TRAILERS = Object.freeze({ waitForTrailers: true, sendDate: false });
+const END_STREAM = Object.freeze({ endStream: true, sendDate: false });
+const ignore = (): void => {};
+function sendOkTrailers(this: ServerHttp2Stream): void {
+  this.sendTrailers(OK_TRAILERS);
+}
+
 function trailersOnly(stream: ServerHttp2Stream, code: number, details: string): void {
   if (stream.headersSent || stream.destroyed) return;
   stream.respond(
@@ -53,20 +68,16 @@ function trailersOnly(stream: ServerHttp2Stream, code: number, details: string):
       'grpc-status': String(code),
       'grpc-message': encodeGrpcMessage(details),
     },
-    { endStream: true },
+    END_STREAM,
   );
 }
 
 function answer(stream: ServerHttp2Stream, a: RawAnswer): void {
   if (stream.destroyed || stream.headersSent) return;
   if (!a.ok) return trailersOnly(stream, a.code ?? Status.UNKNOWN, a.details ?? '');
-  const body = a.body!;
-  stream.respond(
-    { ':status': 200, 'content-type': 'application/grpc', 'grpc-accept-encoding': 'identity,deflate,gzip' },
-    { waitForTrailers: true },
-  );
-  stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
-  writeMessage(stream, body);
+  stream.respond(OK_HEADERS, WITH_TRAILERS);
+  stream.once('wantTrailers', sendOkTrailers);
+  writeMessage(stream, a.body!);
 }
 
 export async function listenUnaryGrpc(
@@ -90,18 +101,18 @@ export async function listenUnaryGrpc(
   server.on('session', (s: Http2Session) => {
     sessions.add(s);
     s.once('close', () => sessions.delete(s));
-    s.on('error', () => {});
+    s.on('error', ignore);
     s.once('connect', () => s.setLocalWindowSize(SESSION_WINDOW));
     // Already connected for server sessions: set the window at once too.
     if (!s.connecting) s.setLocalWindowSize(SESSION_WINDOW);
   });
 
   server.on('stream', (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => {
-    stream.on('error', () => {});
+    stream.on('error', ignore);
     const handler = methods.get(headers[':path'] ?? '');
     const ct = headers['content-type'];
     if (headers[':method'] !== 'POST' || typeof ct !== 'string' || !ct.startsWith('application/grpc')) {
-      stream.respond({ ':status': 415 }, { endStream: true });
+      stream.respond({ ':status': 415 }, END_STREAM);
       return;
     }
     if (!handler) {

@@ -53,6 +53,8 @@ function httpToGrpc(status: number): number {
   return Status.UNKNOWN;
 }
 
+const ignore = (): void => {};
+
 export class WorkerChannel {
   private current: SessionState | null = null;
 
@@ -120,14 +122,17 @@ export class WorkerChannel {
         resolve({ ok: false, code: Status.UNAVAILABLE, details: `connect failed: ${(err as Error).message}` });
         return;
       }
+      // One shape for every call (pseudo-headers first, as node:http2 sends them), metadata after.
       const headers: GrpcHeaders = {
-        ...metadata,
         ':method': 'POST',
         ':path': path,
+        ':scheme': 'http',
+        ':authority': this.authority,
         'content-type': 'application/grpc',
         te: 'trailers',
         'grpc-accept-encoding': 'identity',
       };
+      if (metadata !== undefined) for (const k in metadata) headers[k] = metadata[k];
       if (deadlineMs !== null) headers['grpc-timeout'] = grpcTimeoutHeader(Math.max(1, deadlineMs - Date.now()));
       let req: ClientHttp2Stream;
       try {
@@ -182,7 +187,7 @@ export class WorkerChannel {
         chunks.push(c);
       });
       // 'close' always follows; the error itself is read from the stream's state there.
-      req.on('error', () => {});
+      req.on('error', ignore);
       const conclude = () => {
         if (settled) return;
         if (grpcStatus === -1) {

@@ -5,6 +5,7 @@
  */
 import { LoadEstimator, type FleetSample } from './load-estimator.js';
 import { computeAssignment, type PackingResult } from './lpt-packing.js';
+import type { OperatorPlacement } from '../control/placement-state.js';
 
 export interface PlacementSettings {
   readonly firstRebalanceComputeSeconds: number;
@@ -62,6 +63,31 @@ export class PlacementController {
 
   unpin(model: string): boolean {
     return this.pins.delete(model);
+  }
+
+  /** What the operator's actions have set for `model`, as the placement state stores it. */
+  operatorState(model: string): OperatorPlacement {
+    const n = this.replicas.get(model);
+    return {
+      model,
+      replicas: n !== undefined && Number.isFinite(n) ? n : null,
+      pinned: this.pins.has(model) ? [...this.pins.get(model)!] : null,
+    };
+  }
+
+  /**
+   * Puts back stored operator placements before the first packing (or after a failed save). A pin
+   * keeps only the workers this fleet has; one left with none is dropped.
+   */
+  restore(states: readonly OperatorPlacement[], workers: readonly string[]): void {
+    for (const s of states) {
+      if (s.replicas !== null) this.replicas.set(s.model, s.replicas);
+      else if (this.settings.replicas.has(s.model)) this.replicas.set(s.model, this.settings.replicas.get(s.model)!);
+      else this.replicas.delete(s.model);
+      const pinned = (s.pinned ?? []).filter((w) => workers.includes(w));
+      if (pinned.length > 0) this.pins.set(s.model, pinned);
+      else this.pins.delete(s.model);
+    }
   }
 
   /** The last packing (compute load per worker, placement), or null before the first. */

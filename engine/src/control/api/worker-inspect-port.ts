@@ -86,9 +86,9 @@ export class WorkerInspectPort implements InspectPort {
   }
 
   histograms(name: string): ModelHistogramsView {
-    if (this.#w.registry.get(name) === undefined)
-      throw new ServeError('HLO_ERR_MODEL_NOT_FOUND', `unknown model '${name}'`);
-    const s = this.#w.scheduler.stats(name);
+    const slot = this.#w.registry.get(name);
+    if (slot === undefined) throw new ServeError('HLO_ERR_MODEL_NOT_FOUND', `unknown model '${name}'`);
+    const s = this.#w.scheduler.stats(slot.queue);
     const lat = this.#w.metrics.latencyHistogram(name);
     return {
       latencySeconds: lat ?? null,
