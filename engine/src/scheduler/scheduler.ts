@@ -56,6 +56,16 @@ const BATCH_BUFFER_POOL_BYTES = 32 * 1024 * 1024;
 /** What a non-cancellable executor is given as its dispatch's signal. */
 const NEVER_ABORTED: AbortSignal = new AbortController().signal;
 
+/**
+ * A batch whose measured execution takes at most this long may run on the event loop's thread
+ * when nothing else is executing, queued or being prepared (ExecutionRequest.mayRunInline): a
+ * single caller's cheap model. Handing it to the addon's pool instead costs two thread wake-ups
+ * (the pool thread, then the event loop for the completion) and a loop turn, which on mlp's
+ * 90 µs batch-1 program were as long as the program (bench/RESULTS.md, "The single-caller path").
+ * The bound caps how long a request arriving meanwhile waits to be read.
+ */
+export const INLINE_MAX_SECONDS = 0.002;
+
 export interface SchedulerOptions<L extends ExecutionLease = ExecutionLease, V = unknown> {
   readonly executor: Executor<L, V>;
   /** Default 'fair'. */
@@ -805,6 +815,14 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
       queueWaitSeconds: waits,
     });
 
+    const measuredCost = st.costs.measured(plan.batchSize);
+    const mayRunInline =
+      this.#executing === 0 &&
+      this.#staged === null &&
+      st.queue.length === 0 &&
+      !this.#othersWaiting(st) &&
+      measuredCost !== undefined &&
+      measuredCost <= INLINE_MAX_SECONDS;
     this.#executing++;
     st.inflightRequests += taken.length;
     // Count the dispatch's expected cost right away so that fair selection made while it runs
@@ -818,7 +836,7 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
     const controller = this.#executor.cancellable === false ? null : new AbortController();
     let timedOut = false;
     let timer: TimerHandle | null = null;
-    if (this.#timeoutSeconds > 0) {
+    if (this.#timeoutSeconds > 0 && !mayRunInline) {
       timer = this.clock.setTimer(() => {
         timer = null;
         timedOut = true;
@@ -936,6 +954,7 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
           inputs,
           lease,
           signal: controller?.signal ?? NEVER_ABORTED,
+          mayRunInline,
         }),
       );
     } catch (e) {

@@ -181,7 +181,7 @@ export class Worker implements InferenceService {
     this.metrics.trackInflight(() => this.#inflight);
     this.metrics.budgetBytes.set(Number.isFinite(budgetBytes) ? budgetBytes : -1);
     this.scheduler = new Scheduler<PjrtLease, ModelVersion>({
-      executor: new PjrtExecutor(this.cache),
+      executor: new PjrtExecutor(this.cache, { inline: runtime.platformName === 'cpu' }),
       discipline: s.scheduler.discipline,
       emaHalflifeSeconds: s.scheduler.emaHalflifeSeconds,
       recencyPenaltyCap: s.scheduler.recencyPenaltyCap,

@@ -4,7 +4,12 @@ import { Cancellation, type CancelSignal } from '@hloserve/common/cancellation';
 import { ServeError, type ErrorCode } from '@hloserve/common/errors';
 import { ManualClock } from '../../src/scheduler/manual-clock.js';
 import type { ModelSchedulingInfo } from '../../src/scheduler/model-info.js';
-import { Scheduler, type RequestTiming, type SchedulerOptions } from '../../src/scheduler/scheduler.js';
+import {
+  INLINE_MAX_SECONDS,
+  Scheduler,
+  type RequestTiming,
+  type SchedulerOptions,
+} from '../../src/scheduler/scheduler.js';
 import type { SchedulerEvent } from '../../src/scheduler/events.js';
 import type { HostTensor } from '../../src/tensor.js';
 import { FakeExecutor, f32, flush, values } from './fake-executor.js';
@@ -861,5 +866,59 @@ suite('Scheduler: pipeline and lifecycle', () => {
     assert.throws(() => s.addModel(model('m', { compiledBatchSizes: [-1] })), /compiled batch size/);
     s.addModel(model('m'));
     assert.throws(() => s.addModel(model('m')), /already/);
+  });
+});
+
+suite("Scheduler: a single caller's cheap batch may run inline", () => {
+  test('mayRunInline only with nothing else executing or queued and a measured cost within INLINE_MAX_SECONDS', async () => {
+    const { exec, sched } = setup();
+    for (const name of ['m', 'n', 'big', 'unmeasured']) sched.addModel(model(name));
+    sched.seedCost('m', 1, INLINE_MAX_SECONDS / 10);
+    sched.seedCost('n', 1, INLINE_MAX_SECONDS / 10);
+    sched.seedCost('big', 1, INLINE_MAX_SECONDS * 2);
+    const alone = async (name: string): Promise<boolean | undefined> => {
+      const r = track(sched.submit(name, rowsOf(1)));
+      await flush();
+      const call = exec.calls.at(-1)!;
+      call.finish();
+      await flush();
+      assert.equal(r.code(), 'ok');
+      return call.request.mayRunInline;
+    };
+    assert.equal(await alone('unmeasured'), false, 'no measured cost yet');
+    assert.equal(await alone('big'), false, 'measured over the bound');
+    assert.equal(await alone('m'), true);
+    // Two models with work at once: the first dispatch has another waiting, the second runs alone.
+    const both = [track(sched.submit('m', rowsOf(1))), track(sched.submit('n', rowsOf(1)))];
+    await flush();
+    const first = exec.calls.at(-1)!;
+    assert.equal(first.request.mayRunInline, false);
+    first.finish();
+    await flush();
+    const second = exec.calls.at(-1)!;
+    assert.notEqual(second, first);
+    assert.equal(second.request.mayRunInline, true);
+    second.finish();
+    await flush();
+    assert.deepEqual(
+      both.map((r) => r.code()),
+      ['ok', 'ok'],
+    );
+  });
+
+  test('an inline-eligible dispatch arms no dispatch timer (nothing else runs meanwhile to notice)', async () => {
+    const { clock, exec, sched } = setup({ dispatchTimeoutSeconds: 1 });
+    sched.addModel(model('m'));
+    sched.seedCost('m', 1, INLINE_MAX_SECONDS / 10);
+    const r = track(sched.submit('m', rowsOf(1)));
+    await flush();
+    assert.equal(exec.calls[0]!.request.mayRunInline, true);
+    clock.advance(1500);
+    await flush();
+    assert.equal(r.code(), 'pending');
+    exec.calls[0]!.finish();
+    await flush();
+    assert.equal(r.code(), 'ok');
+    assert.equal(sched.stats('m')!.dispatchTimeouts, 0);
   });
 });
