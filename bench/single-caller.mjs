@@ -6,7 +6,8 @@
 // run() after run() in a bare process, bench/peers/direct-execute.mjs, from the same checkout).
 // Everything under test runs on cpu 0 (taskset) and perf_analyzer on cpu 1. Each round measures the
 // canned floor once, then every checkout in turn (the order rotates): its direct execute, then its
-// server at concurrency 1 and 16, with the server's CPU time per request from /proc. "served
+// server at concurrency 1 and 16, with the server's CPU time per request from /proc and its
+// threads' sleeps per request (each a wake-up: the thread hops, which load does not change). "served
 // execute" is the server's own statistics' compute time per request (perf_analyzer's "compute
 // infer"), against the direct execute's mean.
 //
@@ -90,9 +91,9 @@ console.log(
   `canned floor p50 at c=1 per round: ${floor.map((r) => r.p50).join(' ')} µs (median ${median(floor.map((r) => r.p50))})\n`,
 );
 console.log(
-  '| checkout | direct execute p50 / mean µs | c=1 infer/s | c=1 p50 µs | c=1 p99 µs | own time µs: median (each round) | served execute µs (÷ direct mean) | CPU µs/req c=1 | c=16 | c=1 ÷ c=16 | c=16 infer/s |',
+  '| checkout | direct execute p50 / mean µs | c=1 infer/s | c=1 p50 µs | c=1 p99 µs | own time µs: median (each round) | served execute µs (÷ direct mean) | CPU µs/req c=1 | c=16 | c=1 ÷ c=16 | thread sleeps/req c=1 | c=16 infer/s |',
 );
-console.log('|---|---|---|---|---|---|---|---|---|---|---|');
+console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
 for (const c of checkouts) {
   const rs = rows.get(c);
   const own = rs.map((r) => r.c1.p50 - floor[r.round].p50 - r.direct.p50);
@@ -101,7 +102,7 @@ for (const c of checkouts) {
   const cpu1 = median(rs.map((r) => r.c1.cpuUs));
   const cpu16 = median(rs.map((r) => r.c16.cpuUs));
   console.log(
-    `| ${c} | ${f(median(rs.map((r) => r.direct.p50)))} / ${f(dmean)} | ${f(median(rs.map((r) => r.c1.rps)))} | ${median(rs.map((r) => r.c1.p50))} | ${median(rs.map((r) => r.c1.p99))} | ${f(median(own))} (${own.map((x) => f(x)).join(' ')}) | ${served} (${f(served / dmean, 2)}) | ${f(cpu1)} | ${f(cpu16)} | ${f(median(rs.map((r) => r.c1.cpuUs / r.c16.cpuUs)), 2)} | ${f(median(rs.map((r) => r.c16.rps)))} |`,
+    `| ${c} | ${f(median(rs.map((r) => r.direct.p50)))} / ${f(dmean)} | ${f(median(rs.map((r) => r.c1.rps)))} | ${median(rs.map((r) => r.c1.p50))} | ${median(rs.map((r) => r.c1.p99))} | ${f(median(own))} (${own.map((x) => f(x)).join(' ')}) | ${served} (${f(served / dmean, 2)}) | ${f(cpu1)} | ${f(cpu16)} | ${f(median(rs.map((r) => r.c1.cpuUs / r.c16.cpuUs)), 2)} | ${f(median(rs.map((r) => r.c1.sleepsPerRequest)), 2)} | ${f(median(rs.map((r) => r.c16.rps)))} |`,
   );
 }
 if (checkouts.length > 1) {

@@ -43,8 +43,8 @@ export function pinnedChild(name, cmd, args, opts = {}) {
   };
 }
 
-/** User + system CPU ticks of a process and all its descendants. */
-export function treeTicks(pid) {
+/** The pids of a process and all its descendants. */
+function tree(pid) {
   const stats = [];
   for (const d of readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue;
@@ -64,7 +64,39 @@ export function treeTicks(pid) {
         grew = true;
       }
   }
-  return stats.filter((s) => inTree.has(s.pid)).reduce((a, s) => a + s.ticks, 0);
+  return stats.filter((s) => inTree.has(s.pid));
+}
+
+/** User + system CPU ticks of a process and all its descendants. */
+export function treeTicks(pid) {
+  return tree(pid).reduce((a, s) => a + s.ticks, 0);
+}
+
+/**
+ * Times a thread of the process tree went to sleep (voluntary context switches, every thread):
+ * each is a wake-up later, so per request it counts the thread hops a request costs, which unlike
+ * latency a busy machine does not change.
+ */
+export function treeSleeps(pid) {
+  let n = 0;
+  for (const s of tree(pid)) {
+    let tasks = [];
+    try {
+      tasks = readdirSync(`/proc/${s.pid}/task`);
+    } catch {
+      continue;
+    }
+    for (const t of tasks) {
+      try {
+        n += Number(
+          /voluntary_ctxt_switches:\s+(\d+)/.exec(readFileSync(`/proc/${s.pid}/task/${t}/status`, 'utf8'))[1],
+        );
+      } catch {
+        /* exited meanwhile */
+      }
+    }
+  }
+  return n;
 }
 
 export async function waitReady(url, proc, what) {
@@ -175,13 +207,18 @@ export function perf(url, c, windowMs) {
   });
 }
 
-/** One point: perf_analyzer for about `seconds`, and the server's CPU time per request meanwhile. */
+/**
+ * One point: perf_analyzer for about `seconds`, and the server's CPU time and thread sleeps
+ * (treeSleeps) per request meanwhile.
+ */
 export async function measure(s, c, seconds) {
   const before = treeTicks(s.proc.p.pid);
+  const sleeps = treeSleeps(s.proc.p.pid);
   const row = await perf(s.url, c, Math.round((seconds * 1000) / 3));
   // The run's few requests outside the measured windows ride on `count`: close enough per request.
   const cpuUs = ((treeTicks(s.proc.p.pid) - before) * TICK_US) / row.count;
-  return { ...row, cpuUs };
+  const sleepsPerRequest = (treeSleeps(s.proc.p.pid) - sleeps) / row.count;
+  return { ...row, cpuUs, sleepsPerRequest };
 }
 
 export const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];

@@ -28,8 +28,8 @@ export interface ExecutionRequest<L extends ExecutionLease = ExecutionLease, V =
    */
   readonly signal: AbortSignal;
   /**
-   * Nothing else is executing, queued or being prepared, and this batch size's measured cost is
-   * at most INLINE_MAX_SECONDS (scheduler.ts): an executor that can may run it on the calling
+   * One request, nothing else executing, queued, being prepared or in the caller's hands, and this
+   * batch size's measured cost at most INLINE_MAX_SECONDS (scheduler.ts): an executor that can may run it on the calling
    * thread instead of handing it to another. Such a run cannot be timed out (nothing else runs
    * meanwhile to notice), so the scheduler arms no dispatch timer for it.
    */

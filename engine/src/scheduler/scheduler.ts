@@ -58,8 +58,8 @@ const NEVER_ABORTED: AbortSignal = new AbortController().signal;
 
 /**
  * A batch whose measured execution takes at most this long may run on the event loop's thread
- * when nothing else is executing, queued or being prepared (ExecutionRequest.mayRunInline): a
- * single caller's cheap model. Handing it to the addon's pool instead costs two thread wake-ups
+ * when it holds one request and nothing else is executing, queued, being prepared or (per
+ * `aloneOutsideQueue`) in hand (ExecutionRequest.mayRunInline): a single caller's cheap model. Handing it to the addon's pool instead costs two thread wake-ups
  * (the pool thread, then the event loop for the completion) and a loop turn, which on mlp's
  * 90 µs batch-1 program were as long as the program (bench/RESULTS.md, "The single-caller path").
  * The bound caps how long a request arriving meanwhile waits to be read.
@@ -72,6 +72,13 @@ export interface SchedulerOptions<L extends ExecutionLease = ExecutionLease, V =
   readonly discipline?: Discipline;
   /** Device executions in flight at once; default 1 (one stream, as the reference). */
   readonly maxInflight?: number;
+  /**
+   * Whether the caller has no other request in hand (decoding, answering), asked before marking a
+   * dispatch mayRunInline: under load the queue can be empty for a moment while other requests are
+   * still on their way in or out, and those must not wait for an inline execution. Default: no
+   * such requests.
+   */
+  readonly aloneOutsideQueue?: () => boolean;
   /** Halflife of the fair discipline's recent-compute memory; default 30 s. */
   readonly emaHalflifeSeconds?: number;
   /** recency_penalty_cap in (0, 1]; default 0.25. */
@@ -206,6 +213,7 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
   readonly #executor: Executor<L, V>;
   #discipline: Discipline;
   readonly #maxInflight: number;
+  readonly #aloneOutsideQueue: () => boolean;
   readonly #cap: number;
   readonly #discount: number;
   readonly #coldHoldMs: number;
@@ -235,6 +243,7 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
     this.#executor = options.executor;
     this.#discipline = options.discipline ?? 'fair';
     this.#maxInflight = options.maxInflight ?? 1;
+    this.#aloneOutsideQueue = options.aloneOutsideQueue ?? (() => true);
     this.#batchBuffers =
       options.executor.releasesInputs === true
         ? new BatchBufferPool(BATCH_BUFFER_POOL_BYTES, this.#maxInflight + 1)
@@ -822,7 +831,9 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
       st.queue.length === 0 &&
       !this.#othersWaiting(st) &&
       measuredCost !== undefined &&
-      measuredCost <= INLINE_MAX_SECONDS;
+      measuredCost <= INLINE_MAX_SECONDS &&
+      taken.length === 1 &&
+      this.#aloneOutsideQueue();
     this.#executing++;
     st.inflightRequests += taken.length;
     // Count the dispatch's expected cost right away so that fair selection made while it runs

@@ -922,3 +922,19 @@ suite("Scheduler: a single caller's cheap batch may run inline", () => {
     assert.equal(sched.stats('m')!.dispatchTimeouts, 0);
   });
 });
+
+test('no inline run while the caller holds other requests outside the queue (aloneOutsideQueue)', async () => {
+  let alone = false;
+  const { exec, sched } = setup({ aloneOutsideQueue: () => alone });
+  sched.addModel(model('m'));
+  sched.seedCost('m', 1, INLINE_MAX_SECONDS / 10);
+  for (const expected of [false, true]) {
+    alone = expected;
+    const r = track(sched.submit('m', rowsOf(1)));
+    await flush();
+    assert.equal(exec.calls.at(-1)!.request.mayRunInline, expected);
+    exec.calls.at(-1)!.finish();
+    await flush();
+    assert.equal(r.code(), 'ok');
+  }
+});
