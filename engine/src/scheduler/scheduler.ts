@@ -76,7 +76,7 @@ export interface SchedulerOptions<L extends ExecutionLease = ExecutionLease, V =
    * Whether the caller has no other request in hand (decoding, answering), asked before marking a
    * dispatch mayRunInline: under load the queue can be empty for a moment while other requests are
    * still on their way in or out, and those must not wait for an inline execution. Default: no
-   * such requests.
+   * such requests. Without it nothing runs inline.
    */
   readonly aloneOutsideQueue?: () => boolean;
   /** Halflife of the fair discipline's recent-compute memory; default 30 s. */
@@ -213,7 +213,9 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
   readonly #executor: Executor<L, V>;
   #discipline: Discipline;
   readonly #maxInflight: number;
-  readonly #aloneOutsideQueue: () => boolean;
+  readonly #aloneOutsideQueue: (() => boolean) | null;
+  /** The lone request whose inline run waited one event-loop turn (#deferForInline). */
+  #inlineProbe: PendingRequest | null = null;
   readonly #cap: number;
   readonly #discount: number;
   readonly #coldHoldMs: number;
@@ -243,7 +245,7 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
     this.#executor = options.executor;
     this.#discipline = options.discipline ?? 'fair';
     this.#maxInflight = options.maxInflight ?? 1;
-    this.#aloneOutsideQueue = options.aloneOutsideQueue ?? (() => true);
+    this.#aloneOutsideQueue = options.aloneOutsideQueue ?? null;
     this.#batchBuffers =
       options.executor.releasesInputs === true
         ? new BatchBufferPool(BATCH_BUFFER_POOL_BYTES, this.#maxInflight + 1)
@@ -560,6 +562,7 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
       const staged = this.#staged;
       if (staged !== null) {
         if (staged.lease === null || this.#executing >= this.#maxInflight) break;
+        if (this.#deferForInline(staged.model, now)) break;
         this.#staged = null;
         this.#launch(staged.model, staged.lease, staged.version);
         continue;
@@ -824,16 +827,13 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
       queueWaitSeconds: waits,
     });
 
-    const measuredCost = st.costs.measured(plan.batchSize);
     const mayRunInline =
-      this.#executing === 0 &&
+      taken.length === 1 &&
+      this.#inlineProbe === taken[0] &&
       this.#staged === null &&
       st.queue.length === 0 &&
-      !this.#othersWaiting(st) &&
-      measuredCost !== undefined &&
-      measuredCost <= INLINE_MAX_SECONDS &&
-      taken.length === 1 &&
-      this.#aloneOutsideQueue();
+      this.#inlineEligible(st, plan.batchSize);
+    this.#inlineProbe = null;
     this.#executing++;
     st.inflightRequests += taken.length;
     // Count the dispatch's expected cost right away so that fair selection made while it runs
@@ -988,6 +988,37 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
   /** The execution that read these has returned (or never started): they may be reused. */
   #returnBatchBuffers(buffers: readonly Buffer[]): void {
     for (const b of buffers) this.#batchBuffers!.give(b);
+  }
+
+  /** Nothing else executing, waiting or in the caller's hands, and the batch measured cheap. */
+  #inlineEligible(st: ModelState, batchSize: number): boolean {
+    const cost = st.costs.measured(batchSize);
+    return (
+      this.#aloneOutsideQueue !== null &&
+      this.#executing === 0 &&
+      cost !== undefined &&
+      cost <= INLINE_MAX_SECONDS &&
+      !this.#othersWaiting(st) &&
+      this.#aloneOutsideQueue()
+    );
+  }
+
+  /**
+   * A lone cheap request about to run inline first waits one event-loop turn (setImmediate), in
+   * which the loop reads what the sockets hold. Under load more requests are already there: it then
+   * runs with them, coalesced, on the addon's threads. Run at once, it would be read, run and
+   * answered before the next request was even seen, every request an execution of its own
+   * (measured at 16 callers on one core: 1.3 rows per execution instead of 4.6, 0.65x the
+   * throughput). True when the launch waits.
+   */
+  #deferForInline(st: ModelState, now: number): boolean {
+    const front = st.queue.front?.value;
+    if (front === undefined || this.#inlineProbe === front || st.queue.length !== 1) return false;
+    const plan = this.#plan(st, this.#view(st, now).prefixRows);
+    if (plan.count !== 1 || !this.#inlineEligible(st, plan.batchSize)) return false;
+    this.#inlineProbe = front;
+    setImmediate(() => this.#schedulePump());
+    return true;
   }
 
   #othersWaiting(st: ModelState): boolean {
