@@ -87,6 +87,8 @@ export interface NativeExecutable {
     download: false,
     lane?: { background: boolean },
   ): Promise<NativeBuffer[]>;
+  /** The same execution on the calling thread, outputs downloaded (see Executable.runInline). */
+  executeInline(args: Array<NativeBuffer | NativeHostArray>, deviceIndex: number, download: true): NativeHostResult[];
   serialize(): Promise<Buffer>;
   dispose(): void;
 }

@@ -66,6 +66,19 @@ export class Executable {
     return out.map((o) => ({ dtype: dtypeFromPjrt(o.type) ?? 'u8', shape: o.dims, data: o.data }));
   }
 
+  /**
+   * Executes on the calling thread and downloads every output: it blocks the event loop for the
+   * whole execution. Only for programs shorter than the two thread hops around run() (a task-pool
+   * wake-up, then the event loop's wake-up for the completion): a single caller's cheap model on
+   * the CPU plugin. A run that may hang or take long belongs on run().
+   */
+  runInline(args: readonly ExecuteArg[], options: Pick<ExecuteOptions, 'device'> = {}): HostArray[] {
+    const [nativeArgs, device] = this.#prepare(args, options);
+    return this.#native
+      .executeInline(nativeArgs, device, true)
+      .map((o) => ({ dtype: dtypeFromPjrt(o.type) ?? 'u8', shape: o.dims, data: o.data }));
+  }
+
   /** Executes and leaves the outputs on the device. */
   async runToDevice(args: readonly ExecuteArg[], options: ExecuteOptions = {}): Promise<DeviceBuffer[]> {
     const [nativeArgs, device] = this.#prepare(args, options);

@@ -193,6 +193,7 @@ Napi::Function ExecutableWrap::Init(Napi::Env env) {
   return DefineClass(env, "PjrtExecutable",
                      {InstanceMethod<&ExecutableWrap::Describe>("describe"),
                       InstanceMethod<&ExecutableWrap::Execute>("execute"),
+                      InstanceMethod<&ExecutableWrap::ExecuteInline>("executeInline"),
                       InstanceMethod<&ExecutableWrap::Serialize>("serialize"),
                       InstanceMethod<&ExecutableWrap::Dispose>("dispose")});
 }
@@ -245,11 +246,15 @@ Napi::Value ExecutableWrap::Describe(const Napi::CallbackInfo& info) {
   return o;
 }
 
-// execute(args: Array<PjrtBuffer | {data, type, dims}>, deviceIndex, download, {background}?) -> Promise
-Napi::Value ExecutableWrap::Execute(const Napi::CallbackInfo& info) {
+// The job for execute() and executeInline(): arguments read and checked, everything pinned and
+// the client held (released by FinishJob). Throws on bad arguments or a disposed resource.
+namespace {
+
+std::shared_ptr<ExecuteJob> PrepareJob(const Napi::CallbackInfo& info, std::shared_ptr<ExecutableResource> exe,
+                                       KeepAlive& keep) {
   Napi::Env env = info.Env();
   auto job = std::make_shared<ExecuteJob>();
-  job->exe = Live(env);
+  job->exe = std::move(exe);
   job->cs = job->exe->client();
   if (!info[0].IsArray()) throw Napi::TypeError::New(env, "args must be an array");
   auto arr = info[0].As<Napi::Array>();
@@ -257,7 +262,7 @@ Napi::Value ExecutableWrap::Execute(const Napi::CallbackInfo& info) {
   if (job->device < 0 || job->device >= static_cast<int>(job->cs->devices.size()))
     throw Napi::RangeError::New(env, "device index out of range");
   job->download = info[2].ToBoolean();
-  KeepAlive keep = std::make_shared<std::vector<Napi::ObjectReference>>();
+  keep = std::make_shared<std::vector<Napi::ObjectReference>>();
   const uint32_t count = arr.Length();
   job->buffers.reserve(count);
   job->is_host.reserve(count);
@@ -291,32 +296,64 @@ Napi::Value ExecutableWrap::Execute(const Napi::CallbackInfo& info) {
     if (exe_pinned) job->exe->Unpin();
     ThrowStatus(env, Status::Disposed("an argument or the executable has been disposed"));
   }
-  AsyncOp op;
-  op.work = [job]() -> Status {
-    Status s = RunExecute(*job);
-    for (auto& b : job->buffers) b->Unpin();
-    job->exe->Unpin();
-    job->cs->End();
-    return s;
-  };
-  op.finish = [job, keep](Napi::Env env) -> Napi::Value {
-    if (!job->download) {
-      Napi::Array out = Napi::Array::New(env, job->outputs.size());
-      for (size_t i = 0; i < job->outputs.size(); ++i) out.Set(static_cast<uint32_t>(i), BufferWrap::NewInstance(env, job->outputs[i]));
-      return out;
-    }
-    Napi::Array out = Napi::Array::New(env, job->arrays.size());
-    for (size_t i = 0; i < job->arrays.size(); ++i) {
-      OutputArray& a = job->arrays[i];
-      Napi::Object o = Napi::Object::New(env);
-      o.Set("type", Napi::Number::New(env, a.type));
-      o.Set("dims", DimsToJs(env, a.dims));
-      o.Set("data", a.block.ToJs(env));
-      out.Set(static_cast<uint32_t>(i), o);
-    }
+  return job;
+}
+
+Status RunAndRelease(ExecuteJob& job) {
+  Status s = RunExecute(job);
+  for (auto& b : job.buffers) b->Unpin();
+  job.exe->Unpin();
+  job.cs->End();
+  return s;
+}
+
+Napi::Value OutputsToJs(Napi::Env env, ExecuteJob& job) {
+  if (!job.download) {
+    Napi::Array out = Napi::Array::New(env, job.outputs.size());
+    for (size_t i = 0; i < job.outputs.size(); ++i) out.Set(static_cast<uint32_t>(i), BufferWrap::NewInstance(env, job.outputs[i]));
     return out;
-  };
-  return RunAsync(env, std::move(op), LaneOf(info[3]));
+  }
+  Napi::Array out = Napi::Array::New(env, job.arrays.size());
+  for (size_t i = 0; i < job.arrays.size(); ++i) {
+    OutputArray& a = job.arrays[i];
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("type", Napi::Number::New(env, a.type));
+    o.Set("dims", DimsToJs(env, a.dims));
+    o.Set("data", a.block.ToJs(env));
+    out.Set(static_cast<uint32_t>(i), o);
+  }
+  return out;
+}
+
+}  // namespace
+
+// execute(args: Array<PjrtBuffer | {data, type, dims}>, deviceIndex, download, {background}?) -> Promise
+Napi::Value ExecutableWrap::Execute(const Napi::CallbackInfo& info) {
+  KeepAlive keep;
+  auto job = PrepareJob(info, Live(info.Env()), keep);
+  AsyncOp op;
+  op.work = [job]() -> Status { return RunAndRelease(*job); };
+  op.finish = [job, keep](Napi::Env env) -> Napi::Value { return OutputsToJs(env, *job); };
+  return RunAsync(info.Env(), std::move(op), LaneOf(info[3]));
+}
+
+// executeInline(args, deviceIndex, download) -> outputs: the same execution on the calling (JS)
+// thread, blocking it until the outputs are on the host. For programs that take less time than
+// the two thread hops around a pooled execution cost (the scheduler decides, see
+// engine/src/scheduler/inline-policy.ts): no task-pool wake-up, no completion wake-up of the event
+// loop, no extra loop turn.
+Napi::Value ExecutableWrap::ExecuteInline(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  KeepAlive keep;
+  auto job = PrepareJob(info, Live(env), keep);
+  Status s;
+  try {
+    s = RunAndRelease(*job);
+  } catch (const std::exception& e) {
+    s = Status{13, std::string("internal error in native work: ") + e.what()};
+  }
+  if (!s.ok()) ThrowStatus(env, s);
+  return OutputsToJs(env, *job);
 }
 
 // serialize() -> Promise<Buffer>: the plugin's own serialization of the compiled program (object

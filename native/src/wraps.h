@@ -74,6 +74,7 @@ class ExecutableWrap : public Napi::ObjectWrap<ExecutableWrap> {
   std::shared_ptr<ExecutableResource> Live(Napi::Env env);
   Napi::Value Describe(const Napi::CallbackInfo& info);
   Napi::Value Execute(const Napi::CallbackInfo& info);
+  Napi::Value ExecuteInline(const Napi::CallbackInfo& info);
   Napi::Value Serialize(const Napi::CallbackInfo& info);
   Napi::Value Dispose(const Napi::CallbackInfo& info);
   std::shared_ptr<ExecutableResource> res_;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, suite, test } from 'node:test';
-import { asFloat32, hostArray, Runtime } from '../lib/index.js';
+import { asFloat32, DisposedError, hostArray, Runtime } from '../lib/index.js';
 import { ADD, CONV, conv64, DOT, matmul64, maxRelError, MLP, randomF32 } from './programs.js';
 
 suite('numerics on the real CPU plugin (float64 reference, relative error < 1e-5)', () => {
@@ -60,5 +60,28 @@ suite('numerics on the real CPU plugin (float64 reference, relative error < 1e-5
     const want = matmul64(hidden, w2, b, h, o).map((v, j) => v + b2[j % o]!);
     assert.ok(maxRelError(asFloat32(out!), want) < 1e-5);
     for (const w of weights) w.dispose();
+  });
+
+  test('runInline: the same outputs as run(), on the calling thread; a disposed argument throws at once', async () => {
+    const [b, i, h, o] = [1, 8, 16, 3];
+    const x = randomF32(b * i, 12);
+    const exe = await rt.compile(MLP(b, i, h, o));
+    const weights = await Promise.all([
+      rt.upload(hostArray('f32', [i, h], randomF32(i * h, 13))),
+      rt.upload(hostArray('f32', [h], randomF32(h, 14))),
+      rt.upload(hostArray('f32', [h, o], randomF32(h * o, 15))),
+      rt.upload(hostArray('f32', [o], randomF32(o, 16))),
+    ]);
+    const args = [hostArray('f32', [b, i], x), ...weights];
+    const [pooled] = await exe.run(args);
+    const inline = exe.runInline(args);
+    assert.equal(inline.length, 1);
+    assert.deepEqual(inline[0]!.shape, pooled!.shape);
+    assert.equal(inline[0]!.dtype, 'f32');
+    assert.deepEqual([...asFloat32(inline[0]!)], [...asFloat32(pooled!)]);
+    weights[0]!.dispose();
+    assert.throws(() => exe.runInline(args), DisposedError);
+    for (const w of weights) w.dispose();
+    exe.dispose();
   });
 });

@@ -248,6 +248,9 @@ export async function startGrpcServer(
   const server = new Server({
     'grpc.max_receive_message_length': service.limits.maxRecvBytes,
     'grpc.max_send_message_length': service.limits.maxSendBytes,
+    // grpc-js's channelz bookkeeping (call counters, timestamps, per-stream trackers) runs on every
+    // call, and nothing here reads it: hloserve's own metrics and statistics count requests.
+    'grpc.enable_channelz': 0,
   });
   const definition = {
     ...tolerant(GRPCInferenceService),

@@ -28,6 +28,13 @@ interface Region extends RegionStatus {
 /** Longest region name and key accepted (the HTTP routes carry the name in the URL path). */
 export const MAX_SHM_NAME_CHARS = 1024;
 
+/**
+ * Outputs up to this size are copied into a mapped region on the event loop: a pwrite on the
+ * addon's threads costs two thread wake-ups, more than a memcpy of this much (at a few GB/s, tens
+ * of µs). Larger outputs keep off the event loop.
+ */
+export const IN_PLACE_WRITE_MAX_BYTES = 256 * 1024;
+
 const shmError = (message: string) => new ServeError('HLO_ERR_SHM_INVALID', message);
 
 /**
@@ -177,7 +184,11 @@ export class SharedMemoryRegistry {
     }
   }
 
-  /** Writes `data` into a region; `capacity` is the byte size the client reserved for it. */
+  /**
+   * Writes `data` into a region; `capacity` is the byte size the client reserved for it. Into the
+   * mapping on this thread when it is mapped and `data` is at most IN_PLACE_WRITE_MAX_BYTES; else
+   * with pwrite on the addon's threads.
+   */
   async write(name: string, offset: number, capacity: number, data: Uint8Array): Promise<void> {
     const r = this.#window(name, offset, capacity);
     if (data.byteLength > capacity) {
@@ -186,6 +197,13 @@ export class SharedMemoryRegistry {
       );
     }
     if (data.byteLength === 0) return;
+    if (r.map && data.byteLength <= IN_PLACE_WRITE_MAX_BYTES) {
+      this.#checkObject(r);
+      r.map.set(data, offset);
+      // Truncated under the copy: the SIGBUS guard put anonymous pages there and the bytes are lost.
+      if (sharedMemoryFaulted(r.map)) throw faultedError(name, 'written');
+      return;
+    }
     r.pins++;
     try {
       await writeSharedMemory(r.fd, r.offset + offset, data, r.offset + r.byteSize);
@@ -227,9 +245,9 @@ export class SharedMemoryRegistry {
   }
 }
 
-function faultedError(name: string): ServeError {
+function faultedError(name: string, access: 'read' | 'written' = 'read'): ServeError {
   return shmError(
-    `shared memory region ${quote(name)}: the shared memory object was truncated by its owner while it was read; register it again`,
+    `shared memory region ${quote(name)}: the shared memory object was truncated by its owner while it was ${access}; register it again`,
   );
 }
 

@@ -164,19 +164,39 @@ export class CompiledModel {
     signal?: AbortSignal,
     background = false,
   ): Promise<HostTensor[]> {
+    const exe = this.#executable(batch);
+    const args = this.#hostArgs(inputs);
+    const out = await exe.run([...args, ...weights], background ? { signal, background } : signal ? { signal } : {});
+    return this.#named(out);
+  }
+
+  #executable(batch: number): Executable {
     const exe = this.#executables.get(batch) ?? this.#executables.get(0);
     if (!exe) throw new ServeError('HLO_ERR_INTERNAL', `model '${this.name}' has no executable for batch ${batch}`);
-    const args = inputs.map((t): HostArray => {
+    return exe;
+  }
+
+  #hostArgs(inputs: readonly HostTensor[]): HostArray[] {
+    return inputs.map((t): HostArray => {
       if (t.dtype === 'BYTES') throw new ServeError('HLO_ERR_INTERNAL', `executable input '${t.name}' cannot be BYTES`);
       return { dtype: t.dtype, shape: t.shape, data: t.data };
     });
-    const out = await exe.run([...args, ...weights], background ? { signal, background } : signal ? { signal } : {});
+  }
+
+  #named(out: readonly HostArray[]): HostTensor[] {
     return out.map((o, i) => ({
       name: this.manifest.executableOutputs[i]?.name ?? `output_${i}`,
       dtype: o.dtype,
       shape: o.shape,
       data: o.data,
     }));
+  }
+
+  /** run() on the calling thread (Executable.runInline): for the scheduler's inline batches. */
+  runInline(batch: number, inputs: readonly HostTensor[], weights: readonly DeviceBuffer[]): HostTensor[] {
+    const exe = this.#executable(batch);
+    const out = exe.runInline([...this.#hostArgs(inputs), ...weights]);
+    return this.#named(out);
   }
 
   /**

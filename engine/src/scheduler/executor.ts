@@ -27,6 +27,13 @@ export interface ExecutionRequest<L extends ExecutionLease = ExecutionLease, V =
    * then; an executor able to cancel device work may stop early, one that cannot may ignore it.
    */
   readonly signal: AbortSignal;
+  /**
+   * One request, nothing else executing, queued, being prepared or in the caller's hands, and this
+   * batch size's measured cost at most INLINE_MAX_SECONDS (scheduler.ts): an executor that can may run it on the calling
+   * thread instead of handing it to another. Such a run cannot be timed out (nothing else runs
+   * meanwhile to notice), so the scheduler arms no dispatch timer for it.
+   */
+  readonly mayRunInline?: boolean;
 }
 
 export interface Executor<L extends ExecutionLease = ExecutionLease, V = unknown> {

@@ -56,12 +56,29 @@ const BATCH_BUFFER_POOL_BYTES = 32 * 1024 * 1024;
 /** What a non-cancellable executor is given as its dispatch's signal. */
 const NEVER_ABORTED: AbortSignal = new AbortController().signal;
 
+/**
+ * A batch whose measured execution takes at most this long may run on the event loop's thread
+ * when it holds one request and nothing else is executing, queued, being prepared or (per
+ * `aloneOutsideQueue`) in hand (ExecutionRequest.mayRunInline): a single caller's cheap model. Handing it to the addon's pool instead costs two thread wake-ups
+ * (the pool thread, then the event loop for the completion) and a loop turn, which on mlp's
+ * 90 µs batch-1 program were as long as the program (bench/RESULTS.md, "The single-caller path").
+ * The bound caps how long a request arriving meanwhile waits to be read.
+ */
+export const INLINE_MAX_SECONDS = 0.002;
+
 export interface SchedulerOptions<L extends ExecutionLease = ExecutionLease, V = unknown> {
   readonly executor: Executor<L, V>;
   /** Default 'fair'. */
   readonly discipline?: Discipline;
   /** Device executions in flight at once; default 1 (one stream, as the reference). */
   readonly maxInflight?: number;
+  /**
+   * Whether the caller has no other request in hand (decoding, answering), asked before marking a
+   * dispatch mayRunInline: under load the queue can be empty for a moment while other requests are
+   * still on their way in or out, and those must not wait for an inline execution. Default: no
+   * such requests. Without it nothing runs inline.
+   */
+  readonly aloneOutsideQueue?: () => boolean;
   /** Halflife of the fair discipline's recent-compute memory; default 30 s. */
   readonly emaHalflifeSeconds?: number;
   /** recency_penalty_cap in (0, 1]; default 0.25. */
@@ -211,6 +228,9 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
   readonly #executor: Executor<L, V>;
   #discipline: Discipline;
   readonly #maxInflight: number;
+  readonly #aloneOutsideQueue: (() => boolean) | null;
+  /** The lone request whose inline run waited one event-loop turn (#deferForInline). */
+  #inlineProbe: PendingRequest | null = null;
   readonly #cap: number;
   readonly #discount: number;
   readonly #coldHoldMs: number;
@@ -241,6 +261,7 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
     this.#executor = options.executor;
     this.#discipline = options.discipline ?? 'fair';
     this.#maxInflight = options.maxInflight ?? 1;
+    this.#aloneOutsideQueue = options.aloneOutsideQueue ?? null;
     this.#batchBuffers =
       options.executor.releasesInputs === true
         ? new BatchBufferPool(BATCH_BUFFER_POOL_BYTES, this.#maxInflight + 1)
@@ -562,6 +583,7 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
       const staged = this.#staged;
       if (staged !== null) {
         if (staged.lease === null || this.#executing >= this.#maxInflight) break;
+        if (this.#deferForInline(staged.model, now)) break;
         this.#staged = null;
         this.#launch(staged.model, staged.lease, staged.version);
         continue;
@@ -826,6 +848,13 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
       queueWaitSeconds: waits,
     });
 
+    const mayRunInline =
+      taken.length === 1 &&
+      this.#inlineProbe === taken[0] &&
+      this.#staged === null &&
+      st.queue.length === 0 &&
+      this.#inlineEligible(st, plan.batchSize);
+    this.#inlineProbe = null;
     this.#executing++;
     st.inflightRequests += taken.length;
     // Count the dispatch's expected cost right away so that fair selection made while it runs
@@ -839,7 +868,7 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
     const controller = this.#executor.cancellable === false ? null : new AbortController();
     let timedOut = false;
     let timer: TimerHandle | null = null;
-    if (this.#timeoutSeconds > 0) {
+    if (this.#timeoutSeconds > 0 && !mayRunInline) {
       timer = this.clock.setTimer(() => {
         timer = null;
         timedOut = true;
@@ -957,6 +986,7 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
           inputs,
           lease,
           signal: controller?.signal ?? NEVER_ABORTED,
+          mayRunInline,
         }),
       );
     } catch (e) {
@@ -979,6 +1009,37 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
   /** The execution that read these has returned (or never started): they may be reused. */
   #returnBatchBuffers(buffers: readonly Buffer[]): void {
     for (const b of buffers) this.#batchBuffers!.give(b);
+  }
+
+  /** Nothing else executing, waiting or in the caller's hands, and the batch measured cheap. */
+  #inlineEligible(st: ModelState, batchSize: number): boolean {
+    const cost = st.costs.measured(batchSize);
+    return (
+      this.#aloneOutsideQueue !== null &&
+      this.#executing === 0 &&
+      cost !== undefined &&
+      cost <= INLINE_MAX_SECONDS &&
+      !this.#othersWaiting(st) &&
+      this.#aloneOutsideQueue()
+    );
+  }
+
+  /**
+   * A lone cheap request about to run inline first waits one event-loop turn (setImmediate), in
+   * which the loop reads what the sockets hold. Under load more requests are already there: it then
+   * runs with them, coalesced, on the addon's threads. Run at once, it would be read, run and
+   * answered before the next request was even seen, every request an execution of its own
+   * (measured at 16 callers on one core: 1.3 rows per execution instead of 4.6, 0.65x the
+   * throughput). True when the launch waits.
+   */
+  #deferForInline(st: ModelState, now: number): boolean {
+    const front = st.queue.front?.value;
+    if (front === undefined || this.#inlineProbe === front || st.queue.length !== 1) return false;
+    const plan = this.#plan(st, this.#view(st, now).prefixRows);
+    if (plan.count !== 1 || !this.#inlineEligible(st, plan.batchSize)) return false;
+    this.#inlineProbe = front;
+    setImmediate(() => this.#schedulePump());
+    return true;
   }
 
   #othersWaiting(st: ModelState): boolean {

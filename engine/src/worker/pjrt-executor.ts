@@ -18,9 +18,19 @@ export class PjrtExecutor implements Executor<PjrtLease, ModelVersion> {
   /** The addon holds the host inputs until the execution returns, and outputs are new buffers. */
   readonly releasesInputs = true;
   readonly #cache: WeightCache<HostWeights, readonly DeviceBuffer[], WeightSource>;
+  readonly #inline: boolean;
 
-  constructor(cache: WeightCache<HostWeights, readonly DeviceBuffer[], WeightSource>) {
+  /**
+   * `inline`: run the batches the scheduler marks mayRunInline on the event loop's thread. Only
+   * for the CPU plugin, whose executions finish on the host; a GPU's may wait on the device for
+   * as long as it likes, and the event loop must never wait with it.
+   */
+  constructor(
+    cache: WeightCache<HostWeights, readonly DeviceBuffer[], WeightSource>,
+    options: { inline?: boolean } = {},
+  ) {
     this.#cache = cache;
+    this.#inline = options.inline ?? false;
   }
 
   prepare(_model: string, version: ModelVersion): Promise<PjrtLease> {
@@ -40,6 +50,8 @@ export class PjrtExecutor implements Executor<PjrtLease, ModelVersion> {
       // The dispatch timeout's signal is not passed on: PJRT cannot stop a launched execution, and
       // settling early would end the lease while the device still reads the weights, letting the
       // cache count their bytes free too soon. The scheduler has answered the callers already.
+      if (this.#inline && req.mayRunInline === true)
+        return v.compiled.runInline(req.batchSize, req.inputs, req.lease.weights);
       return await v.compiled.run(req.batchSize, req.inputs, req.lease.weights);
     } finally {
       v.release();

@@ -181,7 +181,10 @@ export class Worker implements InferenceService {
     this.metrics.trackInflight(() => this.#inflight);
     this.metrics.budgetBytes.set(Number.isFinite(budgetBytes) ? budgetBytes : -1);
     this.scheduler = new Scheduler<PjrtLease, ModelVersion>({
-      executor: new PjrtExecutor(this.cache),
+      executor: new PjrtExecutor(this.cache, { inline: runtime.platformName === 'cpu' }),
+      // The request being dispatched is the only one this worker holds: no other is being decoded
+      // or answered, so none waits while it runs inline.
+      aloneOutsideQueue: () => this.#inflight <= 1,
       discipline: s.scheduler.discipline,
       emaHalflifeSeconds: s.scheduler.emaHalflifeSeconds,
       recencyPenaltyCap: s.scheduler.recencyPenaltyCap,

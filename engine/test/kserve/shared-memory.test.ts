@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, suite, test } from 'node:test';
 import { ServeError } from '@hloserve/common/errors';
-import { SharedMemoryRegistry } from '../../src/kserve/shared-memory.js';
+import { IN_PLACE_WRITE_MAX_BYTES, SharedMemoryRegistry } from '../../src/kserve/shared-memory.js';
 
 suite('system shared memory registry', () => {
   const root = mkdtempSync(join(tmpdir(), 'hlo-shm-'));
@@ -128,6 +128,26 @@ suite('system shared memory registry', () => {
     reg.register('ip', '/inplace', 0, 64 * 1024);
     assert.equal((await reg.read('ip', 8192, 16))[0], 6);
     reg.unregister('ip');
+  });
+
+  test('outputs land in the object: small ones copied into the mapping, large ones with pwrite', async () => {
+    const size = IN_PLACE_WRITE_MAX_BYTES * 4;
+    const path = join(root, 'outs');
+    writeFileSync(path, Buffer.alloc(size + 4096, 0));
+    reg.register('o', '/outs', 4096, size);
+    await reg.write('o', 8, 4, Uint8Array.of(1, 2, 3, 4));
+    const large = Buffer.alloc(IN_PLACE_WRITE_MAX_BYTES * 2, 7);
+    await reg.write('o', IN_PLACE_WRITE_MAX_BYTES, large.byteLength, large);
+    const file = readFileSync(path);
+    assert.deepEqual([...file.subarray(4096 + 8, 4096 + 12)], [1, 2, 3, 4]);
+    assert.ok(
+      file.subarray(4096 + IN_PLACE_WRITE_MAX_BYTES, 4096 + IN_PLACE_WRITE_MAX_BYTES * 3).every((v) => v === 7),
+    );
+    assert.equal(file[4096 + IN_PLACE_WRITE_MAX_BYTES * 3], 0);
+    // The bounds hold on the in-place path as on pwrite's.
+    await assert.rejects(reg.write('o', size - 2, 4, Uint8Array.of(1, 2, 3, 4)), code('HLO_ERR_SHM_INVALID'));
+    assert.equal(readFileSync(path).byteLength, size + 4096);
+    reg.unregister('o');
   });
 
   test('unregistering while copies are in flight: they finish from the same object', async () => {

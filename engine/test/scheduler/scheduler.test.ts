@@ -4,7 +4,7 @@ import { Cancellation, type CancelSignal } from '@hloserve/common/cancellation';
 import { ServeError, type ErrorCode } from '@hloserve/common/errors';
 import { ManualClock } from '../../src/scheduler/manual-clock.js';
 import type { ModelSchedulingInfo } from '../../src/scheduler/model-info.js';
-import type { RequestTiming, SchedulerOptions } from '../../src/scheduler/scheduler.js';
+import { INLINE_MAX_SECONDS, type RequestTiming, type SchedulerOptions } from '../../src/scheduler/scheduler.js';
 import { Scheduler } from './named-scheduler.js';
 import type { SchedulerEvent } from '../../src/scheduler/events.js';
 import type { HostTensor } from '../../src/tensor.js';
@@ -863,4 +863,110 @@ suite('Scheduler: pipeline and lifecycle', () => {
     s.addModel(model('m'));
     assert.throws(() => s.addModel(model('m')), /already/);
   });
+});
+
+/** The scheduler's pump, then the one event-loop turn a lone inline candidate waits. */
+async function turns(): Promise<void> {
+  await flush();
+  await flush();
+}
+
+suite("Scheduler: a single caller's cheap batch may run inline", () => {
+  test('mayRunInline only with nothing else executing or queued and a measured cost within INLINE_MAX_SECONDS', async () => {
+    const { exec, sched } = setup({ aloneOutsideQueue: () => true });
+    for (const name of ['m', 'n', 'big', 'unmeasured']) sched.addModel(model(name));
+    sched.seedCost('m', 1, INLINE_MAX_SECONDS / 10);
+    sched.seedCost('n', 1, INLINE_MAX_SECONDS / 10);
+    sched.seedCost('big', 1, INLINE_MAX_SECONDS * 2);
+    const alone = async (name: string): Promise<boolean | undefined> => {
+      const r = track(sched.submit(name, rowsOf(1)));
+      await turns();
+      const call = exec.calls.at(-1)!;
+      call.finish();
+      await turns();
+      assert.equal(r.code(), 'ok');
+      return call.request.mayRunInline;
+    };
+    assert.equal(await alone('unmeasured'), false, 'no measured cost yet');
+    assert.equal(await alone('big'), false, 'measured over the bound');
+    assert.equal(await alone('m'), true);
+    // Two models with work at once: the first dispatch has another waiting, the second runs alone.
+    const both = [track(sched.submit('m', rowsOf(1))), track(sched.submit('n', rowsOf(1)))];
+    await turns();
+    const first = exec.calls.at(-1)!;
+    assert.equal(first.request.mayRunInline, false);
+    first.finish();
+    await turns();
+    const second = exec.calls.at(-1)!;
+    assert.notEqual(second, first);
+    assert.equal(second.request.mayRunInline, true);
+    second.finish();
+    await turns();
+    assert.deepEqual(
+      both.map((r) => r.code()),
+      ['ok', 'ok'],
+    );
+  });
+
+  test('an inline-eligible dispatch arms no dispatch timer (nothing else runs meanwhile to notice)', async () => {
+    const { clock, exec, sched } = setup({ dispatchTimeoutSeconds: 1, aloneOutsideQueue: () => true });
+    sched.addModel(model('m'));
+    sched.seedCost('m', 1, INLINE_MAX_SECONDS / 10);
+    const r = track(sched.submit('m', rowsOf(1)));
+    await turns();
+    assert.equal(exec.calls[0]!.request.mayRunInline, true);
+    clock.advance(1500);
+    await turns();
+    assert.equal(r.code(), 'pending');
+    exec.calls[0]!.finish();
+    await turns();
+    assert.equal(r.code(), 'ok');
+    assert.equal(sched.stats('m')!.dispatchTimeouts, 0);
+  });
+});
+
+test('no inline run while the caller holds other requests outside the queue (aloneOutsideQueue)', async () => {
+  let alone = false;
+  const { exec, sched } = setup({ aloneOutsideQueue: () => alone });
+  sched.addModel(model('m'));
+  sched.seedCost('m', 1, INLINE_MAX_SECONDS / 10);
+  for (const expected of [false, true]) {
+    alone = expected;
+    const r = track(sched.submit('m', rowsOf(1)));
+    await turns();
+    assert.equal(exec.calls.at(-1)!.request.mayRunInline, expected);
+    exec.calls.at(-1)!.finish();
+    await turns();
+    assert.equal(r.code(), 'ok');
+  }
+});
+
+test('a lone request waits one event-loop turn before running inline; one arriving meanwhile joins it', async () => {
+  const { exec, sched } = setup({ aloneOutsideQueue: () => true });
+  sched.addModel(model('m', { compiledBatchSizes: [1, 2] }));
+  sched.seedCost('m', 1, INLINE_MAX_SECONDS / 10);
+  sched.seedCost('m', 2, INLINE_MAX_SECONDS / 10);
+  const first = track(sched.submit('m', rowsOf(1)));
+  await new Promise<void>((resolve) => queueMicrotask(resolve));
+  await Promise.resolve();
+  assert.equal(exec.calls.length, 0, 'not launched before the loop turns');
+  const second = track(sched.submit('m', rowsOf(1)));
+  await turns();
+  assert.equal(exec.calls.length, 1);
+  assert.deepEqual([exec.calls[0]!.request.requests, exec.calls[0]!.request.mayRunInline], [2, false]);
+  exec.calls[0]!.finish();
+  await turns();
+  assert.deepEqual([first.code(), second.code()], ['ok', 'ok']);
+});
+
+test('without aloneOutsideQueue nothing runs inline', async () => {
+  const { exec, sched } = setup();
+  sched.addModel(model('m'));
+  sched.seedCost('m', 1, INLINE_MAX_SECONDS / 10);
+  const r = track(sched.submit('m', rowsOf(1)));
+  await flush();
+  assert.equal(exec.calls[0]!.request.mayRunInline, false);
+  exec.calls[0]!.finish();
+  await flush();
+  assert.equal(r.code(), 'ok');
 });
