@@ -71,7 +71,7 @@ suite('the supervisor gateway: placement and audit survive a restart (SQLite sto
   let dir: string;
   let ws: StandIn[];
 
-  const start = async (store: Store): Promise<RunningGateway> =>
+  const start = async (store: Store, fleet = 'node-a'): Promise<RunningGateway> =>
     serveGateway(
       {
         workers: ws.map((w, i) => ({
@@ -86,7 +86,7 @@ suite('the supervisor gateway: placement and audit survive a restart (SQLite sto
         mode: 'lpt_packing',
         healthIntervalMs: 60_000,
         placementIntervalMs: 60_000,
-        state: new StorePlacementState(store),
+        state: new StorePlacementState(store, fleet),
       },
       { host: '127.0.0.1', grpcPort: 0, httpPort: 0, metricsPort: -1, consolePort: 0 },
     );
@@ -162,7 +162,7 @@ suite('the supervisor gateway: placement and audit survive a restart (SQLite sto
 
       // Released after the restart: the row says so, and a third start sees b unpinned.
       await act(gw, 'b', 'release');
-      const rows = await store.listPlacements();
+      const rows = await store.listPlacements('node-a');
       assert.deepEqual(
         rows.map((p) => [p.model, p.replicas, p.pinned]),
         [
@@ -170,6 +170,14 @@ suite('the supervisor gateway: placement and audit survive a restart (SQLite sto
           ['b', 1, null],
         ],
       );
+      // Another node sharing the store names its workers alike; node-a's rows are not its own.
+      const other = await start(store, 'node-b');
+      try {
+        assert.equal(other.gateway.placement.desiredReplicas('a', 3), 1);
+        assert.equal(other.gateway.placement.pinnedOn('b'), undefined);
+      } finally {
+        await other.stop();
+      }
       // The control API's audit sees the same records (one append-only log).
       const all = await store.listAudit({ limit: 10 });
       assert.equal(all.length, 4);

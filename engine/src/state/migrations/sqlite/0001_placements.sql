@@ -1,7 +1,9 @@
 CREATE TABLE `placements` (
-	`model` text PRIMARY KEY NOT NULL,
+	`fleet` text NOT NULL,
+	`model` text NOT NULL,
 	`replicas` integer,
 	`pinned` text,
 	`updated_at` integer NOT NULL,
-	`updated_by` text NOT NULL
+	`updated_by` text NOT NULL,
+	PRIMARY KEY(`fleet`, `model`)
 );
