@@ -79,7 +79,7 @@ export const policies = pgTable('policies', {
 });
 
 export const placements = pgTable(
-  'placements',
+  'fleet_placements',
   {
     fleet: text('fleet').notNull(),
     model: text('model').notNull(),

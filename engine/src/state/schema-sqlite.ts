@@ -74,13 +74,14 @@ export const policies = sqliteTable('policies', {
 
 /**
  * The fleet's placement as the operator set it through the gateway (add/remove a replica, move):
- * one row per model the operator touched, per fleet (the supervisor's host name: nodes sharing
+ * one row per model the operator touched, per fleet (the supervisor's host name, or `hloserve gateway --fleet`: nodes sharing
  * one PostgreSQL each keep their own, since worker names repeat across nodes). Null replicas or
  * pinned leave that part to the startup flags and measured load. The supervisor's gateway reads
- * its fleet's rows at start.
+ * its fleet's rows at start. (Migration 0001's model-keyed `placements` table, which this one
+ * replaced in 0002, is dropped.)
  */
 export const placements = sqliteTable(
-  'placements',
+  'fleet_placements',
   {
     fleet: text('fleet').notNull(),
     model: text('model').notNull(),

@@ -1,6 +1,6 @@
 /**
  * The gateway's PlacementState over the engine's state store: the operator's replica counts and
- * pins in the `placements` table, each action in the append-only `audit` table (action
+ * pins in the `fleet_placements` table, each action in the append-only `audit` table (action
  * `placement.*`, beside the control API's own records). The supervisor opens the store the
  * workers' consoles use (console.state_url, SQLite under cache_dir by default), so a restarted
  * supervisor's gateway comes back with the operator's placement. Rows are per fleet (the

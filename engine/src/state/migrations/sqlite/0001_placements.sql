@@ -1,9 +1,7 @@
 CREATE TABLE `placements` (
-	`fleet` text NOT NULL,
-	`model` text NOT NULL,
+	`model` text PRIMARY KEY NOT NULL,
 	`replicas` integer,
 	`pinned` text,
 	`updated_at` integer NOT NULL,
-	`updated_by` text NOT NULL,
-	PRIMARY KEY(`fleet`, `model`)
+	`updated_by` text NOT NULL
 );
