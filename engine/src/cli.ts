@@ -16,6 +16,8 @@ import { settingsBehindGateway } from './supervisor/gateway-tls.js';
 class UsageError extends Error {}
 
 async function main(): Promise<number> {
+  // `hloserve gateway` takes the standalone gateway's own options (gateway-cli.ts).
+  if (process.argv[2] === 'gateway') return runGateway(process.argv.slice(3));
   let parsed;
   try {
     parsed = parseArgs({
@@ -60,6 +62,20 @@ async function main(): Promise<number> {
     default:
       throw new UsageError(`unknown command '${command}'`);
   }
+}
+
+/** The standalone gateway, able to keep its placement in the engine's operations store (--state-url). */
+async function runGateway(argv: readonly string[]): Promise<number> {
+  const [{ runGatewayCli }, { openStore }, { StorePlacementState }] = await Promise.all([
+    import('@hloserve/gateway/gateway-cli'),
+    import('./state/open-store.js'),
+    import('./supervisor/placement-state.js'),
+  ]);
+  return runGatewayCli(argv, async (url, fleet) => {
+    // A URL names the store; the cache directory only places a default SQLite file, never used here.
+    const store = await openStore({ url, cacheDir: process.cwd() });
+    return { state: new StorePlacementState(store, fleet), close: () => store.close() };
+  });
 }
 
 interface ServeValues {

@@ -35,7 +35,14 @@ export async function serveGateway(
   log: (msg: string, fields: Record<string, unknown>) => void = () => {},
 ): Promise<RunningGateway> {
   const gateway = new Gateway({ ...DEFAULT_GATEWAY, ...options });
-  await gateway.start();
+  try {
+    await gateway.start();
+  } catch (err) {
+    // The fleet's health timers already run; a start that fails (a placement store that cannot be
+    // read) must not leave them keeping the process alive.
+    gateway.stop();
+    throw err;
+  }
   const tls = listen.tls ?? null;
   const grpc = await startGatewayGrpc(gateway, listen.host, listen.grpcPort, tls);
   const http = await startGatewayHttp(gateway, listen.host, listen.httpPort, tls);

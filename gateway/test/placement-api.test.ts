@@ -72,6 +72,38 @@ async function standIn(name: string, models: string[], resident: string[]): Prom
   return s;
 }
 
+suite('a placement store that cannot be read at start', () => {
+  test('serveGateway rejects with its error and leaves nothing running', async () => {
+    const w = await standIn('w0', ['a'], []);
+    try {
+      const state = {
+        load: () => Promise.reject(new Error('store unreachable')),
+        save: () => Promise.reject(new Error('unused')),
+        listAudit: () => Promise.resolve([]),
+      };
+      await assert.rejects(
+        serveGateway(
+          {
+            workers: [
+              {
+                name: 'w0',
+                address: { grpc: `127.0.0.1:${w.grpcPort}`, http: '127.0.0.1:1', metrics: null, console: null },
+              },
+            ],
+            mode: 'lpt_packing',
+            state,
+          },
+          { host: '127.0.0.1', grpcPort: 0, httpPort: 0, metricsPort: -1, consolePort: -1 },
+        ),
+        /store unreachable/,
+      );
+    } finally {
+      w.grpc.forceShutdown();
+      w.http.close();
+    }
+  });
+});
+
 suite('the gateway console port: placements, actions, audit, pass-through', () => {
   let ws: StandIn[];
   let gw: RunningGateway;

@@ -4,6 +4,9 @@ export const USAGE = `usage: hloserve <command> [options]
 commands:
   serve [--config FILE] [--model-repo DIR] [--worker NAME]
               serve models over KServe V2 (gRPC, HTTP), with metrics and the console
+  gateway --worker NAME=GRPC,HTTP[,METRICS[,CONSOLE]] ... [gateway options]
+              the gateway alone, in front of workers on other hosts (docs/gateway.md);
+              --state-url URL [--fleet NAME] keeps its placement in the operations store
   check PATH  validate a bundle directory, or every bundle of a model repository,
               and print each model's inputs and outputs or its errors
   version     print the versions of hloserve, Node.js and the pinned CPU plugin

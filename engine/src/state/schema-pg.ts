@@ -2,7 +2,17 @@
  * Operations state, PostgreSQL dialect (several nodes sharing one console). The same tables and
  * keys as schema-sqlite.ts, which is the reference for what each column holds.
  */
-import { bigint, bigserial, doublePrecision, index, integer, pgTable, text, uniqueIndex } from 'drizzle-orm/pg-core';
+import {
+  bigint,
+  bigserial,
+  doublePrecision,
+  index,
+  integer,
+  pgTable,
+  primaryKey,
+  text,
+  uniqueIndex,
+} from 'drizzle-orm/pg-core';
 
 const ms = (name: string) => bigint(name, { mode: 'number' });
 
@@ -68,13 +78,18 @@ export const policies = pgTable('policies', {
   updatedBy: text('updated_by').notNull(),
 });
 
-export const placements = pgTable('placements', {
-  model: text('model').primaryKey(),
-  replicas: integer('replicas'),
-  pinned: text('pinned'),
-  updatedAt: ms('updated_at').notNull(),
-  updatedBy: text('updated_by').notNull(),
-});
+export const placements = pgTable(
+  'fleet_placements',
+  {
+    fleet: text('fleet').notNull(),
+    model: text('model').notNull(),
+    replicas: integer('replicas'),
+    pinned: text('pinned'),
+    updatedAt: ms('updated_at').notNull(),
+    updatedBy: text('updated_by').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.fleet, t.model] })],
+);
 
 export const settings = pgTable('settings', {
   key: text('key').primaryKey(),

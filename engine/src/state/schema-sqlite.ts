@@ -3,7 +3,7 @@
  * same tables with the same keys for PostgreSQL; store.ts reads and writes both through these
  * declarations. Timestamps are epoch milliseconds; JSON values are stored as text.
  */
-import { index, integer, real, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
 
 export const tokens = sqliteTable('tokens', {
   /** Public part of the token (it is also in the token text), shown in lists and the audit log. */
@@ -74,17 +74,25 @@ export const policies = sqliteTable('policies', {
 
 /**
  * The fleet's placement as the operator set it through the gateway (add/remove a replica, move):
- * one row per model the operator touched. Null replicas or pinned leave that part to the startup
- * flags and measured load. The supervisor's gateway reads it at start.
+ * one row per model the operator touched, per fleet (the supervisor's host name, or `hloserve gateway --fleet`: nodes sharing
+ * one PostgreSQL each keep their own, since worker names repeat across nodes). Null replicas or
+ * pinned leave that part to the startup flags and measured load. The supervisor's gateway reads
+ * its fleet's rows at start. (Migration 0001's model-keyed `placements` table, which this one
+ * replaced in 0002, is dropped.)
  */
-export const placements = sqliteTable('placements', {
-  model: text('model').primaryKey(),
-  replicas: integer('replicas'),
-  /** JSON array of worker names the model is kept on until released. */
-  pinned: text('pinned'),
-  updatedAt: integer('updated_at').notNull(),
-  updatedBy: text('updated_by').notNull(),
-});
+export const placements = sqliteTable(
+  'fleet_placements',
+  {
+    fleet: text('fleet').notNull(),
+    model: text('model').notNull(),
+    replicas: integer('replicas'),
+    /** JSON array of worker names the model is kept on until released. */
+    pinned: text('pinned'),
+    updatedAt: integer('updated_at').notNull(),
+    updatedBy: text('updated_by').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.fleet, t.model] })],
+);
 
 export const settings = sqliteTable('settings', {
   key: text('key').primaryKey(),

@@ -168,13 +168,17 @@ export class Store {
 
   async upsertPlacement(row: PlacementRow): Promise<void> {
     const p = this.#t.placements;
-    const { model: _model, ...set } = row;
-    await this.#db.insert(p).values(row).onConflictDoUpdate({ target: p.model, set });
+    const { fleet: _fleet, model: _model, ...set } = row;
+    await this.#db
+      .insert(p)
+      .values(row)
+      .onConflictDoUpdate({ target: [p.fleet, p.model], set });
   }
 
-  async listPlacements(): Promise<PlacementRow[]> {
+  /** One fleet's rows, by model. */
+  async listPlacements(fleet: string): Promise<PlacementRow[]> {
     const p = this.#t.placements;
-    return this.#db.select().from(p).orderBy(asc(p.model));
+    return this.#db.select().from(p).where(eq(p.fleet, fleet)).orderBy(asc(p.model));
   }
 
   // ---- settings ---------------------------------------------------------------------------------

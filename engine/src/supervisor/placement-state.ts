@@ -1,9 +1,11 @@
 /**
  * The gateway's PlacementState over the engine's state store: the operator's replica counts and
- * pins in the `placements` table, each action in the append-only `audit` table (action
+ * pins in the `fleet_placements` table, each action in the append-only `audit` table (action
  * `placement.*`, beside the control API's own records). The supervisor opens the store the
  * workers' consoles use (console.state_url, SQLite under cache_dir by default), so a restarted
- * supervisor's gateway comes back with the operator's placement.
+ * supervisor's gateway comes back with the operator's placement. Rows are per fleet (the
+ * supervisor's host name): nodes sharing one PostgreSQL name their workers alike, and each
+ * node's placement is its own. The audit is the store's one log, shared like the rest of it.
  */
 import { randomUUID } from 'node:crypto';
 import type { AuditEntry, AuditRecord, OperatorPlacement, PlacementState } from '@hloserve/gateway';
@@ -14,11 +16,12 @@ const PREFIX = 'placement.';
 export class StorePlacementState implements PlacementState {
   constructor(
     private readonly store: Store,
+    private readonly fleet: string,
     private readonly now: () => number = Date.now,
   ) {}
 
   async load(): Promise<OperatorPlacement[]> {
-    const rows = await this.store.listPlacements();
+    const rows = await this.store.listPlacements(this.fleet);
     return rows.map((r) => ({
       model: r.model,
       replicas: r.replicas,
@@ -29,6 +32,7 @@ export class StorePlacementState implements PlacementState {
   async save(p: OperatorPlacement, audit: AuditRecord): Promise<AuditEntry> {
     const at = this.now();
     await this.store.upsertPlacement({
+      fleet: this.fleet,
       model: p.model,
       replicas: p.replicas,
       pinned: p.pinned === null ? null : JSON.stringify(p.pinned),

@@ -8,6 +8,7 @@
  * With `tls` the gateway serves it on every public port and the workers listen in plaintext on
  * loopback (gateway-tls.ts).
  */
+import { hostname } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import {
   type GatewayTls,
@@ -120,7 +121,7 @@ export class Supervisor {
           replicas: this.opts.replicas,
           forbidMemoryOversubscription: true,
         },
-        state: new StorePlacementState(this.store),
+        state: new StorePlacementState(this.store, hostname()),
         onWedged: (n) => {
           log.warn('worker stopped answering health; killing it for a restart', { name: n });
           this.slots.find((s) => s.name === n)?.proc.kill();

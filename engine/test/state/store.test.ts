@@ -111,18 +111,18 @@ function storeSuite(name: string, open: () => Promise<Store>): void {
       assert.equal(await store.deletePolicy('m'), false);
     });
 
-    test('placements: upsert per model, list by model; audit filtered by action prefix', async () => {
-      await store.upsertPlacement({ model: 'm2', replicas: 2, pinned: null, updatedAt: 1, updatedBy: 'token:a' });
-      await store.upsertPlacement({
-        model: 'm1',
-        replicas: null,
-        pinned: '["w1"]',
-        updatedAt: 2,
-        updatedBy: 'token:a',
-      });
-      await store.upsertPlacement({ model: 'm2', replicas: 3, pinned: null, updatedAt: 3, updatedBy: 'token:b' });
+    test('placements: upsert per (fleet, model), list one fleet by model; audit filtered by action prefix', async () => {
+      const row = { fleet: 'n1', pinned: null, updatedBy: 'token:a' };
+      await store.upsertPlacement({ ...row, model: 'm2', replicas: 2, updatedAt: 1 });
+      await store.upsertPlacement({ ...row, model: 'm1', replicas: null, pinned: '["w1"]', updatedAt: 2 });
+      await store.upsertPlacement({ ...row, model: 'm2', replicas: 3, updatedAt: 3, updatedBy: 'token:b' });
+      await store.upsertPlacement({ ...row, fleet: 'n2', model: 'm2', replicas: 5, updatedAt: 4 });
       assert.deepEqual(
-        (await store.listPlacements()).map((p) => [p.model, p.replicas, p.pinned, p.updatedBy]),
+        (await store.listPlacements('n2')).map((p) => [p.model, p.replicas]),
+        [['m2', 5]],
+      );
+      assert.deepEqual(
+        (await store.listPlacements('n1')).map((p) => [p.model, p.replicas, p.pinned, p.updatedBy]),
         [
           ['m1', null, '["w1"]', 'token:a'],
           ['m2', 3, null, 'token:b'],

@@ -6,72 +6,19 @@
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, suite, test } from 'node:test';
-import { Server as GrpcServer, ServerCredentials, type sendUnaryData } from '@grpc/grpc-js';
-import { GRPCInferenceService, RepositoryIndexResponse, ServerReadyResponse } from '@hloserve/proto';
 import { serveGateway, type RunningGateway } from '@hloserve/gateway';
 import { openStore, type Store } from '../../src/state/index.js';
 import { StorePlacementState } from '../../src/supervisor/placement-state.js';
-
-interface StandIn {
-  grpc: GrpcServer;
-  grpcPort: number;
-  http: Server;
-  httpPort: number;
-}
-
-const MODELS = ['a', 'b', 'c'];
-
-async function standIn(): Promise<StandIn> {
-  const grpc = new GrpcServer();
-  const raw = (b: Buffer) => b;
-  const def = Object.fromEntries(
-    Object.entries(GRPCInferenceService).map(([k, m]) => [
-      k,
-      { ...m, requestDeserialize: raw, responseSerialize: raw },
-    ]),
-  );
-  grpc.addService(def as unknown as typeof GRPCInferenceService, {
-    serverReady: (_c: unknown, cb: sendUnaryData<Buffer>) =>
-      cb(null, Buffer.from(ServerReadyResponse.encode({ ready: true }).finish())),
-    repositoryIndex: (_c: unknown, cb: sendUnaryData<Buffer>) =>
-      cb(
-        null,
-        Buffer.from(
-          RepositoryIndexResponse.encode({
-            models: MODELS.map((m) => ({ name: m, version: '1', state: 'READY', reason: '' })),
-          }).finish(),
-        ),
-      ),
-    modelStatistics: (_c: unknown, cb: sendUnaryData<Buffer>) => cb(null, Buffer.alloc(0)),
-    modelConfig: (_c: unknown, cb: sendUnaryData<Buffer>) => cb(null, Buffer.alloc(0)),
-  });
-  const grpcPort = await new Promise<number>((resolve, reject) =>
-    grpc.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
-  );
-  const http = createServer((req, res) => {
-    if (req.url === '/api/v1/session' && req.headers.authorization === 'Bearer op') {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(
-        JSON.stringify({ data: { actor: 'token:tk-op', name: 'nightly-ops', scope: 'operator', tokenId: 'tk-op' } }),
-      );
-    } else if (req.url === '/metrics') res.end('');
-    else res.writeHead(401).end('{}');
-  });
-  const httpPort = await new Promise<number>((r) =>
-    http.listen(0, '127.0.0.1', () => r((http.address() as { port: number }).port)),
-  );
-  return { grpc, grpcPort, http, httpPort };
-}
+import { standIn, type StandIn } from './stand-in-worker.js';
 
 suite('the supervisor gateway: placement and audit survive a restart (SQLite store)', () => {
   let dir: string;
   let ws: StandIn[];
 
-  const start = async (store: Store): Promise<RunningGateway> =>
+  const start = async (store: Store, fleet = 'node-a'): Promise<RunningGateway> =>
     serveGateway(
       {
         workers: ws.map((w, i) => ({
@@ -86,7 +33,7 @@ suite('the supervisor gateway: placement and audit survive a restart (SQLite sto
         mode: 'lpt_packing',
         healthIntervalMs: 60_000,
         placementIntervalMs: 60_000,
-        state: new StorePlacementState(store),
+        state: new StorePlacementState(store, fleet),
       },
       { host: '127.0.0.1', grpcPort: 0, httpPort: 0, metricsPort: -1, consolePort: 0 },
     );
@@ -162,7 +109,7 @@ suite('the supervisor gateway: placement and audit survive a restart (SQLite sto
 
       // Released after the restart: the row says so, and a third start sees b unpinned.
       await act(gw, 'b', 'release');
-      const rows = await store.listPlacements();
+      const rows = await store.listPlacements('node-a');
       assert.deepEqual(
         rows.map((p) => [p.model, p.replicas, p.pinned]),
         [
@@ -170,6 +117,14 @@ suite('the supervisor gateway: placement and audit survive a restart (SQLite sto
           ['b', 1, null],
         ],
       );
+      // Another node sharing the store names its workers alike; node-a's rows are not its own.
+      const other = await start(store, 'node-b');
+      try {
+        assert.equal(other.gateway.placement.desiredReplicas('a', 3), 1);
+        assert.equal(other.gateway.placement.pinnedOn('b'), undefined);
+      } finally {
+        await other.stop();
+      }
       // The control API's audit sees the same records (one append-only log).
       const all = await store.listAudit({ limit: 10 });
       assert.equal(all.length, 4);
