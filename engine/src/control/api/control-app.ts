@@ -25,7 +25,7 @@ import { UploadService } from '../uploads/upload-service.js';
 import { installAuth } from './auth-hook.js';
 import type { ControlContext, ControlOptions } from './context.js';
 import { installErrorHandler } from './error-handler.js';
-import { lazySchemaCompilers } from './lazy-schema-compilers.js';
+import { lazySchemaCompilers } from '../../lazy-schema-compilers.js';
 import type { ModelPort } from './model-port.js';
 import { httpsOptions } from '../../tls/tls-material.js';
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { suite, test } from 'node:test';
 import Fastify from 'fastify';
-import { lazySchemaCompilers } from '../../src/control/api/lazy-schema-compilers.js';
+import { lazySchemaCompilers } from '../src/lazy-schema-compilers.js';
 
 suite('route schemas compiled on first use', () => {
   test('requests are validated and responses serialized as with the eager compilers', async () => {
