@@ -184,15 +184,27 @@ await worker.loadModel('b');
 await settle();
 const first = rss();
 const ledger0 = worker.runtime.ledger();
-const t0 = performance.now();
-for (let i = 0; i < reloads; i++) await worker.loadModel('b');
-const perReload = (performance.now() - t0) / reloads;
+// The trajectory, every tenth of the run: a plateau (allocator and JIT warm-up) reads differently
+// from a climb that goes on (a leak).
+const trajectory = [];
+let busyMs = 0;
+for (let i = 0; i < reloads; i++) {
+  const t = performance.now();
+  await worker.loadModel('b');
+  busyMs += performance.now() - t;
+  if ((i + 1) % Math.max(1, Math.round(reloads / 10)) === 0) {
+    await settle();
+    trajectory.push(`${i + 1}:${fmt(rss() / 2 ** 20, 0)}`);
+  }
+}
+const perReload = busyMs / reloads;
 await settle();
 const last = rss();
 const ledger1 = worker.runtime.ledger();
 console.log(
   `(b) ${reloads} reloads (${fmt(perReload, 0)} ms each): RSS after the first ${fmt(first / 2 ** 20)} MiB, after the last ${fmt(last / 2 ** 20)} MiB (${fmt((last / first - 1) * 100, 1)} %)`,
 );
+console.log(`(b) RSS (MiB) after reload n: ${trajectory.join(' ')}`);
 console.log(`(b) addon ledger after the first: ${JSON.stringify(ledger0)}`);
 console.log(`(b) addon ledger after the last:  ${JSON.stringify(ledger1)}`);
 await worker.stop(false);

@@ -9,8 +9,12 @@
 // (HLOSERVE_BACKGROUND_PRIORITY: compiles at SCHED_IDLE, the default, or at the serving threads'
 // priority), to show what the priority does to a cold start on a machine shared with other work;
 // --no-executables skips the second part; --timeline prints each start's timeline and load phases.
+// main_cpu_s / proc_cpu_s: CPU seconds the server's main (JS) thread and the whole process had used
+// when it logged `listening` (Linux /proc): less sensitive to a loaded machine than wall time, and
+// the main thread's is the part of a warm start that no other thread can take over.
 // Usage: npm run build && node bench/startup.mjs [--rounds 4] [--priorities idle] [--no-executables]
 import { get } from 'node:http';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -56,6 +60,20 @@ async function metrics(port) {
   };
 }
 
+/** CPU seconds (user + system) of a process's main thread and of the whole process; NaN off Linux. */
+function cpuSeconds(pid) {
+  const read = (path) => {
+    try {
+      // Fields after the command name's closing parenthesis; utime and stime are the 12th and 13th.
+      const f = readFileSync(path, 'utf8').split(')').pop().trim().split(' ');
+      return (Number(f[11]) + Number(f[12])) / 100;
+    } catch {
+      return NaN;
+    }
+  };
+  return { mainCpuS: read(`/proc/${pid}/task/${pid}/stat`), procCpuS: read(`/proc/${pid}/stat`) };
+}
+
 async function start(kind, priority) {
   if (kind === 'cold') await rm(join(scratch, 'executables'), { recursive: true, force: true });
   const t0 = performance.now();
@@ -66,6 +84,7 @@ async function start(kind, priority) {
     HLOSERVE_BACKGROUND_PRIORITY: priority,
   });
   const readyS = (performance.now() - t0) / 1e3;
+  const cpu = cpuSeconds(server.child.pid);
   let loadS = 0;
   let models = 0;
   // The timeline (seconds after spawn, from the log lines' times): first line, runtime ready, last
@@ -96,12 +115,14 @@ async function start(kind, priority) {
     );
   const m = await metrics(server.ports.metrics);
   await server.stop();
-  return { kind, priority, readyS, loadS, models, ...m };
+  return { kind, priority, readyS, loadS, models, ...cpu, ...m };
 }
 
 console.log(`# bench/startup, machine: ${machine()}`);
 console.log(`# examples/models, ${rounds} rounds of (cold, warm); seconds from spawn to "listening"`);
-console.log('round kind  priority ready_s  models_load_s  models  compiled  loaded_from_cache  cache_MiB');
+console.log(
+  'round kind  priority ready_s  models_load_s  models  compiled  loaded_from_cache  cache_MiB  main_cpu_s  proc_cpu_s',
+);
 const results = [];
 try {
   for (let r = 1; r <= rounds; r++) {
@@ -113,7 +134,10 @@ try {
           s.models,
         ).padStart(
           6,
-        )}  ${String(s.misses).padStart(8)}  ${String(s.hits).padStart(17)}  ${fmt(s.bytes / 2 ** 20, 2).padStart(9)}`,
+        )}  ${String(s.misses).padStart(8)}  ${String(s.hits).padStart(17)}  ${fmt(s.bytes / 2 ** 20, 2).padStart(9)}  ${fmt(
+          s.mainCpuS,
+          2,
+        ).padStart(10)}  ${fmt(s.procCpuS, 2).padStart(10)}`,
       );
     }
   }
@@ -137,6 +161,9 @@ for (const priority of priorities) {
   );
   console.log(
     `median models load (${priority}): cold ${fmt(coldLoad, 2)} s, warm ${fmt(warmLoad, 2)} s, warm/cold ${fmt(warmLoad / coldLoad, 3)}`,
+  );
+  console.log(
+    `median warm start CPU (${priority}): main thread ${fmt(of('warm', 'mainCpuS'), 2)} s, process ${fmt(of('warm', 'procCpuS'), 2)} s`,
   );
 }
 if (process.argv.includes('--no-executables')) process.exit(0);

@@ -11,6 +11,7 @@ import { encodeHttpInfer } from './http-infer-body.js';
 import { type JsonUpload, OFF_THREAD_BYTES, openJsonUpload, parseHttpInferRequest } from './http-infer-parser.js';
 import type { InferenceService } from './service.js';
 import { httpsOptions, type TlsMaterial } from '../tls/tls-material.js';
+import { lazySchemaCompilers } from '../lazy-schema-compilers.js';
 
 interface ModelParams {
   model: string;
@@ -114,6 +115,8 @@ export function buildHttpServer(service: InferenceService, options: HttpServerOp
     logger: options.logger ?? false,
     bodyLimit: Number.MAX_SAFE_INTEGER,
     return503OnClosing: true,
+    // No route here has a schema: with these, Fastify never loads Ajv or fast-json-stringify.
+    schemaController: { compilersFactory: lazySchemaCompilers() as never },
     routerOptions: { maxParamLength: HTTP_LIMIT_DEFAULTS.maxParamLength },
     requestTimeout,
     // Errors the router answers itself (a path segment past maxParamLength: 414, a bad URL

@@ -207,6 +207,8 @@ interface Staged<L> {
   /** The version the lease was prepared for: the front request's. */
   readonly version: unknown;
   lease: L | null;
+  /** Chosen again when its slot freed (the first choice was stale): it launches as it is. */
+  readonly rechosen: boolean;
 }
 
 /** What a model's queue offers right now. */
@@ -583,6 +585,18 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
       const staged = this.#staged;
       if (staged !== null) {
         if (staged.lease === null || this.#executing >= this.#maxInflight) break;
+        // The choice was made while the device was busy, often as the last dispatch started; work
+        // that arrived since may rank higher (a cheap model under its share whose callers were
+        // waiting for that dispatch's answers). Choose again now that the slot is free; a lease no
+        // longer wanted goes back. Once per slot, so two choices cannot chase each other.
+        if (!staged.rechosen) {
+          const winner = this.#select(now);
+          if (winner !== undefined && winner !== staged.model) {
+            this.#abandonStaged();
+            this.#stage(winner, true);
+            continue;
+          }
+        }
         if (this.#deferForInline(staged.model, now)) break;
         this.#staged = null;
         this.#launch(staged.model, staged.lease, staged.version);
@@ -701,9 +715,9 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
     return selectCandidate(this.#discipline, ready);
   }
 
-  #stage(st: ModelState): void {
+  #stage(st: ModelState, rechosen = false): void {
     const version = st.queue.front!.value.version as V;
-    const staged: Staged<L> = { model: st, version, lease: null };
+    const staged: Staged<L> = { model: st, version, lease: null, rechosen };
     this.#staged = staged;
     let prepared: Promise<L>;
     try {

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { type DeviceBuffer, Runtime } from '@hloserve/native';
 import { type Bundle, loadBundle } from '../bundle/bundle.js';
-import { discoverBundles } from '../bundle/discover.js';
+import { discoverBundles, type DiscoveredBundle } from '../bundle/discover.js';
 import type { WorkerSettings } from '../config/types.js';
 import { assertSharedInputsIntact, type DecodedRequest, decodeRequest, readSharedInputs } from '../codec/decode.js';
 import { encodeOutputs, writeSharedOutputs } from '../codec/encode.js';
@@ -241,6 +241,10 @@ export class Worker implements InferenceService {
    */
   static async begin(o: WorkerOptions): Promise<{ worker: Worker; loaded: Promise<void>; dispatched: Promise<void> }> {
     const rt = o.settings.runtime;
+    // The repository's manifests and the compile cache's index are read while the runtime starts.
+    const found = Worker.#startupBundles(o.modelRepo, o.settings);
+    const compileCache = openExecutableCache(o.settings, o.log);
+    found?.catch(() => undefined);
     const runtime =
       o.runtime ??
       (await Runtime.create({
@@ -263,12 +267,12 @@ export class Worker implements InferenceService {
       deviceArena: usesDeviceArena(rt, runtime, budget),
       backgroundPriority: Runtime.backgroundPriority,
     });
-    const w = new Worker(o, runtime, budget, await openExecutableCache(o.settings, o.log));
+    const w = new Worker(o, runtime, budget, await compileCache);
     let onDispatched!: () => void;
     const dispatched = new Promise<void>((resolve) => (onDispatched = resolve));
     const loaded = (async () => {
       try {
-        await w.loadRepository(onDispatched);
+        await w.loadRepository(onDispatched, found);
       } finally {
         onDispatched();
       }
@@ -316,18 +320,26 @@ export class Worker implements InferenceService {
     return this.#watcher;
   }
 
+  /** The startup set's bundles as found in the repository; null when there is none (explicit mode without models_include). */
+  static #startupBundles(repo: string, settings: WorkerSettings): Promise<DiscoveredBundle[]> | null {
+    const include = settings.modelsInclude;
+    if (settings.modelControlMode === 'explicit' && include.length === 0) return null;
+    return discoverBundles(repo, { include });
+  }
+
   /**
    * Loads the startup set: every bundle of the repository (models_include applies) in static and
    * dynamic mode; in explicit mode only the models models_include names (none when it is empty).
    * One bad bundle stops none. `onDispatched` is called once every model's load has been started
    * (their files read and executables queued on the addon's threads meanwhile).
    */
-  async loadRepository(onDispatched?: () => void): Promise<void> {
-    const include = this.#settings.modelsInclude;
-    if (this.#settings.modelControlMode === 'explicit' && include.length === 0) return;
-    const found = await discoverBundles(this.#modelRepo, { include });
+  async loadRepository(
+    onDispatched?: () => void,
+    discovered: Promise<DiscoveredBundle[]> | null = Worker.#startupBundles(this.#modelRepo, this.#settings),
+  ): Promise<void> {
+    if (discovered === null) return;
     const bundles: Bundle[] = [];
-    for (const d of found) {
+    for (const d of await discovered) {
       if (d.ok) {
         bundles.push(d.bundle);
         continue;

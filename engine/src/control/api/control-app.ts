@@ -25,6 +25,7 @@ import { UploadService } from '../uploads/upload-service.js';
 import { installAuth } from './auth-hook.js';
 import type { ControlContext, ControlOptions } from './context.js';
 import { installErrorHandler } from './error-handler.js';
+import { lazySchemaCompilers } from '../../lazy-schema-compilers.js';
 import type { ModelPort } from './model-port.js';
 import { httpsOptions } from '../../tls/tls-material.js';
 
@@ -78,6 +79,8 @@ export async function buildControlApp(o: ControlAppOptions): Promise<ControlApp>
     ...(tls ? { https: httpsOptions(tls) } : {}),
     logger: false,
     bodyLimit: 1 << 20,
+    // Each route's schemas compile on its first request, not at start (lazy-schema-compilers.ts).
+    schemaController: { compilersFactory: lazySchemaCompilers() as never },
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && /^[\x21-\x7e]{1,100}$/.test(given) ? given : randomUUID();
