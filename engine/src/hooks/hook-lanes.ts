@@ -7,7 +7,7 @@
  * Atomics.waitAsync on the engine's side measured slower than a message under load). Calls that
  * do not fit a lane, carry BYTES, or are a meta model's run (which talks back) use messages.
  *
- * Layout: Int32 words [doorbell, noted, mail, sleeping, state of lane 0..n-1], then one Float64
+ * Layout: Int32 words [doorbell, noted, mail, sleeping, awaiting, state of lane 0..n-1], then one Float64
  * per lane (when its hook started, epoch ms), then the lanes' bytes. A lane holds a JSON header
  * (length-prefixed) followed by the tensors' bytes, each at an 8-byte aligned offset.
  */
@@ -21,9 +21,21 @@ export const DOORBELL = 0;
 export const NOTED = 1;
 /** Messages the engine has posted to the thread: the thread leaves its wait to read them. */
 export const MAIL = 2;
-/** 1 while the thread sleeps on the doorbell: only then does ringing it cost a wake-up. */
+/**
+ * Non-zero while the thread sleeps on the doorbell: only then does ringing it cost a wake-up. 1:
+ * it sleeps in Atomics.wait (hot: a ring wakes it directly); 2: it waits through its event loop
+ * (cold: Atomics.waitAsync, a turn of that loop first).
+ */
 export const SLEEPING = 3;
-const STATE0 = 4;
+export const Sleep = { Awake: 0, Hot: 1, Cold: 2 } as const;
+/**
+ * 1 while the engine waits synchronously for a lane (hook-pool.ts, awaitLane): a lane done then
+ * needs no note, since the engine reads it at once. The engine clears it before it looks at the
+ * lane one last time, and the thread reads it after it marks the lane done (both sequentially
+ * consistent), so a lane is always either seen by the waiting engine or noted.
+ */
+export const AWAITING = 4;
+const STATE0 = 5;
 
 /** A lane's state word. */
 export const Lane = {
@@ -90,7 +102,7 @@ export class LaneBlock {
    */
   ring(): void {
     Atomics.add(this.words, DOORBELL, 1);
-    if (Atomics.load(this.words, SLEEPING) === 1) Atomics.notify(this.words, DOORBELL);
+    if (Atomics.load(this.words, SLEEPING) !== Sleep.Awake) Atomics.notify(this.words, DOORBELL);
   }
 
   /** The lane's bytes. */

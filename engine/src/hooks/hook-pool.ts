@@ -13,7 +13,19 @@ import { ServeError, invalidArgument, type ErrorCode } from '@hloserve/common/er
 import { clampTimerMs } from '@hloserve/common/timers';
 import type { FromThread, HookContextData, HookErrorData, HookFunction, ToThread } from './hook-protocol.js';
 import { transferList, type HookTensors } from './hook-tensor.js';
-import { epochMs, Lane, LANE_BYTES, LaneBlock, MAIL, NOTED, readLane, writeLane } from './hook-lanes.js';
+import {
+  AWAITING,
+  epochMs,
+  Lane,
+  LANE_BYTES,
+  LaneBlock,
+  MAIL,
+  NOTED,
+  readLane,
+  SLEEPING,
+  Sleep,
+  writeLane,
+} from './hook-lanes.js';
 
 export interface HookPoolOptions {
   /** Threads at most; each is started on first need. */
@@ -26,6 +38,12 @@ export interface HookPoolOptions {
   readonly name: string;
   /** Calls sent to one thread before another is used; 1 runs strictly one at a time. */
   readonly perThread?: number;
+  /**
+   * True when the engine has nothing else to do (no other request in flight, nothing executing):
+   * then a lane call may be waited for on the calling thread, for at most AWAIT_MS, instead of
+   * through an event loop turn (awaitLane). Absent: never.
+   */
+  readonly engineIdle?: () => boolean;
 }
 
 export interface HookCall {
@@ -50,7 +68,8 @@ interface Pending {
 
 interface InFlight {
   readonly pending: Pending;
-  timer: ReturnType<typeof setTimeout>;
+  /** Undefined while the engine waits for a lane call synchronously (awaitLane). */
+  timer: ReturnType<typeof setTimeout> | undefined;
   /** A message call: the thread said the hook began; from here a failure of the thread is this call's. */
   started: boolean;
   /** The lane the call went through, or -1 (by message). */
@@ -73,6 +92,15 @@ const THREAD_URL = new URL('./hook-thread.js', import.meta.url);
 export const LOAD_TIMEOUT_MS = 30_000;
 /** Measured on 2 cores (bench/hooks.mjs): enough to hide the round trip, few enough to requeue. */
 const DEFAULT_PER_THREAD = 4;
+/**
+ * The longest the engine's thread waits synchronously for a lane answer. A hot hook thread
+ * answers a pass-through call in about 30 µs on the 2-vCPU machine measured; a waiting engine
+ * saves the wake-up of its own event loop, about as much again (bench/thread-wake.mjs,
+ * bench/RESULTS.md). A hook that takes longer is waited for through the event loop from then on.
+ */
+export const AWAIT_MS = 0.1;
+/** Calls of a hook that outlasted AWAIT_MS sent without waiting before it is tried again. */
+const SLOW_SKIP = 64;
 
 export class HookPool {
   readonly #opts: HookPoolOptions;
@@ -81,6 +109,11 @@ export class HookPool {
   readonly #queue: Pending[] = [];
   #nextId = 1;
   #closed = false;
+  /**
+   * Hooks (function and url) that outlasted AWAIT_MS when last waited for, with how many of their
+   * calls go by the event loop before one is waited for again (sooner if one answers in time).
+   */
+  readonly #slow = new Map<string, number>();
   /** Threads replaced after a timeout, a crash or a heap overflow (for metrics and tests). */
   restarts = 0;
 
@@ -180,14 +213,17 @@ export class HookPool {
       if (lane >= 0 && writeLane(slot.block.lane(lane), header, call.tensors)) {
         slot.laneOwners[lane] = id;
         const sentAt = epochMs();
-        const f: InFlight = { pending, timer: undefined!, started: false, lane, sentAt };
+        const f: InFlight = { pending, timer: undefined, started: false, lane, sentAt };
         slot.inflight.set(id, f);
+        const wait = this.#mayAwait(slot, call);
+        slot.block.setState(lane, Lane.Requested);
+        slot.block.ring();
+        if (wait && this.#awaitLane(slot, lane, id, call)) return;
         // One timer stands for every limit: it wakes at the earliest that could have passed and
         // looks at the lane to see which applies (no message says when the hook started).
         const byDeadline = call.context.deadline === null ? Infinity : call.context.deadline - sentAt;
-        f.timer = this.#armLane(slot, slot.worker, id, Math.min(call.timeoutMs, LOAD_TIMEOUT_MS, byDeadline));
-        slot.block.setState(lane, Lane.Requested);
-        slot.block.ring();
+        const inMs = Math.min(call.timeoutMs, LOAD_TIMEOUT_MS, byDeadline) - (epochMs() - sentAt);
+        f.timer = this.#armLane(slot, slot.worker, id, inMs);
         return;
       }
     }
@@ -209,6 +245,44 @@ export class HookPool {
         pending.reject(invalidArgument(`hook input could not be sent: ${String(e).slice(0, 200)}`)),
       );
     }
+  }
+
+  /**
+   * Whether to wait for this lane call on the engine's thread: only when the engine is idle, no
+   * other call is in flight anywhere in the pool, the thread sleeps hot (a ring wakes it at once)
+   * or is awake, and the hook answered within AWAIT_MS last time it was waited for.
+   */
+  #mayAwait(slot: Slot, call: HookCall): boolean {
+    if (this.#opts.engineIdle === undefined || slot.inflight.size !== 1) return false;
+    for (const s of this.#slots) if (s !== slot && s.inflight.size > 0) return false;
+    if (Atomics.load(slot.block.words, SLEEPING) === Sleep.Cold) return false;
+    if (!this.#opts.engineIdle()) return false;
+    if (this.#slow.size === 0) return true;
+    const key = slowKey(call);
+    const skip = this.#slow.get(key);
+    if (skip === undefined) return true;
+    if (skip <= 1) this.#slow.delete(key);
+    else this.#slow.set(key, skip - 1);
+    return false;
+  }
+
+  /**
+   * Waits for the lane's answer, spinning for at most AWAIT_MS (a futex sleep here would put the
+   * engine's core to sleep too, and waking it costs as much as the event loop's wake-up that this
+   * saves; measured in bench/thread-wake.mjs). True when the call was settled here. Hooks still
+   * run on their own thread; this only decides how the engine learns that one finished.
+   */
+  #awaitLane(slot: Slot, lane: number, id: number, call: HookCall): boolean {
+    const { block } = slot;
+    Atomics.store(block.words, AWAITING, 1);
+    const until = performance.now() + AWAIT_MS;
+    let state = block.state(lane);
+    while (state < Lane.Done && performance.now() < until) state = block.state(lane);
+    Atomics.store(block.words, AWAITING, 0);
+    // Harvested after AWAITING is cleared: a lane finished while it was set sent no note.
+    this.#harvest(slot);
+    if (state < Lane.Done) this.#slow.set(slowKey(call), SLOW_SKIP);
+    return !slot.inflight.has(id);
   }
 
   /** Posts to the thread and rings its doorbell: a thread asleep on it must wake to read messages. */
@@ -263,6 +337,8 @@ export class HookPool {
       // An answered call's lane is freed all the same.
       const tensors = f === undefined ? null : readLane(block.lane(lane)).tensors;
       this.#freeLane(slot, lane);
+      if (f !== undefined && this.#slow.size > 0 && epochMs() - f.sentAt < AWAIT_MS)
+        this.#slow.delete(slowKey(f.pending.call as HookCall));
       if (f !== undefined) this.#settle(slot, id, () => f.pending.resolve(tensors as never));
     }
   }
@@ -409,6 +485,10 @@ export class HookPool {
     slot.inflight.clear();
     await slot.worker.terminate();
   }
+}
+
+function slowKey(call: { readonly url: string; readonly fn: string }): string {
+  return `${call.fn} ${call.url}`;
 }
 
 function plainError(message: string): HookErrorData {

@@ -21,9 +21,11 @@ import type {
   ToThread,
 } from './hook-protocol.js';
 import {
+  AWAITING,
   DOORBELL,
   NOTED,
   SLEEPING,
+  Sleep,
   epochMs,
   Lane,
   LaneBlock,
@@ -206,6 +208,7 @@ function finishLane(i: number, id: number, result: unknown): void {
   if (!writeLane(block.lane(i), null, result))
     return answerByMessage(i, { type: 'result', id, tensors: result as HookTensors });
   block.setState(i, Lane.Done);
+  if (Atomics.load(block.words, AWAITING) === 1) return;
   if (Atomics.compareExchange(block.words, NOTED, 0, 1) === 0)
     port!.postMessage({ type: 'lanes' } satisfies FromThread);
 }
@@ -231,14 +234,14 @@ async function serveLanes(): Promise<void> {
       continue;
     }
     const cold = pending > 0 || performance.now() - lastLaneCall > HOT_MS;
-    Atomics.store(block.words, SLEEPING, 1);
+    Atomics.store(block.words, SLEEPING, cold ? Sleep.Cold : Sleep.Hot);
     if (Atomics.load(block.words, DOORBELL) === bell) {
       if (cold) {
         const w = waitAsync(block.words, DOORBELL, bell);
         if (w.async) await w.value;
       } else Atomics.wait(block.words, DOORBELL, bell, HOT_MS);
     }
-    Atomics.store(block.words, SLEEPING, 0);
+    Atomics.store(block.words, SLEEPING, Sleep.Awake);
   }
 }
 
