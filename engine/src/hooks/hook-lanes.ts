@@ -29,12 +29,14 @@ export const MAIL = 2;
 export const SLEEPING = 3;
 export const Sleep = { Awake: 0, Hot: 1, Cold: 2 } as const;
 /**
- * 1 while the engine waits synchronously for a lane (hook-pool.ts, awaitLane): a lane done then
- * needs no note, since the engine reads it at once. The engine clears it before it looks at the
- * lane one last time, and the thread reads it after it marks the lane done (both sequentially
- * consistent), so a lane is always either seen by the waiting engine or noted.
+ * Await.Waiting while the engine waits synchronously for a lane (hook-pool.ts, awaitLane): the
+ * thread that finishes a lane then moves it to Await.Answered and notifies it instead of sending a
+ * note, since the engine reads the lane at once. The engine clears it before it harvests, and
+ * the thread moves it after it marks the lane done (both sequentially consistent), so a lane is
+ * always either harvested by the waiting engine or noted.
  */
 export const AWAITING = 4;
+export const Await = { No: 0, Waiting: 1, Answered: 2 } as const;
 const STATE0 = 5;
 
 /** A lane's state word. */

@@ -14,6 +14,7 @@ import { clampTimerMs } from '@hloserve/common/timers';
 import type { FromThread, HookContextData, HookErrorData, HookFunction, ToThread } from './hook-protocol.js';
 import { transferList, type HookTensors } from './hook-tensor.js';
 import {
+  Await,
   AWAITING,
   epochMs,
   Lane,
@@ -99,6 +100,8 @@ const DEFAULT_PER_THREAD = 4;
  * bench/RESULTS.md). A hook that takes longer is waited for through the event loop from then on.
  */
 export const AWAIT_MS = 0.1;
+/** The first part of AWAIT_MS, spent spinning; the rest sleeps until the thread answers. */
+const AWAIT_SPIN_MS = 0.04;
 /** Calls of a hook that outlasted AWAIT_MS sent without waiting before it is tried again. */
 const SLOW_SKIP = 64;
 
@@ -267,18 +270,24 @@ export class HookPool {
   }
 
   /**
-   * Waits for the lane's answer, spinning for at most AWAIT_MS (a futex sleep here would put the
-   * engine's core to sleep too, and waking it costs as much as the event loop's wake-up that this
-   * saves; measured in bench/thread-wake.mjs). True when the call was settled here. Hooks still
-   * run on their own thread; this only decides how the engine learns that one finished.
+   * Waits for the lane's answer for at most AWAIT_MS: spinning for the first AWAIT_SPIN_MS (a
+   * futex sleep would let the engine's vCPU halt, and waking a halted vCPU costs about as much as
+   * the event loop's wake-up this saves; bench/thread-wake.mjs), then sleeping on the AWAITING word,
+   * which the thread bumps when it finishes (so a hook thread queued behind the engine on its own
+   * core gets that core). True when the call was settled here. Hooks still run on their own
+   * thread; this only decides how the engine learns that one finished.
    */
   #awaitLane(slot: Slot, lane: number, id: number, call: HookCall): boolean {
     const { block } = slot;
-    Atomics.store(block.words, AWAITING, 1);
-    const until = performance.now() + AWAIT_MS;
+    const { words } = block;
+    Atomics.store(words, AWAITING, Await.Waiting);
+    const start = performance.now();
     let state = block.state(lane);
-    while (state < Lane.Done && performance.now() < until) state = block.state(lane);
-    Atomics.store(block.words, AWAITING, 0);
+    for (let now = start; state < Lane.Done && now - start < AWAIT_MS; now = performance.now()) {
+      if (now - start >= AWAIT_SPIN_MS) Atomics.wait(words, AWAITING, Await.Waiting, AWAIT_MS - (now - start));
+      state = block.state(lane);
+    }
+    Atomics.store(words, AWAITING, Await.No);
     // Harvested after AWAITING is cleared: a lane finished while it was set sent no note.
     this.#harvest(slot);
     if (state < Lane.Done) this.#slow.set(slowKey(call), SLOW_SKIP);

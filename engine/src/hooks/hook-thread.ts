@@ -21,6 +21,7 @@ import type {
   ToThread,
 } from './hook-protocol.js';
 import {
+  Await,
   AWAITING,
   DOORBELL,
   NOTED,
@@ -208,7 +209,11 @@ function finishLane(i: number, id: number, result: unknown): void {
   if (!writeLane(block.lane(i), null, result))
     return answerByMessage(i, { type: 'result', id, tensors: result as HookTensors });
   block.setState(i, Lane.Done);
-  if (Atomics.load(block.words, AWAITING) === 1) return;
+  // The engine is waiting for a lane (hook-pool.ts, awaitLane): wake it rather than its event loop.
+  if (Atomics.compareExchange(block.words, AWAITING, Await.Waiting, Await.Answered) === Await.Waiting) {
+    Atomics.notify(block.words, AWAITING);
+    return;
+  }
   if (Atomics.compareExchange(block.words, NOTED, 0, 1) === 0)
     port!.postMessage({ type: 'lanes' } satisfies FromThread);
 }
