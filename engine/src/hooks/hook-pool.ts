@@ -75,6 +75,8 @@ interface InFlight {
   started: boolean;
   /** The lane the call went through, or -1 (by message). */
   readonly lane: number;
+  /** A lane call made while the engine was idle: 1 waited for synchronously, 0 not; -1 otherwise. */
+  waited: -1 | 0 | 1;
   /** When it was handed to the thread (epoch ms). */
   readonly sentAt: number;
 }
@@ -97,13 +99,13 @@ const DEFAULT_PER_THREAD = 4;
  * The longest the engine's thread waits synchronously for a lane answer. A hot hook thread
  * answers a pass-through call in about 30 µs on the 2-vCPU machine measured; a waiting engine
  * saves the wake-up of its own event loop, about as much again (bench/thread-wake.mjs,
- * bench/RESULTS.md). A hook that takes longer is waited for through the event loop from then on.
+ * bench/RESULTS.md). Whether the engine waits at all is chosen by measurement (chooseWait).
  */
 export const AWAIT_MS = 0.1;
 /** The first part of AWAIT_MS, spent spinning; the rest sleeps until the thread answers. */
 const AWAIT_SPIN_MS = 0.04;
-/** Calls of a hook that outlasted AWAIT_MS sent without waiting before it is tried again. */
-const SLOW_SKIP = 64;
+/** One idle-engine lane call in this many goes the way that has measured slower, to keep both measured. */
+const EXPLORE_EVERY = 16;
 
 export class HookPool {
   readonly #opts: HookPoolOptions;
@@ -113,10 +115,14 @@ export class HookPool {
   #nextId = 1;
   #closed = false;
   /**
-   * Hooks (function and url) that outlasted AWAIT_MS when last waited for, with how many of their
-   * calls go by the event loop before one is waited for again (sooner if one answers in time).
+   * Smoothed round trip (ms, from handing a lane call over to harvesting its answer) of the calls
+   * made while the engine was idle, by how the engine waited: [through its event loop,
+   * synchronously (awaitLane)]. Which is faster depends on the machine: on an idle VM a halted
+   * vCPU is slow to wake and waiting saves the engine's wake-up; on a loaded one wake-ups are cheap
+   * and a synchronous wait can hold the core the hook thread needs (bench/RESULTS.md).
    */
-  readonly #slow = new Map<string, number>();
+  readonly #idleTrip: [number, number] = [0, 0];
+  #idleCalls = 0;
   /** Threads replaced after a timeout, a crash or a heap overflow (for metrics and tests). */
   restarts = 0;
 
@@ -216,12 +222,12 @@ export class HookPool {
       if (lane >= 0 && writeLane(slot.block.lane(lane), header, call.tensors)) {
         slot.laneOwners[lane] = id;
         const sentAt = epochMs();
-        const f: InFlight = { pending, timer: undefined, started: false, lane, sentAt };
+        const f: InFlight = { pending, timer: undefined, started: false, lane, sentAt, waited: -1 };
         slot.inflight.set(id, f);
-        const wait = this.#mayAwait(slot, call);
+        if (this.#engineIdle(slot)) f.waited = this.#chooseWait();
         slot.block.setState(lane, Lane.Requested);
         slot.block.ring();
-        if (wait && this.#awaitLane(slot, lane, id, call)) return;
+        if (f.waited === 1 && this.#awaitLane(slot, lane, id)) return;
         // One timer stands for every limit: it wakes at the earliest that could have passed and
         // looks at the lane to see which applies (no message says when the hook started).
         const byDeadline = call.context.deadline === null ? Infinity : call.context.deadline - sentAt;
@@ -234,7 +240,7 @@ export class HookPool {
     // wait behind others on its thread, and a fresh thread must start and import the module
     // first, which on a busy machine can take longer than a hook call may.
     const timer = this.#arm(slot, id, call, Math.max(call.timeoutMs, LOAD_TIMEOUT_MS), 'it did not start in time');
-    slot.inflight.set(id, { pending, timer, started: false, lane: -1, sentAt: epochMs() });
+    slot.inflight.set(id, { pending, timer, started: false, lane: -1, sentAt: epochMs(), waited: -1 });
     const msg: ToThread =
       call.fn === 'inspect'
         ? { type: 'inspect', id, url: call.url }
@@ -251,22 +257,22 @@ export class HookPool {
   }
 
   /**
-   * Whether to wait for this lane call on the engine's thread: only when the engine is idle, no
-   * other call is in flight anywhere in the pool, the thread sleeps hot (a ring wakes it at once)
-   * or is awake, and the hook answered within AWAIT_MS last time it was waited for.
+   * Whether the engine has nothing else to do while this lane call runs: it says it is idle, no
+   * other call is in flight anywhere in the pool, and the thread sleeps hot (a ring wakes it at
+   * once) or is awake.
    */
-  #mayAwait(slot: Slot, call: HookCall): boolean {
+  #engineIdle(slot: Slot): boolean {
     if (this.#opts.engineIdle === undefined || slot.inflight.size !== 1) return false;
     for (const s of this.#slots) if (s !== slot && s.inflight.size > 0) return false;
     if (Atomics.load(slot.block.words, SLEEPING) === Sleep.Cold) return false;
-    if (!this.#opts.engineIdle()) return false;
-    if (this.#slow.size === 0) return true;
-    const key = slowKey(call);
-    const skip = this.#slow.get(key);
-    if (skip === undefined) return true;
-    if (skip <= 1) this.#slow.delete(key);
-    else this.#slow.set(key, skip - 1);
-    return false;
+    return this.#opts.engineIdle();
+  }
+
+  /** 1 to wait for an idle-engine call synchronously, 0 through the event loop: the faster so far. */
+  #chooseWait(): 0 | 1 {
+    const [loop, sync] = this.#idleTrip;
+    const faster = sync < loop ? 1 : 0;
+    return ++this.#idleCalls % EXPLORE_EVERY === 0 ? ((1 - faster) as 0 | 1) : faster;
   }
 
   /**
@@ -277,7 +283,7 @@ export class HookPool {
    * core gets that core). True when the call was settled here. Hooks still run on their own
    * thread; this only decides how the engine learns that one finished.
    */
-  #awaitLane(slot: Slot, lane: number, id: number, call: HookCall): boolean {
+  #awaitLane(slot: Slot, lane: number, id: number): boolean {
     const { block } = slot;
     const { words } = block;
     Atomics.store(words, AWAITING, Await.Waiting);
@@ -290,7 +296,6 @@ export class HookPool {
     Atomics.store(words, AWAITING, Await.No);
     // Harvested after AWAITING is cleared: a lane finished while it was set sent no note.
     this.#harvest(slot);
-    if (state < Lane.Done) this.#slow.set(slowKey(call), SLOW_SKIP);
     return !slot.inflight.has(id);
   }
 
@@ -346,8 +351,11 @@ export class HookPool {
       // An answered call's lane is freed all the same.
       const tensors = f === undefined ? null : readLane(block.lane(lane)).tensors;
       this.#freeLane(slot, lane);
-      if (f !== undefined && this.#slow.size > 0 && epochMs() - f.sentAt < AWAIT_MS)
-        this.#slow.delete(slowKey(f.pending.call as HookCall));
+      if (f !== undefined && f.waited !== -1) {
+        const trip = epochMs() - f.sentAt;
+        const k: 0 | 1 = f.waited;
+        this.#idleTrip[k] = this.#idleTrip[k] === 0 ? trip : this.#idleTrip[k] + (trip - this.#idleTrip[k]) / 8;
+      }
       if (f !== undefined) this.#settle(slot, id, () => f.pending.resolve(tensors as never));
     }
   }
@@ -494,10 +502,6 @@ export class HookPool {
     slot.inflight.clear();
     await slot.worker.terminate();
   }
-}
-
-function slowKey(call: { readonly url: string; readonly fn: string }): string {
-  return `${call.fn} ${call.url}`;
 }
 
 function plainError(message: string): HookErrorData {
