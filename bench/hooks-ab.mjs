@@ -6,7 +6,8 @@
 // and, with --post-only, `mlp-post` (postprocess only). Rounds of --ms milliseconds of closed-loop
 // 1-row requests at concurrency 1 (then --c16: 16) rotate through build x model; a round's
 // "added" is its hooked p50 minus the same build's plain p50 in the same round, and the table is
-// the median over rounds. Prints one JSON line per build and concurrency too.
+// the median over rounds, as is process CPU per row (user + system, all threads: the fairer
+// figure on a loaded machine). Prints one JSON line per build and concurrency too.
 //
 //   cp -r engine/dist engine/dist-before   # built at the older commit; then build the newer one
 //   node bench/hooks-ab.mjs dist dist-before [--rounds 20] [--ms 400] [--c16]
@@ -26,7 +27,7 @@ const rounds = flag('--rounds', 20);
 const ms = flag('--ms', 400);
 const builds = args.filter((a, i) => !a.startsWith('--') && !(i > 0 && ['--rounds', '--ms'].includes(args[i - 1])));
 if (builds.length === 0) throw new Error('usage: node bench/hooks-ab.mjs <build under engine/> ...');
-const concurrencies = args.includes('--c16') ? [1, 16] : [1];
+const concurrencies = args.includes('--c16-only') ? [16] : args.includes('--c16') ? [1, 16] : [1];
 const models = ['mlp', 'mlp-hooked', ...(args.includes('--post-only') ? ['mlp-post'] : [])];
 
 const repo = mkdtempSync(join(tmpdir(), 'hloserve-bench-hooks-ab-'));
@@ -75,6 +76,7 @@ async function closedLoop(worker, model, concurrency, forMs) {
   const end = performance.now() + forMs;
   const ctx = { deadline: null };
   const req = request(model);
+  const cpu0 = process.cpuUsage();
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
       while (performance.now() < end) {
@@ -84,8 +86,13 @@ async function closedLoop(worker, model, concurrency, forMs) {
       }
     }),
   );
+  const cpu = process.cpuUsage(cpu0);
   lat.sort((a, b) => a - b);
-  return { p50: lat[Math.floor(lat.length / 2)] * 1000, rate: lat.length / (forMs / 1000) };
+  return {
+    p50: lat[Math.floor(lat.length / 2)] * 1000,
+    rate: lat.length / (forMs / 1000),
+    cpuPerRow: (cpu.user + cpu.system) / lat.length,
+  };
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -102,7 +109,8 @@ for (const c of concurrencies) {
     for (const b of builds)
       for (const m of models) {
         const k = `${b} ${m}`;
-        (res[k] ??= { p50: [], rate: [], added: [], ratio: [] }).p50.push(got[k].p50);
+        (res[k] ??= { p50: [], rate: [], added: [], ratio: [], cpu: [] }).p50.push(got[k].p50);
+        res[k].cpu.push(got[k].cpuPerRow);
         res[k].rate.push(got[k].rate);
         res[k].added.push(got[k].p50 - got[`${b} mlp`].p50);
         res[k].ratio.push(got[k].rate / got[`${b} mlp`].rate);
@@ -119,9 +127,10 @@ for (const c of concurrencies) {
         rate: median(v.rate),
         added: median(v.added),
         ratio: median(v.ratio),
+        cpuPerRow: median(v.cpu),
       };
       console.log(
-        `  c=${c} ${b.padEnd(12)} ${m.padEnd(11)} p50 ${row.p50.toFixed(0)} µs  added p50 ${row.added.toFixed(0)} µs  ${row.rate.toFixed(0)} rows/s (${(row.ratio * 100).toFixed(0)} % of plain)`,
+        `  c=${c} ${b.padEnd(12)} ${m.padEnd(11)} p50 ${row.p50.toFixed(0)} µs  added p50 ${row.added.toFixed(0)} µs  ${row.rate.toFixed(0)} rows/s (${(row.ratio * 100).toFixed(0)} % of plain), process CPU ${row.cpuPerRow.toFixed(0)} µs/row`,
       );
       if (process.env.HOOKS_BENCH_JSON) console.log(JSON.stringify(row));
     }
