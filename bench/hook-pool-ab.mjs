@@ -11,8 +11,8 @@
 // --gap-us N: between c=1 calls the main thread sleeps N µs (Atomics.wait) instead of one
 // event-loop turn, as the engine's thread does while a request executes, so both threads' vCPUs
 // may halt between calls as they do at c=1 on a quiet machine. Pools are built with
-// engineIdle: () => true, so a build that can wait synchronously for a lane answer does (at c=16
-// too: this measures the pool, not the engine's choice of when to wait).
+// engineIdle: () => true, which a build with the engine's synchronous wait for a lane answer
+// (branch s9-hooks, d070cd0; not kept, bench/RESULTS.md session 9) reads and others ignore.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';

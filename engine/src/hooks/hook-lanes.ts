@@ -7,7 +7,7 @@
  * Atomics.waitAsync on the engine's side measured slower than a message under load). Calls that
  * do not fit a lane, carry BYTES, or are a meta model's run (which talks back) use messages.
  *
- * Layout: Int32 words [doorbell, noted, mail, sleeping, awaiting, state of lane 0..n-1], then one Float64
+ * Layout: Int32 words [doorbell, noted, mail, sleeping, state of lane 0..n-1], then one Float64
  * per lane (when its hook started, epoch ms), then the lanes' bytes. A lane holds a JSON header
  * (length-prefixed) followed by the tensors' bytes, each at an 8-byte aligned offset.
  */
@@ -21,23 +21,9 @@ export const DOORBELL = 0;
 export const NOTED = 1;
 /** Messages the engine has posted to the thread: the thread leaves its wait to read them. */
 export const MAIL = 2;
-/**
- * Non-zero while the thread sleeps on the doorbell: only then does ringing it cost a wake-up. 1:
- * it sleeps in Atomics.wait (hot: a ring wakes it directly); 2: it waits through its event loop
- * (cold: Atomics.waitAsync, a turn of that loop first).
- */
+/** 1 while the thread sleeps on the doorbell: only then does ringing it cost a wake-up. */
 export const SLEEPING = 3;
-export const Sleep = { Awake: 0, Hot: 1, Cold: 2 } as const;
-/**
- * Await.Waiting while the engine waits synchronously for a lane (hook-pool.ts, awaitLane): the
- * thread that finishes a lane then moves it to Await.Answered and notifies it instead of sending a
- * note, since the engine reads the lane at once. The engine clears it before it harvests, and
- * the thread moves it after it marks the lane done (both sequentially consistent), so a lane is
- * always either harvested by the waiting engine or noted.
- */
-export const AWAITING = 4;
-export const Await = { No: 0, Waiting: 1, Answered: 2 } as const;
-const STATE0 = 5;
+const STATE0 = 4;
 
 /** A lane's state word. */
 export const Lane = {
@@ -104,7 +90,7 @@ export class LaneBlock {
    */
   ring(): void {
     Atomics.add(this.words, DOORBELL, 1);
-    if (Atomics.load(this.words, SLEEPING) !== Sleep.Awake) Atomics.notify(this.words, DOORBELL);
+    if (Atomics.load(this.words, SLEEPING) === 1) Atomics.notify(this.words, DOORBELL);
   }
 
   /** The lane's bytes. */

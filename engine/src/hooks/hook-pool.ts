@@ -13,20 +13,7 @@ import { ServeError, invalidArgument, type ErrorCode } from '@hloserve/common/er
 import { clampTimerMs } from '@hloserve/common/timers';
 import type { FromThread, HookContextData, HookErrorData, HookFunction, ToThread } from './hook-protocol.js';
 import { transferList, type HookTensors } from './hook-tensor.js';
-import {
-  Await,
-  AWAITING,
-  epochMs,
-  Lane,
-  LANE_BYTES,
-  LaneBlock,
-  MAIL,
-  NOTED,
-  readLane,
-  SLEEPING,
-  Sleep,
-  writeLane,
-} from './hook-lanes.js';
+import { epochMs, Lane, LANE_BYTES, LaneBlock, MAIL, NOTED, readLane, writeLane } from './hook-lanes.js';
 
 export interface HookPoolOptions {
   /** Threads at most; each is started on first need. */
@@ -39,12 +26,6 @@ export interface HookPoolOptions {
   readonly name: string;
   /** Calls sent to one thread before another is used; 1 runs strictly one at a time. */
   readonly perThread?: number;
-  /**
-   * True when the engine has nothing else to do (no other request in flight, nothing executing):
-   * then a lane call may be waited for on the calling thread, for at most AWAIT_MS, instead of
-   * through an event loop turn (awaitLane). Absent: never.
-   */
-  readonly engineIdle?: () => boolean;
 }
 
 export interface HookCall {
@@ -69,14 +50,11 @@ interface Pending {
 
 interface InFlight {
   readonly pending: Pending;
-  /** Undefined while the engine waits for a lane call synchronously (awaitLane). */
-  timer: ReturnType<typeof setTimeout> | undefined;
+  timer: ReturnType<typeof setTimeout>;
   /** A message call: the thread said the hook began; from here a failure of the thread is this call's. */
   started: boolean;
   /** The lane the call went through, or -1 (by message). */
   readonly lane: number;
-  /** A lane call made while the engine was idle: 1 waited for synchronously, 0 not; -1 otherwise. */
-  waited: -1 | 0 | 1;
   /** When it was handed to the thread (epoch ms). */
   readonly sentAt: number;
 }
@@ -95,17 +73,6 @@ const THREAD_URL = new URL('./hook-thread.js', import.meta.url);
 export const LOAD_TIMEOUT_MS = 30_000;
 /** Measured on 2 cores (bench/hooks.mjs): enough to hide the round trip, few enough to requeue. */
 const DEFAULT_PER_THREAD = 4;
-/**
- * The longest the engine's thread waits synchronously for a lane answer. A hot hook thread
- * answers a pass-through call in about 30 µs on the 2-vCPU machine measured; a waiting engine
- * saves the wake-up of its own event loop, about as much again (bench/thread-wake.mjs,
- * bench/RESULTS.md). Whether the engine waits at all is chosen by measurement (chooseWait).
- */
-export const AWAIT_MS = 0.1;
-/** The first part of AWAIT_MS, spent spinning; the rest sleeps until the thread answers. */
-const AWAIT_SPIN_MS = 0.04;
-/** One idle-engine lane call in this many goes the way that has measured slower, to keep both measured. */
-const EXPLORE_EVERY = 16;
 
 export class HookPool {
   readonly #opts: HookPoolOptions;
@@ -114,15 +81,6 @@ export class HookPool {
   readonly #queue: Pending[] = [];
   #nextId = 1;
   #closed = false;
-  /**
-   * Smoothed round trip (ms, from handing a lane call over to harvesting its answer) of the calls
-   * made while the engine was idle, by how the engine waited: [through its event loop,
-   * synchronously (awaitLane)]. Which is faster depends on the machine: on an idle VM a halted
-   * vCPU is slow to wake and waiting saves the engine's wake-up; on a loaded one wake-ups are cheap
-   * and a synchronous wait can hold the core the hook thread needs (bench/RESULTS.md).
-   */
-  readonly #idleTrip: [number, number] = [0, 0];
-  #idleCalls = 0;
   /** Threads replaced after a timeout, a crash or a heap overflow (for metrics and tests). */
   restarts = 0;
 
@@ -222,17 +180,14 @@ export class HookPool {
       if (lane >= 0 && writeLane(slot.block.lane(lane), header, call.tensors)) {
         slot.laneOwners[lane] = id;
         const sentAt = epochMs();
-        const f: InFlight = { pending, timer: undefined, started: false, lane, sentAt, waited: -1 };
+        const f: InFlight = { pending, timer: undefined!, started: false, lane, sentAt };
         slot.inflight.set(id, f);
-        if (this.#engineIdle(slot)) f.waited = this.#chooseWait();
-        slot.block.setState(lane, Lane.Requested);
-        slot.block.ring();
-        if (f.waited === 1 && this.#awaitLane(slot, lane, id)) return;
         // One timer stands for every limit: it wakes at the earliest that could have passed and
         // looks at the lane to see which applies (no message says when the hook started).
         const byDeadline = call.context.deadline === null ? Infinity : call.context.deadline - sentAt;
-        const inMs = Math.min(call.timeoutMs, LOAD_TIMEOUT_MS, byDeadline) - (epochMs() - sentAt);
-        f.timer = this.#armLane(slot, slot.worker, id, inMs);
+        f.timer = this.#armLane(slot, slot.worker, id, Math.min(call.timeoutMs, LOAD_TIMEOUT_MS, byDeadline));
+        slot.block.setState(lane, Lane.Requested);
+        slot.block.ring();
         return;
       }
     }
@@ -240,7 +195,7 @@ export class HookPool {
     // wait behind others on its thread, and a fresh thread must start and import the module
     // first, which on a busy machine can take longer than a hook call may.
     const timer = this.#arm(slot, id, call, Math.max(call.timeoutMs, LOAD_TIMEOUT_MS), 'it did not start in time');
-    slot.inflight.set(id, { pending, timer, started: false, lane: -1, sentAt: epochMs(), waited: -1 });
+    slot.inflight.set(id, { pending, timer, started: false, lane: -1, sentAt: epochMs() });
     const msg: ToThread =
       call.fn === 'inspect'
         ? { type: 'inspect', id, url: call.url }
@@ -254,49 +209,6 @@ export class HookPool {
         pending.reject(invalidArgument(`hook input could not be sent: ${String(e).slice(0, 200)}`)),
       );
     }
-  }
-
-  /**
-   * Whether the engine has nothing else to do while this lane call runs: it says it is idle, no
-   * other call is in flight anywhere in the pool, and the thread sleeps hot (a ring wakes it at
-   * once) or is awake.
-   */
-  #engineIdle(slot: Slot): boolean {
-    if (this.#opts.engineIdle === undefined || slot.inflight.size !== 1) return false;
-    for (const s of this.#slots) if (s !== slot && s.inflight.size > 0) return false;
-    if (Atomics.load(slot.block.words, SLEEPING) === Sleep.Cold) return false;
-    return this.#opts.engineIdle();
-  }
-
-  /** 1 to wait for an idle-engine call synchronously, 0 through the event loop: the faster so far. */
-  #chooseWait(): 0 | 1 {
-    const [loop, sync] = this.#idleTrip;
-    const faster = sync < loop ? 1 : 0;
-    return ++this.#idleCalls % EXPLORE_EVERY === 0 ? ((1 - faster) as 0 | 1) : faster;
-  }
-
-  /**
-   * Waits for the lane's answer for at most AWAIT_MS: spinning for the first AWAIT_SPIN_MS (a
-   * futex sleep would let the engine's vCPU halt, and waking a halted vCPU costs about as much as
-   * the event loop's wake-up this saves; bench/thread-wake.mjs), then sleeping on the AWAITING word,
-   * which the thread bumps when it finishes (so a hook thread queued behind the engine on its own
-   * core gets that core). True when the call was settled here. Hooks still run on their own
-   * thread; this only decides how the engine learns that one finished.
-   */
-  #awaitLane(slot: Slot, lane: number, id: number): boolean {
-    const { block } = slot;
-    const { words } = block;
-    Atomics.store(words, AWAITING, Await.Waiting);
-    const start = performance.now();
-    let state = block.state(lane);
-    for (let now = start; state < Lane.Done && now - start < AWAIT_MS; now = performance.now()) {
-      if (now - start >= AWAIT_SPIN_MS) Atomics.wait(words, AWAITING, Await.Waiting, AWAIT_MS - (now - start));
-      state = block.state(lane);
-    }
-    Atomics.store(words, AWAITING, Await.No);
-    // Harvested after AWAITING is cleared: a lane finished while it was set sent no note.
-    this.#harvest(slot);
-    return !slot.inflight.has(id);
   }
 
   /** Posts to the thread and rings its doorbell: a thread asleep on it must wake to read messages. */
@@ -351,11 +263,6 @@ export class HookPool {
       // An answered call's lane is freed all the same.
       const tensors = f === undefined ? null : readLane(block.lane(lane)).tensors;
       this.#freeLane(slot, lane);
-      if (f !== undefined && f.waited !== -1) {
-        const trip = epochMs() - f.sentAt;
-        const k: 0 | 1 = f.waited;
-        this.#idleTrip[k] = this.#idleTrip[k] === 0 ? trip : this.#idleTrip[k] + (trip - this.#idleTrip[k]) / 8;
-      }
       if (f !== undefined) this.#settle(slot, id, () => f.pending.resolve(tensors as never));
     }
   }

@@ -21,12 +21,9 @@ import type {
   ToThread,
 } from './hook-protocol.js';
 import {
-  Await,
-  AWAITING,
   DOORBELL,
   NOTED,
   SLEEPING,
-  Sleep,
   epochMs,
   Lane,
   LaneBlock,
@@ -209,11 +206,6 @@ function finishLane(i: number, id: number, result: unknown): void {
   if (!writeLane(block.lane(i), null, result))
     return answerByMessage(i, { type: 'result', id, tensors: result as HookTensors });
   block.setState(i, Lane.Done);
-  // The engine is waiting for a lane (hook-pool.ts, awaitLane): wake it rather than its event loop.
-  if (Atomics.compareExchange(block.words, AWAITING, Await.Waiting, Await.Answered) === Await.Waiting) {
-    Atomics.notify(block.words, AWAITING);
-    return;
-  }
   if (Atomics.compareExchange(block.words, NOTED, 0, 1) === 0)
     port!.postMessage({ type: 'lanes' } satisfies FromThread);
 }
@@ -239,14 +231,14 @@ async function serveLanes(): Promise<void> {
       continue;
     }
     const cold = pending > 0 || performance.now() - lastLaneCall > HOT_MS;
-    Atomics.store(block.words, SLEEPING, cold ? Sleep.Cold : Sleep.Hot);
+    Atomics.store(block.words, SLEEPING, 1);
     if (Atomics.load(block.words, DOORBELL) === bell) {
       if (cold) {
         const w = waitAsync(block.words, DOORBELL, bell);
         if (w.async) await w.value;
       } else Atomics.wait(block.words, DOORBELL, bell, HOT_MS);
     }
-    Atomics.store(block.words, SLEEPING, Sleep.Awake);
+    Atomics.store(block.words, SLEEPING, 0);
   }
 }
 

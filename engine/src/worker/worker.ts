@@ -201,11 +201,8 @@ export class Worker implements InferenceService {
       },
     });
     const h = s.hooks;
-    // Idle: this request is the only one in flight and nothing executes, so a short synchronous
-    // wait for a hook's answer delays no other work (hook-pool.ts, AWAIT_MS).
-    const engineIdle = (): boolean => this.#inflight <= 1 && this.scheduler.executing === 0;
     const pool = (name: string) =>
-      new HookPool({ threads: h.threads, maxQueued: h.maxQueued, maxHeapMb: h.maxHeapMb, name, engineIdle });
+      new HookPool({ threads: h.threads, maxQueued: h.maxQueued, maxHeapMb: h.maxHeapMb, name });
     this.#hooks = h.enabled
       ? { pool: pool('hooks'), metaPool: pool('meta hooks'), limits: { timeoutMs: h.timeoutMs }, cacheDir: s.cacheDir }
       : null;

@@ -277,28 +277,3 @@ suite('HookPool with several calls in flight per thread', () => {
     }
   });
 });
-
-suite('HookPool whose engine waits for lane answers (engineIdle)', () => {
-  test('waited-for calls get their own results; a slow, a throwing and a hung hook still fail or finish as by the event loop', async () => {
-    const pool = new HookPool({ threads: 1, maxQueued: 8, maxHeapMb: 64, name: 'waits', engineIdle: () => true });
-    try {
-      const pass = await hook('pass5.mjs', 'export function preprocess(t) { return t; }');
-      const slow = await hook(
-        'slow.mjs',
-        'export function preprocess(t) { const end = performance.now() + 2; while (performance.now() < end); return t; }',
-      );
-      const throws = await hook('throws2.mjs', "export function preprocess() { throw new RangeError('nope'); }");
-      const hang = await hook('hang4.mjs', 'export function preprocess() { for (;;) {} }');
-      const one = (url: string, v: number, over: Partial<HookCall> = {}) =>
-        pool.run(call(url, { tensors: { x: { dtype: 'f32', shape: [1], data: new Float32Array([v]) } }, ...over }));
-      // One at a time, as at c=1: each either waited for or (past AWAIT_MS) noted; none may be lost or mixed up.
-      for (let i = 0; i < 300; i++) assert.equal((await one(i % 3 === 0 ? slow : pass, i)).x!.data[0], i);
-      await rejectsWith(one(throws, 1), 'HLO_ERR_HOOK_FAILED', /threw RangeError: nope/);
-      await rejectsWith(one(hang, 1, { timeoutMs: 300 }), 'HLO_ERR_HOOK_FAILED', /ran past its 300 ms limit/);
-      assert.equal(pool.restarts, 1);
-      assert.equal((await one(pass, 7)).x!.data[0], 7);
-    } finally {
-      await pool.close();
-    }
-  });
-});
