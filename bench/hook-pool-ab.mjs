@@ -6,7 +6,13 @@
 // loaded machine. Prints per build: c=1 p50/p90, c=16 calls/s (median round), process CPU/call.
 //
 //   cp -r engine/dist engine/dist-before   # at the older commit, then build the newer one
-//   node bench/hook-pool-ab.mjs dist dist-before
+//   node bench/hook-pool-ab.mjs dist dist-before [--gap-us N]
+//
+// --gap-us N: between c=1 calls the main thread sleeps N µs (Atomics.wait) instead of one
+// event-loop turn, as the engine's thread does while a request executes, so both threads' vCPUs
+// may halt between calls as they do at c=1 on a quiet machine. Pools are built with
+// engineIdle: () => true, which a build with the engine's synchronous wait for a lane answer
+// (branch s9-hooks, d070cd0; not kept, bench/RESULTS.md session 9) reads and others ignore.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -14,7 +20,11 @@ import { setImmediate } from 'node:timers';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const engine = join(dirname(fileURLToPath(import.meta.url)), '..', 'engine');
-const builds = process.argv.slice(2);
+const argv = process.argv.slice(2);
+const gapAt = argv.indexOf('--gap-us');
+const gapUs = gapAt < 0 ? 0 : Number(argv[gapAt + 1]);
+const builds = argv.filter((a, i) => a !== '--gap-us' && (gapAt < 0 || i !== gapAt + 1));
+const gapWord = new Int32Array(new SharedArrayBuffer(4));
 if (builds.length === 0) throw new Error('usage: node bench/hook-pool-ab.mjs <build under engine/> ...');
 const dir = mkdtempSync(join(tmpdir(), 'hloserve-hook-pool-ab-'));
 writeFileSync(join(dir, 'pass.mjs'), 'export function preprocess(t) { return t; }\n');
@@ -22,7 +32,7 @@ const url = pathToFileURL(join(dir, 'pass.mjs')).href;
 const pools = {};
 for (const b of builds) {
   const { HookPool } = await import(pathToFileURL(join(engine, b, 'src', 'hooks', 'hook-pool.js')).href);
-  pools[b] = new HookPool({ threads: 2, maxQueued: 100, maxHeapMb: 64, name: b });
+  pools[b] = new HookPool({ threads: 2, maxQueued: 100, maxHeapMb: 64, name: b, engineIdle: () => true });
 }
 const context = { model: 'm', requestId: 'r', parameters: {}, deadline: null };
 const mk = () => ({ x: { dtype: 'f32', shape: [1, 784], data: new Float32Array(784) } });
@@ -39,6 +49,7 @@ for (let r = 0; r < 30; r++) {
       await run(pools[b]);
       lat[b].push(performance.now() - t);
       await new Promise((res) => setImmediate(res));
+      if (gapUs > 0) Atomics.wait(gapWord, 0, 0, gapUs / 1000);
     }
     // c=16 back to back
     const c0 = process.cpuUsage();

@@ -1,0 +1,139 @@
+// bench/hooks-ab: what a pass-through pre+post hook adds on the whole request path, two engine
+// builds side by side in one process, so that a loaded machine's drift falls on both alike.
+//
+// Each build serves the mlp example twice from its own in-process Worker: as is ("none") and as
+// `mlp-hooked` (the same bundle with `preprocess(t) { return t }` and `postprocess(t) { return t }`)
+// and, with --post-only, `mlp-post` (postprocess only). Rounds of --ms milliseconds of closed-loop
+// 1-row requests at concurrency 1 (then --c16: 16) rotate through build x model; a round's
+// "added" is its hooked p50 minus the same build's plain p50 in the same round, and the table is
+// the median over rounds, as is process CPU per row (user + system, all threads: the fairer
+// figure on a loaded machine). Prints one JSON line per build and concurrency too.
+//
+//   cp -r engine/dist engine/dist-before   # built at the older commit; then build the newer one
+//   node bench/hooks-ab.mjs dist dist-before [--rounds 20] [--ms 400] [--c16]
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const examples = join(here, '..', 'examples', 'models');
+const args = process.argv.slice(2);
+const flag = (name, fallback) => {
+  const i = args.indexOf(name);
+  return i < 0 ? fallback : Number(args[i + 1]);
+};
+const rounds = flag('--rounds', 20);
+const ms = flag('--ms', 400);
+const builds = args.filter((a, i) => !a.startsWith('--') && !(i > 0 && ['--rounds', '--ms'].includes(args[i - 1])));
+if (builds.length === 0) throw new Error('usage: node bench/hooks-ab.mjs <build under engine/> ...');
+const concurrencies = args.includes('--c16-only') ? [16] : args.includes('--c16') ? [1, 16] : [1];
+const models = ['mlp', 'mlp-hooked', ...(args.includes('--post-only') ? ['mlp-post'] : [])];
+
+const repo = mkdtempSync(join(tmpdir(), 'hloserve-bench-hooks-ab-'));
+cpSync(join(examples, 'mlp'), join(repo, 'mlp'), { recursive: true });
+for (const m of ['mlp-hooked', 'mlp-post']) cpSync(join(examples, 'mlp'), join(repo, m), { recursive: true });
+writeFileSync(
+  join(repo, 'mlp-hooked', 'model.mjs'),
+  'export function preprocess(t) { return t; }\nexport function postprocess(t) { return t; }\n',
+);
+writeFileSync(join(repo, 'mlp-post', 'model.mjs'), 'export function postprocess(t) { return t; }\n');
+
+const workers = {};
+for (const b of builds) {
+  const load = (path) => import(pathToFileURL(join(here, '..', 'engine', b, 'src', path)).href);
+  const { defaultConfig, workerSettings } = await load('config/node-config.js');
+  const { createLogger } = await load('log.js');
+  const { Worker } = await load('worker/worker.js');
+  const settings = workerSettings(defaultConfig(repo));
+  workers[b] = await Worker.start({
+    modelRepo: repo,
+    settings: { ...settings, cacheDir: join(repo, `.state-${b}`) },
+    log: createLogger('silent'),
+  });
+}
+
+const x = new Float32Array(784).fill(0.25);
+const request = (model) => ({
+  modelName: model,
+  modelVersion: '',
+  id: '',
+  parameters: {},
+  inputs: [
+    {
+      name: 'x',
+      datatype: 'FP32',
+      shape: [1, 784],
+      parameters: {},
+      data: { kind: 'raw', bytes: new Uint8Array(x.buffer) },
+    },
+  ],
+  outputs: [],
+});
+
+async function closedLoop(worker, model, concurrency, forMs) {
+  const lat = [];
+  const end = performance.now() + forMs;
+  const ctx = { deadline: null };
+  const req = request(model);
+  const cpu0 = process.cpuUsage();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < end) {
+        const t = performance.now();
+        await worker.infer(req, ctx);
+        lat.push(performance.now() - t);
+      }
+    }),
+  );
+  const cpu = process.cpuUsage(cpu0);
+  lat.sort((a, b) => a - b);
+  return {
+    p50: lat[Math.floor(lat.length / 2)] * 1000,
+    rate: lat.length / (forMs / 1000),
+    cpuPerRow: (cpu.user + cpu.system) / lat.length,
+  };
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+for (const b of builds) for (const m of models) await closedLoop(workers[b], m, 4, 500);
+const cells = [];
+for (const b of builds) for (const m of models) cells.push([b, m]);
+console.log(`hooks-ab: ${rounds} rounds of ${ms} ms per build and model, rotating; builds ${builds.join(', ')}`);
+for (const c of concurrencies) {
+  const res = {};
+  for (let r = 0; r < rounds; r++) {
+    const order = cells.map((_, i) => cells[(i + r) % cells.length]);
+    const got = {};
+    for (const [b, m] of order) got[`${b} ${m}`] = await closedLoop(workers[b], m, c, ms);
+    for (const b of builds)
+      for (const m of models) {
+        const k = `${b} ${m}`;
+        (res[k] ??= { p50: [], rate: [], added: [], ratio: [], cpu: [] }).p50.push(got[k].p50);
+        res[k].cpu.push(got[k].cpuPerRow);
+        res[k].rate.push(got[k].rate);
+        res[k].added.push(got[k].p50 - got[`${b} mlp`].p50);
+        res[k].ratio.push(got[k].rate / got[`${b} mlp`].rate);
+      }
+  }
+  for (const b of builds)
+    for (const m of models) {
+      const v = res[`${b} ${m}`];
+      const row = {
+        c,
+        build: b,
+        model: m,
+        p50: median(v.p50),
+        rate: median(v.rate),
+        added: median(v.added),
+        ratio: median(v.ratio),
+        cpuPerRow: median(v.cpu),
+      };
+      console.log(
+        `  c=${c} ${b.padEnd(12)} ${m.padEnd(11)} p50 ${row.p50.toFixed(0)} µs  added p50 ${row.added.toFixed(0)} µs  ${row.rate.toFixed(0)} rows/s (${(row.ratio * 100).toFixed(0)} % of plain), process CPU ${row.cpuPerRow.toFixed(0)} µs/row`,
+      );
+      if (process.env.HOOKS_BENCH_JSON) console.log(JSON.stringify(row));
+    }
+}
+for (const w of Object.values(workers)) await w.stop(false);
+rmSync(repo, { recursive: true, force: true });
