@@ -5,7 +5,7 @@
 // (Chromium's Performance domain), style recalcs and layouts, and from a trace of the window the
 // frames the compositor drew and the paints; plus the browser's whole CPU (its process tree).
 // Usage: npm run build && node bench/console-tab-profile.mjs [--screen /] [--pages 1]
-//   [--seconds 10] [--no-load] [--dist DIR] [--trace out.json]
+//   [--seconds 10] [--no-load] [--dist DIR] [--trace out.json] [--js-profile]
 // --dist serves another console build (e.g. one saved before a change) through a static front
 // that passes /api (and the WebSocket) to the engine; without it the engine serves console/dist.
 /* global fetch, localStorage */
@@ -56,6 +56,7 @@ const seconds = Number(arg('seconds', '10'));
 const load = !process.argv.includes('--no-load');
 const dist = arg('dist', null);
 const tracePath = arg('trace', null);
+const jsProfile = process.argv.includes('--js-profile');
 
 console.log(`# bench/console-tab-profile, machine: ${machine()}`);
 console.log(
@@ -151,10 +152,16 @@ try {
         'benchmark',
       ],
     });
+  if (jsProfile) {
+    await pages[0].cdp.send('Profiler.enable');
+    await pages[0].cdp.send('Profiler.setSamplingInterval', { interval: 200 });
+    await pages[0].cdp.send('Profiler.start');
+  }
   const t0 = performance.now();
   await new Promise((res) => setTimeout(res, seconds * 1000));
   const wall = (performance.now() - t0) / 1000;
   const traceBuf = tracePath ? await browser.stopTracing() : null;
+  const profile = jsProfile ? (await pages[0].cdp.send('Profiler.stop')).profile : null;
   const browserCores = (browserCpu() - cpu0) / wall;
   const engineCores = (cpuSeconds(server.child.pid) - engine0) / wall;
   const after = await Promise.all(pages.map((p) => metrics(p.cdp)));
@@ -179,6 +186,21 @@ try {
   console.log(
     `\nbrowser CPU ${fmt(browserCores, 3)} cores (${fmt((1000 * browserCores) / pagesN, 1)} ms/s per page); engine ${fmt(engineCores, 2)} cores`,
   );
+  if (profile) {
+    // Self time per function of page 0's main thread, from the sampling profiler.
+    const self = new Map();
+    const dt = new Map();
+    for (let i = 0; i < profile.samples.length; i++)
+      dt.set(profile.samples[i], (dt.get(profile.samples[i]) ?? 0) + (profile.timeDeltas[i + 1] ?? 0));
+    for (const n of profile.nodes) {
+      const f = n.callFrame;
+      const name = `${f.functionName || '(anonymous)'} ${f.url.split('/').pop()}:${f.lineNumber + 1}`;
+      self.set(name, (self.get(name) ?? 0) + (dt.get(n.id) ?? 0));
+    }
+    console.log(`\nJS self time of page 0 (ms/s):`);
+    for (const [name, us] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 20))
+      console.log(`  ${fmt(us / 1000 / wall, 2)}  ${name}`);
+  }
   if (traceBuf) {
     writeFileSync(tracePath, traceBuf);
     const events = JSON.parse(traceBuf.toString()).traceEvents ?? JSON.parse(traceBuf.toString());
