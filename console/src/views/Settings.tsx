@@ -31,7 +31,11 @@ export function Settings() {
                 </tr>
                 <tr>
                   <th>Operations state</th>
-                  <td data-testid="settings-store" data-reachable={settings.data.store?.reachable}>
+                  <td
+                    className="breakable"
+                    data-testid="settings-store"
+                    data-reachable={settings.data.store?.reachable}
+                  >
                     {storeSummary(settings.data.stateStore, settings.data.store)}
                   </td>
                 </tr>
