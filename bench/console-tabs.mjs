@@ -6,17 +6,18 @@
 // browser used in the window; at the end the ratio of the medians (with / without).
 // The pages live in a child process (perf_analyzer blocks this one while it measures).
 // Usage: npm run build && nice -n 10 node bench/console-tabs.mjs [--rounds 4] [--window-ms 3000]
-//   [--tabs 20] [--hidden] [--static] [--before DIR]
+//   [--tabs 20] [--hidden] [--static [--tick]] [--before DIR]
 // Headless Chromium shows every page, so by default all 20 render as if each were on screen. With
 // --hidden all but the last report themselves hidden once live (visibilitychange), as background
 // tabs of one window do; the console then drops their feed subscriptions.
 // --static: each page, once live, is replaced by a copy of its own DOM without scripts (same
 // stylesheets, the charts' canvases blank): what 20 shown pages cost Chromium when nothing on
-// them changes, the floor under any live console.
+// them changes, the floor under any live console. With --tick as well, one number on each copy
+// (the banner's seq) changes once a second: the floor of a page that shows anything live at 1 Hz.
 // --before DIR: a second engine and console from DIR, a built checkout of an earlier commit (its
 // engine/dist, e2e/dist and console/dist): every round then measures both, each without and
 // with its own console's tabs, so the two builds are compared side by side in one run.
-/* global fetch, document, localStorage, Event */
+/* global fetch, document, localStorage, Event, setInterval */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -47,7 +48,7 @@ if (process.argv[2] === '--tabs-child') {
     const page = await context.newPage();
     await page.goto(url + SCREENS[i % SCREENS.length]);
     await page.locator('[data-testid="connection-banner"][data-state="live"]').waitFor({ timeout: 60_000 });
-    if (frozen === '1') {
+    if (frozen !== '0') {
       // The page's DOM as it stands, without its scripts, on a blank page (the feed socket goes with it).
       const html = await page.evaluate(() => {
         const doc = document.documentElement.cloneNode(true);
@@ -56,6 +57,13 @@ if (process.argv[2] === '--tabs-child') {
       });
       await page.goto('about:blank');
       await page.setContent(html.replace('<head>', `<head><base href="${url}/">`));
+      if (frozen === 'tick')
+        // The least a live page can do: one number (the banner's seq) changes once a second.
+        await page.evaluate(() => {
+          const seq = document.querySelector('[data-testid="connection-banner"] .muted');
+          let n = 0;
+          setInterval(() => (seq.textContent = `seq ${++n}`), 1000);
+        });
     }
     pages.push(page);
   }
@@ -144,6 +152,7 @@ async function main() {
   const tabs = Number(arg('tabs', '20'));
   const hidden = process.argv.includes('--hidden');
   const frozen = process.argv.includes('--static');
+  const tick = process.argv.includes('--tick');
   const beforeDir = arg('before', null);
   console.log(`# bench/console-tabs, machine: ${machine()}`);
   const engines = [];
@@ -174,7 +183,7 @@ async function main() {
           e.token,
           String(tabs),
           hidden ? '1' : '0',
-          frozen ? '1' : '0',
+          frozen ? (tick ? 'tick' : '1') : '0',
         ];
         const child = spawn(process.execPath, argv, { stdio: ['pipe', 'pipe', 'inherit'] });
         child.stdout.on('data', (d) => String(d).includes('ready') && resolve_(child));
@@ -220,7 +229,7 @@ async function main() {
         `\n${e.label}: median infer/s without ${fmt(median(without))}, with ${tabs} tabs ${fmt(median(withTabs))}: ` +
           `ratio ${fmt(median(withTabs) / median(without), 3)} (cost ${fmt(100 * (1 - median(withTabs) / median(without)))} %); ` +
           `paired ratios ${paired.map((x) => fmt(x, 3)).join(', ')} (median ${fmt(median(paired), 3)})` +
-          `${hidden ? ' (all but one page hidden)' : ''}${frozen ? ' (static copies, no script)' : ''}`,
+          `${hidden ? ' (all but one page hidden)' : ''}${frozen ? (tick ? ' (static copies, one number changing each second)' : ' (static copies, no script)') : ''}`,
       );
       // The engine's own CPU per inference: what the console's API and feed add on the server side,
       // apart from the browser taking the machine's cores.
