@@ -6,15 +6,23 @@
 // browser used in the window; at the end the ratio of the medians (with / without).
 // The pages live in a child process (perf_analyzer blocks this one while it measures).
 // Usage: npm run build && nice -n 10 node bench/console-tabs.mjs [--rounds 4] [--window-ms 3000]
-//   [--tabs 20] [--hidden]
+//   [--tabs 20] [--hidden] [--static [--tick]] [--before DIR]
 // Headless Chromium shows every page, so by default all 20 render as if each were on screen. With
 // --hidden all but the last report themselves hidden once live (visibilitychange), as background
 // tabs of one window do; the console then drops their feed subscriptions.
-/* global fetch, document, localStorage, Event */
+// --static: each page, once live, is replaced by a copy of its own DOM without scripts (same
+// stylesheets, the charts' canvases blank): what 20 shown pages cost Chromium when nothing on
+// them changes, the floor under any live console. With --tick as well, one number on each copy
+// (the banner's seq) changes once a second: the floor of a page that shows anything live at 1 Hz.
+// --before DIR: a second engine and console from DIR, a built checkout of an earlier commit (its
+// engine/dist, e2e/dist and console/dist): every round then measures both, each without and
+// with its own console's tabs, so the two builds are compared side by side in one run.
+/* global fetch, document, localStorage, Event, setInterval */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { runPerfAnalyzer } from '../e2e/dist/src/perf-analyzer.js';
 import { startServer } from '../e2e/dist/src/server-process.js';
 import { fmt, machine } from './stats.mjs';
@@ -27,7 +35,7 @@ const SCREENS = ['/', '/models', '/memory', '/models/mlp', '/activity'];
 
 // Child: open the tabs, say "ready" once every page is live, hold them until stdin closes.
 if (process.argv[2] === '--tabs-child') {
-  const [, , , url, token, n, hidden] = process.argv;
+  const [, , , url, token, n, hidden, frozen] = process.argv;
   const { chromium } = await import('playwright-core');
   const browser = await chromium.launch({
     executablePath: process.env.HLOSERVE_TEST_CHROMIUM ?? process.env.CHROMIUM ?? '/usr/bin/chromium',
@@ -40,6 +48,23 @@ if (process.argv[2] === '--tabs-child') {
     const page = await context.newPage();
     await page.goto(url + SCREENS[i % SCREENS.length]);
     await page.locator('[data-testid="connection-banner"][data-state="live"]').waitFor({ timeout: 60_000 });
+    if (frozen !== '0') {
+      // The page's DOM as it stands, without its scripts, on a blank page (the feed socket goes with it).
+      const html = await page.evaluate(() => {
+        const doc = document.documentElement.cloneNode(true);
+        for (const s of doc.querySelectorAll('script, link[rel="modulepreload"]')) s.remove();
+        return doc.outerHTML;
+      });
+      await page.goto('about:blank');
+      await page.setContent(html.replace('<head>', `<head><base href="${url}/">`));
+      if (frozen === 'tick')
+        // The least a live page can do: one number (the banner's seq) changes once a second.
+        await page.evaluate(() => {
+          const seq = document.querySelector('[data-testid="connection-banner"] .muted');
+          let n = 0;
+          setInterval(() => (seq.textContent = `seq ${++n}`), 1000);
+        });
+    }
     pages.push(page);
   }
   if (hidden === '1') {
@@ -86,91 +111,134 @@ function cpuSeconds(rootPid) {
   return s;
 }
 
+/** An engine serving mlp from fresh state, set up, with an admin token for the console. */
+async function startEngine(start, label) {
+  const stateDir = mkdtempSync(join(tmpdir(), 'hloserve-tabs-bench-'));
+  const server = await start({
+    HLOSERVE_MODELS_INCLUDE: 'mlp',
+    HLOSERVE_STATE_URL: `sqlite:${join(stateDir, 'state.sqlite')}`,
+  });
+  const setupLine = server.logs.find((l) => l.includes('"setupToken"'));
+  const setupToken = setupLine ? JSON.parse(setupLine).setupToken : null;
+  if (!setupToken) throw new Error(`${label}: no setup token in the log (state not fresh?)`);
+  const consoleUrl = `http://127.0.0.1:${server.ports.console}`;
+  const r = await fetch(`${consoleUrl}/api/v1/setup`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ setupToken }),
+  });
+  if (!r.ok) throw new Error(`${label}: setup: ${r.status} ${await r.text()}`);
+  const token = (await r.json()).data.token;
+  return {
+    label,
+    server,
+    token,
+    consoleUrl,
+    stop: async () => {
+      await server.stop();
+      rmSync(stateDir, { recursive: true, force: true });
+    },
+  };
+}
+
+function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+}
+
 async function main() {
   const rounds = Number(arg('rounds', '4'));
   const windowMs = arg('window-ms', '3000');
   const tabs = Number(arg('tabs', '20'));
   const hidden = process.argv.includes('--hidden');
+  const frozen = process.argv.includes('--static');
+  const tick = process.argv.includes('--tick');
+  const beforeDir = arg('before', null);
   console.log(`# bench/console-tabs, machine: ${machine()}`);
-  const stateDir = mkdtempSync(join(tmpdir(), 'hloserve-tabs-bench-'));
-  const server = await startServer({
-    HLOSERVE_MODELS_INCLUDE: 'mlp',
-    HLOSERVE_STATE_URL: `sqlite:${join(stateDir, 'state.sqlite')}`,
-  });
+  const engines = [];
   try {
-    const setupLine = server.logs.find((l) => l.includes('"setupToken"'));
-    const setupToken = setupLine ? JSON.parse(setupLine).setupToken : null;
-    if (!setupToken) throw new Error('no setup token in the log (state not fresh?)');
-    const consoleUrl = `http://127.0.0.1:${server.ports.console}`;
-    const r = await fetch(`${consoleUrl}/api/v1/setup`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ setupToken }),
-    });
-    if (!r.ok) throw new Error(`setup: ${r.status} ${await r.text()}`);
-    const token = (await r.json()).data.token;
+    engines.push(await startEngine(startServer, beforeDir ? 'after' : 'engine'));
+    if (beforeDir) {
+      const { startServer: startBefore } = await import(
+        pathToFileURL(join(resolve(beforeDir), 'e2e', 'dist', 'src', 'server-process.js')).href
+      );
+      engines.push(await startEngine(startBefore, 'before'));
+    }
 
-    const perf = () => {
-      const args = ['-m', 'mlp', '-u', server.grpcUrl(), '-i', 'grpc', '--concurrency-range', '16'];
+    const perf = (e) => {
+      const args = ['-m', 'mlp', '-u', e.server.grpcUrl(), '-i', 'grpc', '--concurrency-range', '16'];
       const t0 = performance.now();
-      const engine0 = cpuSeconds(server.child.pid);
+      const engine0 = cpuSeconds(e.server.child.pid);
       const p = runPerfAnalyzer([...args, '-p', windowMs, '-s', '100', '-r', '10']);
       if (p.status !== 0) throw new Error(`perf_analyzer failed:\n${p.output}`);
       const seconds = (performance.now() - t0) / 1000;
-      return { ...p.rows.get(16), engineCpu: (cpuSeconds(server.child.pid) - engine0) / seconds, seconds };
+      return { ...p.rows.get(16), engineCpu: (cpuSeconds(e.server.child.pid) - engine0) / seconds, seconds };
     };
-    const openTabs = () =>
-      new Promise((resolve, reject) => {
-        const argv = [import.meta.filename, '--tabs-child', consoleUrl, token, String(tabs), hidden ? '1' : '0'];
+    const openTabs = (e) =>
+      new Promise((resolve_, reject) => {
+        const argv = [
+          import.meta.filename,
+          '--tabs-child',
+          e.consoleUrl,
+          e.token,
+          String(tabs),
+          hidden ? '1' : '0',
+          frozen ? (tick ? 'tick' : '1') : '0',
+        ];
         const child = spawn(process.execPath, argv, { stdio: ['pipe', 'pipe', 'inherit'] });
-        child.stdout.on('data', (d) => String(d).includes('ready') && resolve(child));
+        child.stdout.on('data', (d) => String(d).includes('ready') && resolve_(child));
         child.once('exit', (code) => reject(new Error(`tabs child exited ${code} before ready`)));
       });
 
     const rows = [];
     console.log(
-      `\n| round | tabs | infer/s (c=16, mlp, gRPC) | p50 µs | p99 µs | engine CPU (cores) | engine CPU µs/infer | browser CPU (cores) |`,
+      `\n| round | engine | tabs | infer/s (c=16, mlp, gRPC) | p50 µs | p99 µs | engine CPU (cores) | engine CPU µs/infer | browser CPU (cores) |`,
     );
-    console.log('|---|---|---|---|---|---|---|---|');
+    console.log('|---|---|---|---|---|---|---|---|---|');
     const print = (round, x) =>
       console.log(
-        `| ${round} | ${x.tabs} | ${fmt(x.throughput)} | ${x.p50} | ${x.p99} | ${fmt(x.engineCpu, 2)} | ${fmt((1e6 * x.engineCpu) / x.throughput, 0)} | ${fmt(x.browserCpu, 2)} |`,
+        `| ${round} | ${x.engine} | ${x.tabs} | ${fmt(x.throughput)} | ${x.p50} | ${x.p99} | ${fmt(x.engineCpu, 2)} | ${fmt((1e6 * x.engineCpu) / x.throughput, 0)} | ${fmt(x.browserCpu, 2)} |`,
       );
-    perf(); // warm: compiled sizes, learned costs, the first feed samples
+    for (const e of engines) perf(e); // warm: compiled sizes, learned costs, the first feed samples
     for (let i = 1; i <= rounds; i++) {
-      rows.push({ tabs: 0, ...perf(), browserCpu: 0 });
-      print(i, rows.at(-1));
-      const child = await openTabs();
-      const b0 = cpuSeconds(child.pid);
-      const t0 = performance.now();
-      const p = perf();
-      const browserCpu = (cpuSeconds(child.pid) - b0) / ((performance.now() - t0) / 1000);
-      rows.push({ tabs, ...p, browserCpu });
-      print(i, rows.at(-1));
-      child.stdin.end();
-      await new Promise((res) => child.once('exit', res));
+      // Alternate which build goes first, so a drift over the round does not favour one.
+      for (const e of i % 2 ? engines : [...engines].reverse()) {
+        rows.push({ engine: e.label, tabs: 0, ...perf(e), browserCpu: 0 });
+        print(i, rows.at(-1));
+        const child = await openTabs(e);
+        const b0 = cpuSeconds(child.pid);
+        const t0 = performance.now();
+        const p = perf(e);
+        const browserCpu = (cpuSeconds(child.pid) - b0) / ((performance.now() - t0) / 1000);
+        rows.push({ engine: e.label, tabs, ...p, browserCpu });
+        print(i, rows.at(-1));
+        child.stdin.end();
+        await new Promise((res) => child.once('exit', res));
+      }
     }
-    const median = (xs) => {
-      const s = [...xs].sort((a, b) => a - b);
-      return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-    };
-    const without = rows.filter((x) => x.tabs === 0).map((x) => x.throughput);
-    const withTabs = rows.filter((x) => x.tabs > 0).map((x) => x.throughput);
-    // Each with-tabs round against the mean of the rounds either side of it (drift cancels).
-    const paired = withTabs.map((w, i) => w / ((without[i] + (without[i + 1] ?? without[i])) / 2));
-    console.log(
-      `\nmedian infer/s without ${fmt(median(without))}, with ${tabs} tabs ${fmt(median(withTabs))}: ` +
-        `ratio ${fmt(median(withTabs) / median(without), 3)} (cost ${fmt(100 * (1 - median(withTabs) / median(without)))} %); ` +
-        `paired ratios ${paired.map((x) => fmt(x, 3)).join(', ')}${hidden ? ' (all but one page hidden)' : ''}`,
-    );
-    // The engine's own CPU per inference: what the console's API and feed add on the server side,
-    // apart from the browser taking the machine's cores.
-    const perInfer = (t) => median(rows.filter((x) => x.tabs > 0 === t).map((x) => (1e6 * x.engineCpu) / x.throughput));
-    console.log(
-      `engine CPU per inference: without ${fmt(perInfer(false), 0)} µs, with tabs ${fmt(perInfer(true), 0)} µs (ratio ${fmt(perInfer(true) / perInfer(false), 3)})`,
-    );
+    for (const e of engines) {
+      const mine = rows.filter((x) => x.engine === e.label);
+      const without = mine.filter((x) => x.tabs === 0).map((x) => x.throughput);
+      const withTabs = mine.filter((x) => x.tabs > 0).map((x) => x.throughput);
+      // Each with-tabs round against its own round's without-tabs figure (measured just before).
+      const paired = withTabs.map((w, k) => w / without[k]);
+      const perInfer = (t) =>
+        median(mine.filter((x) => x.tabs > 0 === t).map((x) => (1e6 * x.engineCpu) / x.throughput));
+      const browser = mine.filter((x) => x.tabs > 0).map((x) => x.browserCpu);
+      console.log(
+        `\n${e.label}: median infer/s without ${fmt(median(without))}, with ${tabs} tabs ${fmt(median(withTabs))}: ` +
+          `ratio ${fmt(median(withTabs) / median(without), 3)} (cost ${fmt(100 * (1 - median(withTabs) / median(without)))} %); ` +
+          `paired ratios ${paired.map((x) => fmt(x, 3)).join(', ')} (median ${fmt(median(paired), 3)})` +
+          `${hidden ? ' (all but one page hidden)' : ''}${frozen ? (tick ? ' (static copies, one number changing each second)' : ' (static copies, no script)') : ''}`,
+      );
+      // The engine's own CPU per inference: what the console's API and feed add on the server side,
+      // apart from the browser taking the machine's cores.
+      console.log(
+        `${e.label}: engine CPU per inference without ${fmt(perInfer(false), 0)} µs, with tabs ${fmt(perInfer(true), 0)} µs ` +
+          `(ratio ${fmt(perInfer(true) / perInfer(false), 3)}); browser ${fmt(Math.min(...browser), 2)}-${fmt(Math.max(...browser), 2)} cores (median ${fmt(median(browser), 3)})`,
+      );
+    }
   } finally {
-    await server.stop();
-    rmSync(stateDir, { recursive: true, force: true });
+    for (const e of engines) await e.stop();
   }
 }

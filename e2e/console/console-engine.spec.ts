@@ -75,6 +75,13 @@ test('first run: the setup token from the log becomes an admin token, and the mo
   ] as const) {
     await c.open(path);
     await expect(page.locator('h1').first()).toBeVisible();
+    if (name === 'settings') {
+      // The engine's own store: a fresh SQLite file with every migration applied.
+      await expect(page.getByTestId('settings-store')).toHaveAttribute('data-reachable', 'true');
+      await expect(page.getByTestId('settings-store')).toContainText(
+        /SQLite at .*hloserve\.sqlite · reachable, [\d.]+ ms round trip · migrations (\d+) of \1/,
+      );
+    }
     await page.screenshot({ path: join(shots, `${name}-desktop.png`) });
   }
 });

@@ -21,14 +21,16 @@ const types = {
 };
 /**
  * @param {string} [apiTarget] the engine's console URL to pass /api/ through to
+ * @param {string} [dir] another console build to serve (a bench comparing two builds), else console/dist
  * @returns {Promise<{ url: string, close: () => Promise<void> }>}
  */
-async function serveConsole(apiTarget) {
-  if (!existsSync(join(distDir, 'index.html'))) throw new Error(`no console build in ${distDir}: run npm run build`);
+async function serveConsole(apiTarget, dir = distDir) {
+  const root = resolve(dir);
+  if (!existsSync(join(root, 'index.html'))) throw new Error(`no console build in ${root}: run npm run build`);
   const server = createServer((req, res) => {
     const path = decodeURIComponent((req.url ?? '/').split('?')[0]);
-    const file = normalize(join(distDir, path));
-    if (file.startsWith(distDir) && existsSync(file) && statSync(file).isFile()) {
+    const file = normalize(join(root, path));
+    if (file.startsWith(root) && existsSync(file) && statSync(file).isFile()) {
       const immutable = path.startsWith('/assets/');
       res.writeHead(200, {
         'content-type': types[extname(file)] ?? 'application/octet-stream',
@@ -55,7 +57,7 @@ async function serveConsole(apiTarget) {
         .writeHead(404, { 'content-type': 'application/json' })
         .end('{"error":"no engine behind this server","code":"HLO_ERR_MODEL_NOT_FOUND"}');
     res.writeHead(200, { 'content-type': types['.html'], 'cache-control': 'no-cache' });
-    createReadStream(join(distDir, 'index.html')).pipe(res);
+    createReadStream(join(root, 'index.html')).pipe(res);
   });
   if (apiTarget) {
     // The WebSocket: replay the upgrade request to the engine and splice the two sockets.

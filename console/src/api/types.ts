@@ -172,10 +172,24 @@ export interface SettingsTls {
   readonly clientCertificates: boolean;
 }
 
+/** The operations state store as the engine sees it (GET /settings). */
+export interface StoreHealth {
+  readonly dialect: 'sqlite' | 'postgres';
+  /** The SQLite file, or postgres://host:port/db. */
+  readonly location: string;
+  readonly reachable: boolean;
+  /** One round trip, ms; null when the store did not answer. */
+  readonly latencyMs: number | null;
+  readonly migrations: { readonly applied: number; readonly known: number; readonly latest: string | null } | null;
+  readonly error: string | null;
+}
+
 export interface Settings {
   readonly discipline: Discipline;
   readonly modelControlMode: ModelControlMode | string;
   readonly stateStore: 'sqlite' | 'postgres';
+  /** The store's health (absent from an older engine, and from a PATCH's answer). */
+  readonly store?: StoreHealth;
   /** What the listener the console talks to serves (the gateway's, under a supervisor). */
   readonly tls: SettingsTls;
   readonly feed: { readonly metricsIntervalMs: number; readonly heartbeatMs: number };

@@ -130,13 +130,15 @@ export function useAudit(enabled: boolean) {
   });
 }
 
-export function useSettings() {
+/** The settings; the Settings screen refetches them every 10 s for the store's health. */
+export function useSettings(refetchMs: number | false = false) {
   const token = useToken();
   return useQuery({
     queryKey: settingsKeys.all(),
     queryFn: ({ signal }) => apiGet<Settings>(routes.settings, signal),
     enabled: token !== null,
     staleTime: 60_000,
+    refetchInterval: refetchMs,
   });
 }
 

@@ -7,7 +7,7 @@ import { useEffect, useSyncExternalStore } from 'react';
 import type { StreamStatus } from '../api/stream.js';
 import type { StreamMessage } from '../api/types.js';
 import { useToken } from './session.js';
-import { stream } from './stream-instance.js';
+import { pacer, shownWatermark, stream } from './stream-instance.js';
 
 export type Fold<T> = (prev: T | undefined, msg: StreamMessage) => T | undefined;
 
@@ -36,14 +36,38 @@ export function useTopic<T>(topic: string, key: QueryKey, fold: Fold<T>, enabled
   const keyHash = JSON.stringify(key);
   useEffect(() => {
     if (token === null || !enabled || !visible) return;
-    return stream.subscribe(topic, (msg) => qc.setQueryData<T>(key, (prev) => fold(prev, msg)));
+    // Written at the pacer's rate (at most once a second, a snapshot at once), in arrival order.
+    return stream.subscribe(topic, (msg) =>
+      pacer.enqueue(() => qc.setQueryData<T>(key, (prev) => fold(prev, msg)), msg.kind === 'snapshot'),
+    );
     // key is represented by keyHash; fold is a module-level function per call site.
   }, [qc, topic, keyHash, token, enabled, visible]);
 }
 
-export function useStreamStatus(): StreamStatus {
+/** The feed's connection state, without the watermark (which moves with every message). */
+export type LinkStatus = Omit<StreamStatus, 'watermark'>;
+
+let linkStatus: LinkStatus | null = null;
+const sameLink = (a: LinkStatus, b: LinkStatus) =>
+  a.state === b.state &&
+  a.attempt === b.attempt &&
+  a.nextRetryAtMs === b.nextRetryAtMs &&
+  a.error === b.error &&
+  a.refusedCode === b.refusedCode;
+
+/** Renders when the connection changes, not on every message. */
+export function useStreamStatus(): LinkStatus {
   return useSyncExternalStore(
     (l) => stream.onStatus(l),
-    () => stream.getStatus(),
+    () => {
+      const { watermark: _, ...s } = stream.getStatus();
+      if (linkStatus === null || !sameLink(linkStatus, s)) linkStatus = s;
+      return linkStatus;
+    },
   );
+}
+
+/** The highest seq seen, as of the last paced update (shown at the pace the data is). */
+export function useWatermark(): number {
+  return useSyncExternalStore((l) => pacer.onFlush(l), shownWatermark);
 }

@@ -1,3 +1,5 @@
+import { notifyManager } from '@tanstack/react-query';
+import { FeedPacer } from '../api/feed-pacer.js';
 import { routes } from '../api/routes.js';
 import { StreamClient, type SocketLike } from '../api/stream.js';
 import { tokenStore } from '../api/token-store.js';
@@ -14,6 +16,18 @@ export const stream = new StreamClient({
   createSocket: (url) => new WebSocket(url) as unknown as SocketLike,
   token: () => tokenStore.get(),
 });
+
+/**
+ * How often live data may reach the screen: feed messages are folded into the cache together, at
+ * most once a second (docs/console.md, "Live updates"). One render a second per visible tab.
+ */
+export const FEED_RENDER_MS = 1000;
+export const pacer = new FeedPacer({ intervalMs: FEED_RENDER_MS, batch: (run) => notifyManager.batch(run) });
+
+// The banner's "seq" moves with the flushes, not with every message.
+let watermark = 0;
+pacer.onFlush(() => (watermark = stream.getStatus().watermark));
+export const shownWatermark = (): number => watermark;
 
 tokenStore.subscribe(() => stream.reconnectNow());
 

@@ -1,10 +1,11 @@
 import { useEffect, useState } from 'react';
-import { useStreamStatus } from '../app/live.js';
+import { useStreamStatus, useWatermark } from '../app/live.js';
 import { allows, useSession } from '../app/session.js';
 
 /** Live, reconnecting (attempt n, next in s), resynced, and read-only for a viewer token. */
 export function ConnectionBanner() {
   const status = useStreamStatus();
+  const watermark = useWatermark();
   const session = useSession();
   const [now, setNow] = useState(Date.now());
   useEffect(() => {
@@ -51,7 +52,7 @@ export function ConnectionBanner() {
         </span>
       )}
       <span className="muted" style={{ marginLeft: 'auto' }} title="highest stream sequence seen">
-        seq {status.watermark}
+        seq {watermark}
       </span>
     </div>
   );

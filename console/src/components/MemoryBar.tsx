@@ -1,3 +1,4 @@
+import { memo } from 'react';
 import type { DeviceMemory } from '../api/types.js';
 import type { DeviceBlock } from './device-blocks.js';
 import { formatBytes } from './format.js';
@@ -11,8 +12,11 @@ function scaleOf(d: DeviceMemory, used: number, budget: number | null): number {
   return Math.max(1, (budget ?? 0) * 1.15, used * 1.15);
 }
 
-/** One device's memory: pinned and resident blocks per model, arena slack, free, and the budget line. */
-export function MemoryBar({
+/**
+ * One device's memory: pinned and resident blocks per model, arena slack, free, and the budget line.
+ * Memoised: the overview renders every second for its charts, the bar only when its props change.
+ */
+export const MemoryBar = memo(function MemoryBar({
   device,
   blocks,
   budgetOverride,
@@ -86,4 +90,4 @@ export function MemoryBar({
       </div>
     </div>
   );
-}
+});

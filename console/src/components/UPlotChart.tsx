@@ -2,6 +2,9 @@ import { useEffect, useRef } from 'react';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 
+/** The shortest time between two redraws of a live chart (docs/console.md, "How the data stays live"). */
+export const CHART_REDRAW_MS = 5000;
+
 export interface SparklineProps {
   readonly label: string;
   /** x: epoch seconds; each series one array of the same length. */
@@ -50,8 +53,28 @@ export default function UPlotChart({ label, x, series, height = 140, windowS = 3
     };
     // Recreated only when the set of series changes; data flows through setData below.
   }, [names, height, windowS]);
+  // New points are drawn at most every CHART_REDRAW_MS (the latest data then): a redraw repaints
+  // the whole canvas with its axes and labels, the costliest part of a live page's second.
+  const latest = useRef({ x, series });
+  latest.current = { x, series };
+  const lastDraw = useRef(-Infinity);
+  const pending = useRef<ReturnType<typeof setTimeout> | null>(null);
   useEffect(() => {
-    plot.current?.setData([[...x], ...series.map((s) => [...s.values])] as uPlot.AlignedData);
+    const draw = () => {
+      pending.current = null;
+      lastDraw.current = performance.now();
+      const d = latest.current;
+      plot.current?.setData([[...d.x], ...d.series.map((s) => [...s.values])] as uPlot.AlignedData);
+    };
+    const wait = lastDraw.current + CHART_REDRAW_MS - performance.now();
+    if (wait <= 0) draw();
+    else pending.current ??= setTimeout(draw, wait);
   }, [x, series]);
+  useEffect(
+    () => () => {
+      if (pending.current !== null) clearTimeout(pending.current);
+    },
+    [],
+  );
   return <div ref={host} role="img" aria-label={label} className="spark" />;
 }

@@ -1,9 +1,9 @@
 import { useMemo, useRef } from 'react';
-import type { MetricsTick } from '../api/types.js';
+import type { MetricsTick, ModelInfo } from '../api/types.js';
 import { useModels, useTicks, useWorkers } from '../app/data.js';
 import { formatMs, formatRate } from '../components/format.js';
 import { perMinute, pushPoint, type CounterPoint } from '../components/counter-rate.js';
-import { deviceBlocks } from '../components/device-blocks.js';
+import { deviceBlocks, type DeviceBlock } from '../components/device-blocks.js';
 import { MemoryBar } from '../components/MemoryBar.js';
 import { QueryState } from '../components/QueryState.js';
 import { Sparkline } from '../components/Sparkline.js';
@@ -55,10 +55,37 @@ export function summarise(ticks: readonly MetricsTick[], windowMs = 60_000): Poi
   });
 }
 
+interface ModelSummary {
+  readonly failed: number;
+  readonly missed: number;
+  readonly ready: number;
+  readonly count: number;
+  readonly pinned: number;
+  readonly blocks: readonly DeviceBlock[];
+}
+
+const emptySummary: ModelSummary = { failed: 0, missed: 0, ready: 0, count: 0, pinned: 0, blocks: [] };
+
+/**
+ * What the overview shows of the model list. The cache shares equal parts of a selection with
+ * the previous one, so a feed write that changes none of this (a queue depth, a last-use time)
+ * does not render the overview; the blocks keep their LRU order but not the times themselves.
+ */
+function summariseModels(list: readonly ModelInfo[]): ModelSummary {
+  return {
+    failed: list.reduce((s, m) => s + (m.stats?.failedDispatches ?? 0), 0),
+    missed: list.reduce((s, m) => s + (m.queue?.deadlineMisses ?? 0), 0),
+    ready: list.filter((m) => m.state === 'READY').length,
+    count: list.length,
+    pinned: list.filter((m) => m.residency?.floor === 'device').length,
+    blocks: deviceBlocks(list).map((b) => ({ ...b, lastUsedAt: null })),
+  };
+}
+
 export function Overview() {
   const workers = useWorkers();
   const ticks = useTicks();
-  const models = useModels();
+  const models = useModels(summariseModels);
   const points = useMemo(() => summarise(ticks.data ?? []), [ticks.data]);
   const last = points[points.length - 1];
   const series = useMemo(() => {
@@ -76,19 +103,14 @@ export function Overview() {
       ],
     };
   }, [points]);
-  const list = models.data ?? [];
-  const failed = list.reduce((s, m) => s + (m.stats?.failedDispatches ?? 0), 0);
-  const missed = list.reduce((s, m) => s + (m.queue?.deadlineMisses ?? 0), 0);
+  const { failed, missed, ready, count, pinned, blocks } = models.data ?? emptySummary;
   // Errors are counters on the model list; each 1 Hz tick samples them, so their rate moves with time.
   const errorHistory = useRef<CounterPoint[]>([]);
   const errorsPerMin = useMemo(() => {
     if (last) errorHistory.current = pushPoint(errorHistory.current, { t: last.t, v: failed + missed });
     return perMinute(errorHistory.current);
   }, [last, failed, missed]);
-  const blocks = useMemo(() => deviceBlocks(models.data ?? []), [models.data]);
-  const ready = list.filter((m) => m.state === 'READY').length;
   const onDevice = blocks.length;
-  const pinned = list.filter((m) => m.residency?.floor === 'device').length;
   return (
     <>
       <h1>Overview</h1>
@@ -102,7 +124,7 @@ export function Overview() {
           <Stat k="failed device calls, deadline misses" v={`${failed}, ${missed}`} />
           <Stat k="cold loads/min" v={formatRate(last?.loadsPerMin)} />
           <Stat k="evictions/min" v={formatRate(last?.evictionsPerMin)} />
-          <Stat k="models ready" v={`${ready} of ${list.length}`} />
+          <Stat k="models ready" v={`${ready} of ${count}`} />
           <Stat k={`on the device, ${pinned} pinned`} v={String(onDevice)} />
         </div>
       </section>

@@ -5,11 +5,12 @@ import { canManageTokens } from '../app/permissions.js';
 import { useSession } from '../app/session.js';
 import { formatAgo, formatTime } from '../components/format.js';
 import { QueryState } from '../components/QueryState.js';
+import { storeSummary } from './store-summary.js';
 import { tlsSummary } from './tls-summary.js';
 
 export function Settings() {
   const session = useSession();
-  const settings = useSettings();
+  const settings = useSettings(10_000);
   const admin = canManageTokens(session.data?.scope);
   return (
     <>
@@ -30,7 +31,13 @@ export function Settings() {
                 </tr>
                 <tr>
                   <th>Operations state</th>
-                  <td>{settings.data.stateStore}</td>
+                  <td
+                    className="breakable"
+                    data-testid="settings-store"
+                    data-reachable={settings.data.store?.reachable}
+                  >
+                    {storeSummary(settings.data.stateStore, settings.data.store)}
+                  </td>
                 </tr>
                 <tr>
                   <th>Console connection</th>

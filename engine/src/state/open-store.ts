@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
@@ -7,7 +7,7 @@ import { migrate as migrateSqlite } from 'drizzle-orm/better-sqlite3/migrator';
 import { ServeError } from '@hloserve/common/errors';
 import * as pgSchema from './schema-pg.js';
 import * as sqliteSchema from './schema-sqlite.js';
-import { Store } from './store.js';
+import { Store, type StoreProbe } from './store.js';
 
 // The committed migrations stay in the source tree (tsc does not copy them); from
 // engine/dist/src/state/ that is engine/src/state/migrations/.
@@ -38,12 +38,25 @@ export async function openStore(loc: StoreLocation): Promise<Store> {
     try {
       const db = drizzlePg(pool);
       await migratePg(db, { migrationsFolder: join(migrationsRoot, 'pg') });
+      const probe: StoreProbe = {
+        location: withoutCredentials(url),
+        known: knownMigrations('pg'),
+        applied: async () => {
+          // drizzle keeps PostgreSQL's migration log in its own schema; created_at is a bigint.
+          const r = await pool.query<{ n: number; last: string | null }>(
+            'select count(*)::int as n, max(created_at)::text as last from drizzle.__drizzle_migrations',
+          );
+          const row = r.rows[0];
+          return { count: row?.n ?? 0, lastWhen: row?.last == null ? null : Number(row.last) };
+        },
+      };
       // One implementation serves both dialects (store.ts says why); the cast is only of types.
       return new Store(
         'postgres',
         db as unknown as BetterSQLite3Database,
         pgSchema as unknown as typeof sqliteSchema,
         () => pool.end(),
+        probe,
       );
     } catch (err) {
       await pool.end().catch(() => undefined);
@@ -66,7 +79,34 @@ export async function openStore(loc: StoreLocation): Promise<Store> {
   sqlite.pragma('busy_timeout = 5000');
   const db = drizzleSqlite(sqlite);
   migrateSqlite(db, { migrationsFolder: join(migrationsRoot, 'sqlite') });
-  return new Store('sqlite', db, sqliteSchema, async () => void sqlite.close());
+  const applied = sqlite.prepare('select count(*) as n, max(created_at) as last from __drizzle_migrations');
+  const probe: StoreProbe = {
+    location: path,
+    known: knownMigrations('sqlite'),
+    applied: async () => {
+      const row = applied.get() as { n: number; last: number | null };
+      return { count: row.n, lastWhen: row.last };
+    },
+  };
+  return new Store('sqlite', db, sqliteSchema, async () => void sqlite.close(), probe);
+}
+
+/** The migrations this build ships (drizzle-kit's journal): tag, and the time drizzle records. */
+function knownMigrations(dialect: 'sqlite' | 'pg'): StoreProbe['known'] {
+  const journal = JSON.parse(readFileSync(join(migrationsRoot, dialect, 'meta', '_journal.json'), 'utf8')) as {
+    entries: { tag: string; when: number }[];
+  };
+  return journal.entries.map((e) => ({ tag: e.tag, when: e.when }));
+}
+
+/** postgres://host:port/db: where the store is, without who logs in to it. */
+function withoutCredentials(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}${u.pathname}`;
+  } catch {
+    return redact(url);
+  }
 }
 
 /** A URL for messages: the password is never logged. */

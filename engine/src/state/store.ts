@@ -9,6 +9,7 @@
  */
 import { and, asc, desc, eq, gt, gte, lt, sql } from 'drizzle-orm';
 import type { BetterSQLite3Database } from 'drizzle-orm/better-sqlite3';
+import { setClampedTimeout } from '@hloserve/common/timers';
 import * as schema from './schema-sqlite.js';
 
 export type TokenRow = typeof schema.tokens.$inferSelect;
@@ -24,22 +25,82 @@ export type MetricSampleInsert = Omit<typeof schema.metricSamples.$inferInsert, 
 
 export type StoreDialect = 'sqlite' | 'postgres';
 
+/** What the settings screen shows of the store: where it is, whether it answers, how fast. */
+export interface StoreHealth {
+  readonly dialect: StoreDialect;
+  /** The SQLite file, or postgres://host:port/db (never the user or password). */
+  readonly location: string;
+  readonly reachable: boolean;
+  /** One round trip to the store (the migrations query), ms; null when it did not answer. */
+  readonly latencyMs: number | null;
+  /** Migrations applied against those this build ships; latest: the newest applied one's tag. */
+  readonly migrations: { readonly applied: number; readonly known: number; readonly latest: string | null } | null;
+  /** Why the store did not answer. */
+  readonly error: string | null;
+}
+
+/** The dialect-specific part of a health check, made by openStore(). */
+export interface StoreProbe {
+  readonly location: string;
+  /** The known migrations, oldest first: tag and the time drizzle records for it. */
+  readonly known: readonly { readonly tag: string; readonly when: number }[];
+  /** Applied migrations: how many, and the newest one's recorded time. */
+  readonly applied: () => Promise<{ count: number; lastWhen: number | null }>;
+}
+
+/** A store that does not answer a health probe in this long is reported unreachable. */
+const HEALTH_TIMEOUT_MS = 2000;
+
 export class Store {
   readonly dialect: StoreDialect;
   readonly #db: BetterSQLite3Database;
   readonly #t: typeof schema;
   readonly #close: () => Promise<void>;
+  readonly #probe: StoreProbe;
 
   /** @internal made by openStore() */
-  constructor(dialect: StoreDialect, db: BetterSQLite3Database, tables: typeof schema, close: () => Promise<void>) {
+  constructor(
+    dialect: StoreDialect,
+    db: BetterSQLite3Database,
+    tables: typeof schema,
+    close: () => Promise<void>,
+    probe: StoreProbe,
+  ) {
     this.dialect = dialect;
     this.#db = db;
     this.#t = tables;
     this.#close = close;
+    this.#probe = probe;
   }
 
   close(): Promise<void> {
     return this.#close();
+  }
+
+  /** Asks the store for its applied migrations, timing the round trip; never throws. */
+  async health(): Promise<StoreHealth> {
+    const base = { dialect: this.dialect, location: this.#probe.location };
+    const t0 = performance.now();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setClampedTimeout(() => reject(new Error(`no answer in ${HEALTH_TIMEOUT_MS} ms`)), HEALTH_TIMEOUT_MS);
+      });
+      const { count, lastWhen } = await Promise.race([this.#probe.applied(), timeout]);
+      const latencyMs = performance.now() - t0;
+      const latest = this.#probe.known.find((m) => m.when === lastWhen)?.tag ?? null;
+      return {
+        ...base,
+        reachable: true,
+        latencyMs,
+        migrations: { applied: count, known: this.#probe.known.length, latest },
+        error: null,
+      };
+    } catch (err) {
+      return { ...base, reachable: false, latencyMs: null, migrations: null, error: (err as Error).message };
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   // ---- tokens ---------------------------------------------------------------------------------

@@ -15,6 +15,21 @@ function storeSuite(name: string, open: () => Promise<Store>): void {
     });
     after(() => store?.close());
 
+    test('health: reachable, a round trip, every shipped migration applied; closed: unreachable', async () => {
+      const h = await store.health();
+      assert.equal(h.reachable, true);
+      assert.ok(h.latencyMs !== null && h.latencyMs >= 0);
+      assert.ok(h.migrations !== null && h.migrations.known >= 1);
+      assert.equal(h.migrations.applied, h.migrations.known);
+      assert.match(h.migrations.latest ?? '', /^\d{4}_/);
+      assert.doesNotMatch(h.location, /@|secret|password/, 'no credentials in the location');
+      const other = await open();
+      await other.close();
+      const gone = await other.health();
+      assert.equal(gone.reachable, false);
+      assert.ok(gone.error !== null && gone.error.length > 0);
+    });
+
     test('tokens: insert, find by hash, revoke once, touch', async () => {
       await store.insertToken({
         id: 'tk1',

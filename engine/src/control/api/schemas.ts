@@ -172,6 +172,22 @@ export const settingsView = obj({
   weightBudgetBytes: nullable(num),
 });
 
+/** The state store's health, on GET /settings only (a PATCH's audit record stays free of timings). */
+export const storeHealth = obj({
+  dialect: { type: 'string', enum: ['sqlite', 'postgres'] },
+  location: str,
+  reachable: bool,
+  latencyMs: nullable(num),
+  migrations: nullable(obj({ applied: int, known: int, latest: nullable(str) })),
+  error: nullable(str),
+});
+
+export const settingsWithStore = {
+  ...settingsView,
+  properties: { ...settingsView.properties, store: storeHealth },
+  required: [...settingsView.required, 'store'],
+} as const;
+
 export const settingsPatch = {
   type: 'object',
   properties: { discipline, weightBudgetBytes: { type: 'integer', minimum: 0 } },

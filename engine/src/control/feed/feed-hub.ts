@@ -3,9 +3,10 @@
  * timer and publishes what changed: so the engine never calls into the feed, and a burst of
  * changes between two ticks costs one delta, not one per change.
  */
+import { isDeepStrictEqual } from 'node:util';
 import type { ModelPort, ModelView } from '../api/model-port.js';
 import { FeedClient, type FeedClientLimits, type FeedSocket } from './feed-client.js';
-import { Topic } from './topic.js';
+import { Topic, type TopicPace } from './topic.js';
 
 export const TOPICS = ['models', 'residency', 'queues', 'events', 'metrics'] as const;
 export type TopicName = (typeof TOPICS)[number];
@@ -14,7 +15,21 @@ export interface FeedHubOptions {
   readonly port: ModelPort;
   /** How often state topics are sampled. */
   readonly sampleMs: number;
+  /** How often changes that only follow the load are published (queues, last use; default 1 s). */
+  readonly loadMs?: number;
   readonly limits: FeedClientLimits;
+}
+
+const isObject = (x: unknown): x is object => typeof x === 'object' && x !== null;
+
+/** A model's queue: every field follows the load (a queue appearing or going is not load). */
+export const queueLoadOnly = (prev: unknown, next: unknown): boolean => isObject(prev) && isObject(next);
+
+/** Residency: leases and the last use move with every request; the floor, where and loads do not. */
+export function residencyLoadOnly(prev: unknown, next: unknown): boolean {
+  if (!isObject(prev) || !isObject(next)) return false;
+  const strip = (r: object) => ({ ...r, leases: 0, lastUsedAt: 0 });
+  return isDeepStrictEqual(strip(prev), strip(next));
 }
 
 const modelEntry = (m: ModelView) => ({
@@ -36,9 +51,17 @@ export class FeedHub {
   constructor(o: FeedHubOptions) {
     this.#port = o.port;
     this.#limits = o.limits;
+    // Under load every sample changes the queues and the last-use times: without pacing each client
+    // would get two messages per sample, and each visible console tab would render them.
+    const everyMs = o.loadMs ?? 1000;
+    const paces: Partial<Record<TopicName, TopicPace>> = {
+      queues: { everyMs, loadOnly: queueLoadOnly },
+      residency: { everyMs, loadOnly: residencyLoadOnly },
+    };
     for (const name of TOPICS) {
       const keyed = name !== 'events' && name !== 'metrics';
-      this.#topics.set(name, new Topic(name, keyed, (t, text) => this.#fanOut(t, text), name === 'metrics' ? 1 : 50));
+      const fanOut = (t: Topic, text: string) => this.#fanOut(t, text);
+      this.#topics.set(name, new Topic(name, keyed, fanOut, name === 'metrics' ? 1 : 50, paces[name] ?? null));
     }
     this.sample();
     this.#timer = setInterval(() => this.sample(), o.sampleMs);

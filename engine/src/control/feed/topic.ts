@@ -22,6 +22,17 @@ export interface KeyedDelta {
 
 const RING = 256;
 
+/**
+ * How a keyed topic paces changes that only follow the load (queue depths, last-used times): those
+ * are published at most once per `everyMs`; any other change publishes at once, with them.
+ */
+export interface TopicPace {
+  readonly everyMs: number;
+  /** True when going from `prev` to `next` changes nothing but load fields. */
+  readonly loadOnly: (prev: unknown, next: unknown) => boolean;
+  readonly now?: () => number;
+}
+
 export class Topic {
   readonly name: string;
   readonly keyed: boolean;
@@ -32,38 +43,58 @@ export class Topic {
   /** Recent deltas as serialized messages (each serialized once, whatever the fan-out). */
   readonly #ring: { seq: number; text: string }[] = [];
   readonly #publish: (topic: Topic, text: string) => void;
+  readonly #pace: TopicPace | null;
+  #lastEmitAt = -Infinity;
 
-  constructor(name: string, keyed: boolean, publish: (topic: Topic, text: string) => void, logKeep = 50) {
+  constructor(
+    name: string,
+    keyed: boolean,
+    publish: (topic: Topic, text: string) => void,
+    logKeep = 50,
+    pace: TopicPace | null = null,
+  ) {
     this.name = name;
     this.keyed = keyed;
     this.#publish = publish;
     this.#logKeep = logKeep;
+    this.#pace = pace;
   }
 
   get seq(): number {
     return this.#seq;
   }
 
-  /** Replaces the keyed state; publishes one delta when anything changed. */
+  /**
+   * Replaces the keyed state; publishes one delta when anything changed. On a paced topic, a
+   * change of load fields alone inside the pace's interval is not taken in: the next call sees it
+   * again (the state and the deltas stay consistent, the delta just comes later).
+   */
   set(items: ReadonlyMap<string, unknown>): void {
     const upsert: Record<string, unknown> = {};
     const remove: string[] = [];
     let changed = false;
+    let loadOnly = true;
     for (const [k, v] of items) {
-      if (!this.#state.has(k) || !isDeepStrictEqual(this.#state.get(k), v)) {
-        upsert[k] = v;
-        this.#state.set(k, v);
-        changed = true;
-      }
+      if (!this.#state.has(k)) loadOnly = false;
+      else if (isDeepStrictEqual(this.#state.get(k), v)) continue;
+      else if (loadOnly && this.#pace && !this.#pace.loadOnly(this.#state.get(k), v)) loadOnly = false;
+      upsert[k] = v;
+      changed = true;
     }
-    for (const k of [...this.#state.keys()]) {
+    for (const k of this.#state.keys()) {
       if (!items.has(k)) {
         remove.push(k);
-        this.#state.delete(k);
         changed = true;
+        loadOnly = false;
       }
     }
-    if (changed) this.#emit({ upsert, remove } satisfies KeyedDelta);
+    if (!changed) return;
+    const now = this.#pace?.now?.() ?? performance.now();
+    if (this.#pace && loadOnly && now - this.#lastEmitAt < this.#pace.everyMs) return;
+    for (const [k, v] of Object.entries(upsert)) this.#state.set(k, v);
+    for (const k of remove) this.#state.delete(k);
+    this.#lastEmitAt = now;
+    this.#emit({ upsert, remove } satisfies KeyedDelta);
   }
 
   /** Appends one entry to a log topic. */

@@ -86,11 +86,11 @@ export const systemRoutes =
       {
         config: { scope: 'viewer' },
         schema: {
-          summary: 'Node settings the API can see or change',
-          response: { 200: S.dataOnly(S.settingsView), ...S.errorResponses },
+          summary: "Node settings the API can see or change, and the state store's health",
+          response: { 200: S.dataOnly(S.settingsWithStore), ...S.errorResponses },
         },
       },
-      async () => ({ data: settingsView(ctx) }),
+      async () => ({ data: { ...settingsView(ctx), store: await ctx.store.health() } }),
     );
 
     app.patch(
