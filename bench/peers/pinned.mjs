@@ -4,10 +4,9 @@ import { spawn } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { InferenceClient } from '../../client/dist/src/index.js';
 import { perfAnalyzerBinary } from '../../e2e/dist/src/perf-analyzer.js';
-import { SERVER_NODE_FLAGS } from '../../engine/dist/src/node-flags.js';
 
 export const here = dirname(fileURLToPath(import.meta.url));
 export const root = resolve(here, '..', '..');
@@ -129,11 +128,14 @@ export async function startCanned() {
 /** `hloserve serve` from the checkout at `checkout` (default this one), serving only the mlp. */
 export async function startHloserve(checkout = root) {
   const [grpc, http] = [port(), port()];
+  // Each checkout starts with its own serving flags (a before/after may differ in them).
+  const flags = (await import(pathToFileURL(join(checkout, 'engine', 'dist', 'src', 'node-flags.js')).href))
+    .SERVER_NODE_FLAGS;
   const proc = pinnedChild(
     'hloserve',
     process.execPath,
     [
-      ...SERVER_NODE_FLAGS,
+      ...flags,
       join(checkout, 'engine', 'dist', 'src', 'cli.js'),
       'serve',
       '--config',

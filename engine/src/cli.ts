@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { defaultConfig, loadNodeConfig, workerSettings } from './config/node-config.js';
 import { createLogger } from './log.js';
+import { setFlagsFromString } from 'node:v8';
 import { missingServerNodeFlags } from './node-flags.js';
 import { USAGE } from './cli/usage.js';
 import { versionText } from './cli/version.js';
@@ -108,6 +109,11 @@ async function runServe(values: ServeValues): Promise<number> {
   });
   for (const o of loaded.appliedOverrides)
     log.info('environment override', { variable: o.variable, path: o.path, value: o.value });
+  // V8 pretenures an allocation site whose objects survive a scavenge; on the request path that
+  // sends per-request objects straight to the old generation, which then fills and takes a
+  // 10 ms mark-compact about once a second at one caller (bench/RESULTS.md, session 9). Set
+  // here, before any request is served, since NODE_OPTIONS refuses this flag.
+  setFlagsFromString('--no-allocation-site-pretenuring');
   const missing = missingServerNodeFlags();
   if (missing.length > 0) {
     log.warn('node started without the serving flags: expect more full garbage collections and higher tail latency', {
