@@ -6,9 +6,9 @@
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import { after, before, suite, test } from 'node:test';
-import { Server as GrpcServer, ServerCredentials, type sendUnaryData } from '@grpc/grpc-js';
-import { GRPCInferenceService, RepositoryIndexResponse, ServerReadyResponse } from '@hloserve/proto';
+import type { Server as GrpcServer } from '@grpc/grpc-js';
 import { serveGateway, type RunningGateway } from '@hloserve/gateway';
+import { standInGrpc } from '@hloserve/gateway/testing/stand-in-grpc';
 
 const TOKENS: Record<string, { actor: string; name: string; scope: string }> = {
   'Bearer view': { actor: 'token:v', name: 'viewer-token', scope: 'viewer' },
@@ -25,32 +25,7 @@ interface StandIn {
 
 /** A worker: gRPC health and index for the fleet, and one HTTP port serving /metrics and the console. */
 async function standIn(name: string, models: string[], resident: string[]): Promise<StandIn> {
-  const grpc = new GrpcServer();
-  const raw = (b: Buffer) => b;
-  const def = Object.fromEntries(
-    Object.entries(GRPCInferenceService).map(([k, m]) => [
-      k,
-      { ...m, requestDeserialize: raw, responseSerialize: raw },
-    ]),
-  );
-  grpc.addService(def as unknown as typeof GRPCInferenceService, {
-    serverReady: (_c: unknown, cb: sendUnaryData<Buffer>) =>
-      cb(null, Buffer.from(ServerReadyResponse.encode({ ready: true }).finish())),
-    repositoryIndex: (_c: unknown, cb: sendUnaryData<Buffer>) =>
-      cb(
-        null,
-        Buffer.from(
-          RepositoryIndexResponse.encode({
-            models: models.map((m) => ({ name: m, version: '1', state: 'READY', reason: '' })),
-          }).finish(),
-        ),
-      ),
-    modelStatistics: (_c: unknown, cb: sendUnaryData<Buffer>) => cb(null, Buffer.alloc(0)),
-    modelConfig: (_c: unknown, cb: sendUnaryData<Buffer>) => cb(null, Buffer.alloc(0)),
-  });
-  const grpcPort = await new Promise<number>((resolve, reject) =>
-    grpc.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
-  );
+  const { grpc, grpcPort } = await standInGrpc(models);
   const s: StandIn = { grpc, grpcPort, http: null as unknown as Server, httpPort: 0, resident };
   s.http = createServer((req, res) => {
     if (req.url === '/metrics') {

@@ -91,12 +91,12 @@ export async function mint(
   return { token: d.token, id: d.tokenInfo.id };
 }
 
-/** One batch-1 request to the example mlp, straight into the Worker (no transport). */
-export function inferMlp(worker: Worker, id = ''): ReturnType<Worker['infer']> {
+/** One batch-1 request to the example mlp (or a copy under another name), straight into the Worker. */
+export function inferMlp(worker: Worker, id = '', modelName = 'mlp'): ReturnType<Worker['infer']> {
   const x = new Float32Array(784).fill(0.25);
   return worker.infer(
     {
-      modelName: 'mlp',
+      modelName,
       modelVersion: '',
       id,
       parameters: {},

@@ -9,7 +9,7 @@ import { openStore, type Store } from '../../src/state/index.js';
 import { trialCompiler } from '../../src/control/uploads/trial-compile.js';
 import { Worker } from '../../src/worker/worker.js';
 import { tar, tarEntry, tgz, zip } from './archives.js';
-import { adminToken, examples, log, mint, mlpSettings, tempDir } from './harness.js';
+import { adminToken, examples, inferMlp, log, mint, mlpSettings, tempDir } from './harness.js';
 
 const mlpDir = join(examples, 'mlp');
 const mlp = new Map(readdirSync(mlpDir).map((f) => [f, readFileSync(join(mlpDir, f))]));
@@ -149,26 +149,7 @@ suite('bundle uploads', () => {
     assert.equal(done.json().data.state, 'installed');
     assert.deepEqual(readdirSync(join(repo, 'mlp2')).sort(), [...mlp.keys()].sort());
     assert.equal(worker.modelReady('mlp2', ''), true, 'loaded after install');
-    const x = new Float32Array(784).fill(0.25);
-    const res = await worker.infer(
-      {
-        modelName: 'mlp2',
-        modelVersion: '',
-        id: 'u',
-        parameters: {},
-        inputs: [
-          {
-            name: 'x',
-            datatype: 'FP32',
-            shape: [1, 784],
-            parameters: {},
-            data: { kind: 'raw', bytes: new Uint8Array(x.buffer) },
-          },
-        ],
-        outputs: [],
-      },
-      { deadline: null, signal: new AbortController().signal },
-    );
+    const res = await inferMlp(worker, 'u', 'mlp2');
     assert.deepEqual(res.outputs[0]!.shape, [1, 10]);
     // A second upload of the same model replaces it; the previous version is kept beside it.
     const again = await upload(

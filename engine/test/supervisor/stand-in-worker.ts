@@ -4,8 +4,8 @@
  * `Bearer op` (an operator, token id tk-op).
  */
 import { createServer, type Server } from 'node:http';
-import { Server as GrpcServer, ServerCredentials, type sendUnaryData } from '@grpc/grpc-js';
-import { GRPCInferenceService, RepositoryIndexResponse, ServerReadyResponse } from '@hloserve/proto';
+import type { Server as GrpcServer } from '@grpc/grpc-js';
+import { standInGrpc } from '@hloserve/gateway/testing/stand-in-grpc';
 
 export interface StandIn {
   grpc: GrpcServer;
@@ -17,32 +17,7 @@ export interface StandIn {
 export const MODELS = ['a', 'b', 'c'];
 
 export async function standIn(): Promise<StandIn> {
-  const grpc = new GrpcServer();
-  const raw = (b: Buffer) => b;
-  const def = Object.fromEntries(
-    Object.entries(GRPCInferenceService).map(([k, m]) => [
-      k,
-      { ...m, requestDeserialize: raw, responseSerialize: raw },
-    ]),
-  );
-  grpc.addService(def as unknown as typeof GRPCInferenceService, {
-    serverReady: (_c: unknown, cb: sendUnaryData<Buffer>) =>
-      cb(null, Buffer.from(ServerReadyResponse.encode({ ready: true }).finish())),
-    repositoryIndex: (_c: unknown, cb: sendUnaryData<Buffer>) =>
-      cb(
-        null,
-        Buffer.from(
-          RepositoryIndexResponse.encode({
-            models: MODELS.map((m) => ({ name: m, version: '1', state: 'READY', reason: '' })),
-          }).finish(),
-        ),
-      ),
-    modelStatistics: (_c: unknown, cb: sendUnaryData<Buffer>) => cb(null, Buffer.alloc(0)),
-    modelConfig: (_c: unknown, cb: sendUnaryData<Buffer>) => cb(null, Buffer.alloc(0)),
-  });
-  const grpcPort = await new Promise<number>((resolve, reject) =>
-    grpc.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
-  );
+  const { grpc, grpcPort } = await standInGrpc(MODELS);
   const http = createServer((req, res) => {
     if (req.url === '/api/v1/session' && req.headers.authorization === 'Bearer op') {
       res.writeHead(200, { 'content-type': 'application/json' });
