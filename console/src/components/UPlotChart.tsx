@@ -23,6 +23,7 @@ export interface SparklineProps {
 export default function UPlotChart({ label, x, series, height = 140, windowS = 300 }: SparklineProps) {
   const host = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
+  const lastDraw = useRef(-Infinity);
   const names = series.map((s) => s.name).join('|');
   useEffect(() => {
     const el = host.current;
@@ -44,6 +45,7 @@ export default function UPlotChart({ label, x, series, height = 140, windowS = 3
     };
     const p = new uPlot(opts, [[...x], ...series.map((s) => [...s.values])] as uPlot.AlignedData, el);
     plot.current = p;
+    lastDraw.current = -Infinity; // a new plot takes its next data at once
     const ro = new ResizeObserver(() => p.setSize({ width: Math.max(200, el.clientWidth), height }));
     ro.observe(el);
     return () => {
@@ -57,13 +59,14 @@ export default function UPlotChart({ label, x, series, height = 140, windowS = 3
   // the whole canvas with its axes and labels, the costliest part of a live page's second.
   const latest = useRef({ x, series });
   latest.current = { x, series };
-  const lastDraw = useRef(-Infinity);
   const pending = useRef<ReturnType<typeof setTimeout> | null>(null);
   useEffect(() => {
     const draw = () => {
       pending.current = null;
-      lastDraw.current = performance.now();
       const d = latest.current;
+      // An empty draw (the page before its history arrives) does not start the wait: the first
+      // points are drawn as soon as they come, not up to CHART_REDRAW_MS later.
+      lastDraw.current = d.x.length > 0 ? performance.now() : -Infinity;
       plot.current?.setData([[...d.x], ...d.series.map((s) => [...s.values])] as uPlot.AlignedData);
     };
     const wait = lastDraw.current + CHART_REDRAW_MS - performance.now();
