@@ -187,6 +187,14 @@ const ledger0 = worker.runtime.ledger();
 // The trajectory, every tenth of the run: a plateau (allocator and JIT warm-up) reads differently
 // from a climb that goes on (a leak).
 const trajectory = [];
+// RSS split three ways, so a climb can be told apart: the JS heap V8 holds, array buffers
+// (tensors, file reads), and the rest (native: the addon, XLA, malloc's arenas, code).
+const memoryParts = () => {
+  const m = process.memoryUsage();
+  const mib = (x) => fmt(x / 2 ** 20, 0);
+  return `heap ${mib(m.heapTotal)} ab ${mib(m.arrayBuffers)} native ${mib(m.rss - m.heapTotal - m.arrayBuffers)}`;
+};
+const parts = [`1:${memoryParts()}`];
 let busyMs = 0;
 for (let i = 0; i < reloads; i++) {
   const t = performance.now();
@@ -195,6 +203,7 @@ for (let i = 0; i < reloads; i++) {
   if ((i + 1) % Math.max(1, Math.round(reloads / 10)) === 0) {
     await settle();
     trajectory.push(`${i + 1}:${fmt(rss() / 2 ** 20, 0)}`);
+    parts.push(`${i + 1}:${memoryParts()}`);
   }
 }
 const perReload = busyMs / reloads;
@@ -205,6 +214,7 @@ console.log(
   `(b) ${reloads} reloads (${fmt(perReload, 0)} ms each): RSS after the first ${fmt(first / 2 ** 20)} MiB, after the last ${fmt(last / 2 ** 20)} MiB (${fmt((last / first - 1) * 100, 1)} %)`,
 );
 console.log(`(b) RSS (MiB) after reload n: ${trajectory.join(' ')}`);
+console.log(`(b) RSS parts (MiB) after reload n: ${parts.join(', ')}`);
 console.log(`(b) addon ledger after the first: ${JSON.stringify(ledger0)}`);
 console.log(`(b) addon ledger after the last:  ${JSON.stringify(ledger1)}`);
 await worker.stop(false);

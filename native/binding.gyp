@@ -11,6 +11,7 @@
         "src/device_arena.cc",
         "src/executable_wrap.cc",
         "src/handles.cc",
+        "src/malloc_tuning.cc",
         "src/plugin.cc",
         "src/shm_io.cc",
         "src/status.cc",

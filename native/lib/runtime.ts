@@ -120,6 +120,15 @@ export class Runtime {
     return binding().backgroundPriority;
   }
 
+  /**
+   * The mmap threshold the addon fixed for glibc's malloc (bytes; 0: left to the libc or to the
+   * operator's MALLOC_MMAP_THRESHOLD_). Fixed, it stops reloads from leaving freed multi-MiB
+   * blocks in the heap, where they fragment and keep RSS up.
+   */
+  static get mallocMmapThreshold(): number {
+    return binding().mallocMmapThreshold;
+  }
+
   get disposed(): boolean {
     return this.#client.isDisposed();
   }

@@ -5,6 +5,7 @@
 
 #include "addon_data.h"
 #include "handles.h"
+#include "malloc_tuning.h"
 #include "plugin.h"
 #include "wraps.h"
 
@@ -72,6 +73,7 @@ void Teardown(AddonData* data) {
 }  // namespace
 
 Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
+  const size_t mmap_threshold = FixMmapThreshold();
   auto* data = new AddonData();
   size_t threads = 4;
   if (const char* t = std::getenv("HLOSERVE_NATIVE_THREADS")) {
@@ -104,6 +106,7 @@ Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
   std::string opts = CompileOptionsBytes();
   exports.Set("compileOptions", Napi::Buffer<char>::Copy(env, opts.data(), opts.size()));
   exports.Set("workerThreads", Napi::Number::New(env, static_cast<double>(threads)));
+  exports.Set("mallocMmapThreshold", Napi::Number::New(env, static_cast<double>(mmap_threshold)));
   exports.Set("backgroundPriority", Napi::String::New(env, data->background->applied_priority()));
   exports.Set("PjrtClient", data->client_ctor.Value());
   exports.Set("PjrtBuffer", data->buffer_ctor.Value());

@@ -266,6 +266,7 @@ export class Worker implements InferenceService {
       weightBudgetBytes: Number.isFinite(budget) ? budget : 'unlimited',
       deviceArena: usesDeviceArena(rt, runtime, budget),
       backgroundPriority: Runtime.backgroundPriority,
+      mallocMmapThreshold: Runtime.mallocMmapThreshold,
     });
     const w = new Worker(o, runtime, budget, await compileCache);
     let onDispatched!: () => void;
