@@ -91,6 +91,8 @@ export interface NativeExecutable {
   executeInline(args: Array<NativeBuffer | NativeHostArray>, deviceIndex: number, download: true): NativeHostResult[];
   serialize(): Promise<Buffer>;
   dispose(): void;
+  /** Disposed now; the PJRT executable is destroyed on the background lane (see Executable.disposeInBackground). */
+  disposeInBackground(): void;
 }
 
 export interface NativeClient {

@@ -100,6 +100,16 @@ export class Executable {
     this.#native.dispose();
   }
 
+  /**
+   * Disposed at once, as dispose() is, but the compiled code is freed on a background thread
+   * (about 0.4 ms an executable on the CPU plugin) instead of the calling one: for retiring a
+   * model version while other models serve. The ledger counts it until then.
+   */
+  disposeInBackground(): void {
+    this.#disposed = true;
+    this.#native.disposeInBackground();
+  }
+
   [Symbol.dispose](): void {
     this.dispose();
   }

@@ -195,7 +195,8 @@ Napi::Function ExecutableWrap::Init(Napi::Env env) {
                       InstanceMethod<&ExecutableWrap::Execute>("execute"),
                       InstanceMethod<&ExecutableWrap::ExecuteInline>("executeInline"),
                       InstanceMethod<&ExecutableWrap::Serialize>("serialize"),
-                      InstanceMethod<&ExecutableWrap::Dispose>("dispose")});
+                      InstanceMethod<&ExecutableWrap::Dispose>("dispose"),
+                      InstanceMethod<&ExecutableWrap::DisposeInBackground>("disposeInBackground")});
 }
 
 Napi::Object ExecutableWrap::NewInstance(Napi::Env env, std::shared_ptr<ExecutableResource> res) {
@@ -419,6 +420,32 @@ Napi::Value ExecutableWrap::Serialize(const Napi::CallbackInfo& info) {
 Napi::Value ExecutableWrap::Dispose(const Napi::CallbackInfo& info) {
   if (res_) res_->Release();
   return info.Env().Undefined();
+}
+
+// disposeInBackground(): disposed at once, as dispose() is (no new work can use it), but the PJRT
+// executable is destroyed on the background lane, behind a pin that keeps it alive until then.
+// Destroying one frees its compiled code: about 0.4 ms an executable on the CPU plugin, which a
+// reload retiring a model's five batch sizes spent on the JS thread, stalling every other model's
+// requests for 2 ms.
+Napi::Value ExecutableWrap::DisposeInBackground(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!res_) return env.Undefined();
+  std::shared_ptr<ClientState> cs = res_->client();
+  if (!res_->Pin()) return env.Undefined();  // already released
+  res_->Release();
+  if (!cs->Begin()) {  // the client is closing: destroy it here
+    res_->Unpin();
+    return env.Undefined();
+  }
+  AsyncOp op;
+  op.work = [res = res_, cs]() -> Status {
+    res->Unpin();
+    cs->End();
+    return Status::Ok();
+  };
+  op.finish = [](Napi::Env env) -> Napi::Value { return env.Undefined(); };
+  RunAsync(env, std::move(op), Lane::kBackground);
+  return env.Undefined();
 }
 
 }  // namespace hlo

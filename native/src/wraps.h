@@ -77,6 +77,7 @@ class ExecutableWrap : public Napi::ObjectWrap<ExecutableWrap> {
   Napi::Value ExecuteInline(const Napi::CallbackInfo& info);
   Napi::Value Serialize(const Napi::CallbackInfo& info);
   Napi::Value Dispose(const Napi::CallbackInfo& info);
+  Napi::Value DisposeInBackground(const Napi::CallbackInfo& info);
   std::shared_ptr<ExecutableResource> res_;
 };
 

@@ -171,6 +171,28 @@ suite('lifetime and memory', () => {
     exe.dispose();
   });
 
+  test('Executable.disposeInBackground: disposed at once, destroyed on the background lane, an execution in flight finishes', async () => {
+    const before = rt.ledger();
+    const n = 1 << 16;
+    const data = randomF32(n, 51);
+    const exe = await rt.compile(ADD(n));
+    const idle = await rt.compile(ADD(n));
+    const x = await rt.upload(hostArray('f32', [n], data));
+    const running = exe.run([x, x]);
+    exe.disposeInBackground();
+    idle.disposeInBackground();
+    assert.ok(exe.disposed && idle.disposed);
+    await assert.rejects(idle.run([x, x]), DisposedError);
+    const [sum] = await running;
+    assert.equal(new Float32Array(sum!.data.buffer, sum!.data.byteOffset, n)[7], data[7]! * 2);
+    for (let i = 0; i < 2000 && rt.ledger().liveExecutables !== before.liveExecutables; i++)
+      await new Promise((r) => setTimeout(r, 1));
+    assert.equal(rt.ledger().liveExecutables, before.liveExecutables);
+    exe.disposeInBackground(); // a second dispose is a no-op
+    exe.dispose();
+    x.dispose();
+  });
+
   test('copyLanes: one lane for small batches, balanced by bytes for large ones', () => {
     const mib = 1 << 20;
     const sizes = (xs: number[]) => xs.map((onDeviceBytes) => ({ onDeviceBytes }));

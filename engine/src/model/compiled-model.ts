@@ -222,7 +222,8 @@ export class CompiledModel {
     return seconds;
   }
 
+  /** Frees the executables off the JS thread: a retired version must not stall the models serving. */
   dispose(): void {
-    for (const e of this.#executables.values()) e.dispose();
+    for (const e of this.#executables.values()) e.disposeInBackground();
   }
 }
