@@ -97,8 +97,29 @@ export async function readManifest(path: string): Promise<Manifest> {
       err,
     );
   }
-  return parseManifest(text, path);
+  const key = `${path}\0${text}`;
+  const known = parsedManifests.get(key);
+  if (known !== undefined) {
+    // Most recently used last, so the oldest entry is the first to go.
+    parsedManifests.delete(key);
+    parsedManifests.set(key, known);
+    return known;
+  }
+  const manifest = parseManifest(text, path);
+  parsedManifests.set(key, manifest);
+  if (parsedManifests.size > PARSED_MANIFESTS_KEPT) parsedManifests.delete(parsedManifests.keys().next().value!);
+  return manifest;
 }
+
+/**
+ * Manifests already parsed, by file and exact text (a Manifest is immutable, so one can be
+ * shared). The YAML parser runs rarely enough in a serving process to stay unoptimised: a 1 KB
+ * manifest took 1.4-3 ms of the JS thread, a stall for every model serving, on every reload
+ * (bench/RESULTS.md). A reload that changes weights or modules leaves the manifest's text as it
+ * was. Failures are not kept: a broken manifest is parsed again, and reports again, each time.
+ */
+const parsedManifests = new Map<string, Manifest>();
+const PARSED_MANIFESTS_KEPT = 256;
 
 /** Parses and validates manifest text; `file` is only used to name the file in messages. */
 export function parseManifest(text: string, file: string): Manifest {

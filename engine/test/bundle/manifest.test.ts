@@ -2,7 +2,16 @@ import { test, suite } from 'node:test';
 import assert from 'node:assert/strict';
 import { stringify } from 'yaml';
 import { ServeError } from '@hloserve/common/errors';
-import { parseManifest, clientInputSpecs, clientOutputSpecs, type Manifest } from '../../src/bundle/manifest.js';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  parseManifest,
+  readManifest,
+  clientInputSpecs,
+  clientOutputSpecs,
+  type Manifest,
+} from '../../src/bundle/manifest.js';
 import { MLP_MANIFEST } from './fixtures.js';
 
 const FILE = 'repo/m/manifest.yaml';
@@ -397,4 +406,27 @@ suite('manifest: meta', () => {
   test('client_outputs required', () => bad({ ...META, client_outputs: [] }, 'client_outputs', /missing or empty/));
   test('input_shapes forbidden', () =>
     bad({ ...META, input_shapes: [{ w: 1 }] }, 'input_shapes', /not allowed with kind: meta/));
+});
+
+suite('readManifest: a manifest read again with the same text is not parsed again', () => {
+  test('same text: the same immutable Manifest; new text: a new one; a broken one fails every time', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'manifest-memo-'));
+    try {
+      const path = join(dir, 'manifest.yaml');
+      await writeFile(path, MLP_MANIFEST);
+      const a = await readManifest(path);
+      assert.equal(await readManifest(path), a);
+      await writeFile(path, `${MLP_MANIFEST}\n# edited\n`);
+      const b = await readManifest(path);
+      assert.notEqual(b, a);
+      assert.equal(b.description, a.description);
+      await writeFile(path, 'format_version: [');
+      await assert.rejects(readManifest(path), ServeError);
+      await assert.rejects(readManifest(path), ServeError);
+      await writeFile(path, MLP_MANIFEST);
+      assert.equal(await readManifest(path), a, 'the first text is still known');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
 });
