@@ -14,7 +14,10 @@ for (let r = 0; r < 10; r++) {
   for (const how of r % 2 ? ['sync', 'background'] : ['background', 'sync']) {
     const exes = await Promise.all(mods.map((m) => rt.compile(m)));
     const t = performance.now();
-    for (const e of exes) how === 'sync' ? e.dispose() : e.disposeInBackground();
+    for (const e of exes) {
+      if (how === 'sync') e.dispose();
+      else e.disposeInBackground();
+    }
     res[how].push((performance.now() - t) * 1e3);
     await new Promise((r) => setTimeout(r, 300));
   }
