@@ -2,7 +2,8 @@ import { suite, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { parseNodeConfig, workerSettings } from '@hloserve/engine/config/node-config';
@@ -81,18 +82,27 @@ suite('Kubernetes and KServe manifests (deploy/kubernetes)', () => {
     assert.deepEqual([s.endpoints.host, s.endpoints.httpPort, s.endpoints.grpcPort], ['0.0.0.0', 8080, 9000]);
   });
 
-  test("the gateway Deployment's flags are ones the gateway takes: it starts with the fleet's workers", async () => {
+  test("the gateway Deployment's flags are ones `hloserve gateway` takes: it starts with the fleet's workers and its placement store", async () => {
     const gw = manifests('fleet.yaml').find((m) => m.kind === 'Deployment') as {
-      spec: { template: { spec: { containers: { command: string[]; args: string[] }[] } } };
+      spec: { template: { spec: { containers: { command?: string[]; args: string[] }[] } } };
     };
     const [c] = gw.spec.template.spec.containers;
-    assert.deepEqual(c!.command, ['node', '/opt/hloserve/gateway/dist/src/cli.js']);
-    // Listeners on free loopback ports, and the nodes' names pointed at loopback (nothing listens
-    // there: the gateway starts, lists them, and finds them not ready).
+    // The image's entrypoint (the hloserve CLI) runs it.
+    assert.equal(c!.command, undefined);
+    assert.equal(c!.args[0], 'gateway');
+    // Listeners on free loopback ports, the nodes' names pointed at loopback (nothing listens
+    // there: the gateway starts, lists them, and finds them not ready), the store in a scratch file.
+    const scratch = mkdtempSync(join(tmpdir(), 'hloserve-k8s-gateway-'));
+    const stateFile = join(scratch, 'placement.db');
     const args = c!.args
-      .map((a) => a.replace(/^--host=.*/, '--host=127.0.0.1').replace(/^--(http|grpc|metrics)-port=.*/, '--$1-port=0'))
+      .map((a) =>
+        a.replace(/^--host=.*/, '--host=127.0.0.1').replace(/^--(http|grpc|metrics|console)-port=.*/, '--$1-port=0'),
+      )
+      .map((a) => a.replace(/^--state-url=sqlite:.*/, `--state-url=sqlite:${stateFile}`))
       .map((a) => a.replace(/hloserve-node-\d+\.hloserve-nodes:\d+/g, '127.0.0.1:9'));
-    const child = spawn(process.execPath, [join(repoRoot, 'gateway', 'dist', 'src', 'cli.js'), ...args], {
+    assert.ok(args.includes(`--state-url=sqlite:${stateFile}`), 'the manifest gives the gateway a SQLite store');
+    if (!args.some((a) => a.startsWith('--console-port'))) args.push('--console-port=0');
+    const child = spawn(process.execPath, [join(repoRoot, 'engine', 'dist', 'src', 'cli.js'), ...args], {
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     let log = '';
@@ -108,9 +118,11 @@ suite('Kubernetes and KServe manifests (deploy/kubernetes)', () => {
       const rec = await listening;
       assert.deepEqual(rec.workers, ['node-0', 'node-1']);
       assert.equal(rec.mode, 'lpt_packing');
+      assert.ok(existsSync(stateFile), 'the placement store was opened');
     } finally {
       child.kill('SIGTERM');
       if (child.exitCode === null) await once(child, 'exit');
+      rmSync(scratch, { recursive: true, force: true });
     }
   });
 });

@@ -300,9 +300,11 @@ func TestGatewayWorkersAreTheFleetNodes(t *testing.T) {
 		ports[p.Name] = p.ContainerPort
 	}
 	c := gw.Spec.Template.Spec.Containers[0]
-	if len(c.Command) != 2 || c.Command[1] != "/opt/hloserve/gateway/dist/src/cli.js" {
-		t.Errorf("the gateway container runs %q, want node /opt/hloserve/gateway/dist/src/cli.js", c.Command)
+	// The image's entrypoint is the hloserve CLI; only `hloserve gateway` can open the state store.
+	if len(c.Command) != 0 || len(c.Args) == 0 || c.Args[0] != "gateway" {
+		t.Errorf("the gateway container runs %q %q, want the image's entrypoint with args [gateway ...]", c.Command, c.Args)
 	}
+	checkGatewayState(t, objs, gw)
 	var workers []string
 	for _, a := range c.Args {
 		if w, ok := strings.CutPrefix(a, "--worker="); ok {
@@ -363,4 +365,46 @@ func TestMisspeltFieldsFail(t *testing.T) {
 			t.Logf("refused: %v", err)
 		})
 	}
+}
+
+// The gateway's --state-url names a SQLite file on a volume it mounts, backed by a claim that a
+// manifest makes: placement made from the console outlives the pod.
+func checkGatewayState(t *testing.T, objs []Object, gw *appsv1.Deployment) {
+	t.Helper()
+	c := gw.Spec.Template.Spec.Containers[0]
+	var file string
+	for _, a := range c.Args {
+		if u, ok := strings.CutPrefix(a, "--state-url="); ok {
+			f, isSqlite := strings.CutPrefix(u, "sqlite:")
+			if !isSqlite {
+				t.Errorf("--state-url=%s: the manifests bring no PostgreSQL, want sqlite:PATH", u)
+			}
+			file = f
+		}
+	}
+	if file == "" {
+		t.Fatalf("the gateway has no --state-url: its placement would not survive a restart")
+	}
+	volume := ""
+	for _, m := range c.VolumeMounts {
+		if strings.HasPrefix(file, strings.TrimSuffix(m.MountPath, "/")+"/") && !m.ReadOnly {
+			volume = m.Name
+		}
+	}
+	if volume == "" {
+		t.Fatalf("the state file %s is on no writable volume the gateway mounts", file)
+	}
+	claims := map[string]bool{}
+	for _, pvc := range only[corev1.PersistentVolumeClaim](objs) {
+		claims[pvc.Name] = true
+	}
+	for _, v := range gw.Spec.Template.Spec.Volumes {
+		if v.Name == volume {
+			if v.PersistentVolumeClaim == nil || !claims[v.PersistentVolumeClaim.ClaimName] {
+				t.Errorf("volume %s of the gateway is not a claim that a manifest makes", volume)
+			}
+			return
+		}
+	}
+	t.Errorf("the gateway mounts volume %s, which its pod does not declare", volume)
 }
