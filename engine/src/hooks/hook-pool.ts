@@ -1,9 +1,15 @@
 /**
  * A bounded pool of worker threads that run bundle hooks (preprocess, postprocess, a meta model's
- * run). Hooks never run on the dispatch loop. A thread holds a few calls at once, so it never
+ * run). Hooks never run on the dispatch loop. A thread holds several calls at once, so it never
  * idles through a round trip; it still runs them one after another (a hook is ordinary code on
  * the thread's event loop). Small numeric preprocess / postprocess calls go through a lane of
  * the thread's shared block (hook-lanes.ts); the rest, and answers that do not fit, by message.
+ *
+ * Calls made in one burst (one synchronous run of the engine and its microtasks: the requests of
+ * a batch whose execution just settled, or requests answered together) are handed over together:
+ * the lane calls of a burst go to one thread while it has lanes free, and its doorbell is rung
+ * once at the end of the burst, so the thread wakes once, runs them all and sends one note back
+ * (hook-thread.ts). Each call keeps its own lane, state and timer, so each still fails alone.
  * A hook that hangs or exhausts its heap stops its thread: the pool terminates it (the only way
  * to stop a synchronous loop), fails the call that had started, and sends the calls that had not
  * started to a fresh thread, so only the guilty request fails.
@@ -71,8 +77,11 @@ interface Slot {
 const THREAD_URL = new URL('./hook-thread.js', import.meta.url);
 /** How long a thread may take to start and import a hooks module before the hook runs. */
 export const LOAD_TIMEOUT_MS = 30_000;
-/** Measured on 2 cores (bench/hooks.mjs): enough to hide the round trip, few enough to requeue. */
-const DEFAULT_PER_THREAD = 4;
+/**
+ * Lanes per thread: a batch's requests fit on one thread (a batch of up to 16 requests is handed
+ * over with one wake-up; the largest compiled batch of the examples, 32, with two).
+ */
+const DEFAULT_PER_THREAD = 16;
 
 export class HookPool {
   readonly #opts: HookPoolOptions;
@@ -83,6 +92,24 @@ export class HookPool {
   #closed = false;
   /** Threads replaced after a timeout, a crash or a heap overflow (for metrics and tests). */
   restarts = 0;
+  /** Hand-overs: a thread's doorbell rung for the calls of one burst (for benchmarks and tests). */
+  handoffs = 0;
+  /** Notes from a thread that lane calls are done (each covers every lane done by then). */
+  laneNotes = 0;
+  /** The thread this burst's lane calls go to while it has lanes free; null between bursts. */
+  #burstSlot: Slot | null = null;
+  /** Threads whose doorbell is owed a ring at the end of this burst. */
+  readonly #owed = new Set<Slot>();
+  #ringQueued = false;
+  readonly #ringOwed = (): void => {
+    this.#ringQueued = false;
+    this.#burstSlot = null;
+    for (const s of this.#owed) {
+      s.block.ring();
+      this.handoffs++;
+    }
+    this.#owed.clear();
+  };
 
   constructor(opts: HookPoolOptions) {
     if (!(opts.threads >= 1)) throw new RangeError('HookPool needs at least one thread');
@@ -123,8 +150,13 @@ export class HookPool {
     await Promise.all(this.#slots.splice(0).map((s) => this.#retire(s, 'hook pool is closing')));
   }
 
-  /** The least busy thread with room; a new thread while there are fewer than allowed and none is idle. */
+  /**
+   * The thread this burst's lane calls went to while it has room; else the least busy thread with
+   * room, or a new thread while there are fewer than allowed and none is idle.
+   */
   #freeSlot(): Slot | null {
+    const burst = this.#burstSlot;
+    if (burst !== null && burst.inflight.size < this.#perThread) return burst;
     let best: Slot | null = null;
     for (const s of this.#slots) if (best === null || s.inflight.size < best.inflight.size) best = s;
     if (best !== null && best.inflight.size === 0) return best;
@@ -187,7 +219,10 @@ export class HookPool {
         const byDeadline = call.context.deadline === null ? Infinity : call.context.deadline - sentAt;
         f.timer = this.#armLane(slot, slot.worker, id, Math.min(call.timeoutMs, LOAD_TIMEOUT_MS, byDeadline));
         slot.block.setState(lane, Lane.Requested);
-        slot.block.ring();
+        // Small numeric calls are cheap by nature: the rest of the burst joins them on this thread.
+        // Calls by message (BYTES, large tensors: an image to decode) still spread over threads.
+        this.#burstSlot = slot;
+        this.#ringLater(slot);
         return;
       }
     }
@@ -216,7 +251,19 @@ export class HookPool {
     slot.worker.postMessage(msg, transfer);
     // Counted once sent: a message that could not be cloned must not keep the thread looking for it.
     Atomics.add(slot.block.words, MAIL, 1);
-    slot.block.ring();
+    this.#ringLater(slot);
+  }
+
+  /**
+   * Rings the thread's doorbell once the burst is over (a microtask queued behind the burst's
+   * own): the calls written meanwhile are all there when the thread wakes, and the engine makes
+   * one notify instead of one per call.
+   */
+  #ringLater(slot: Slot): void {
+    this.#owed.add(slot);
+    if (this.#ringQueued) return;
+    this.#ringQueued = true;
+    queueMicrotask(this.#ringOwed);
   }
 
   /** Whether the thread began the call's hook: from then on a failure of the thread is the call's. */
@@ -233,6 +280,9 @@ export class HookPool {
     return setTimeout(() => {
       const f = slot.inflight.get(id);
       if (slot.worker !== w || f === undefined) return;
+      // Done, its note not sent: the thread notes a burst's lanes together, and a later hook of
+      // the burst may be the one that hangs.
+      if (slot.block.state(f.lane) === Lane.Done) return this.#harvest(slot);
       const { call } = f.pending;
       const now = epochMs();
       const started = this.#started(slot, f);
@@ -253,18 +303,25 @@ export class HookPool {
     }, clampTimerMs(inMs));
   }
 
-  /** Settles every lane call whose result is in its lane and frees the lane. */
+  /** Settles every lane call whose result is in its lane. */
   #harvest(slot: Slot): void {
+    for (const [id, f, tensors] of this.#takeDone(slot))
+      this.#settle(slot, id, () => f.pending.resolve(tensors as never));
+  }
+
+  /** Reads the results of the lane calls that are done and frees their lanes. */
+  #takeDone(slot: Slot): [number, InFlight, HookTensors][] {
     const { block } = slot;
+    const done: [number, InFlight, HookTensors][] = [];
     for (let lane = 0; lane < slot.laneOwners.length; lane++) {
       const id = slot.laneOwners[lane]!;
       if (id === 0 || block.state(lane) !== Lane.Done) continue;
       const f = slot.inflight.get(id);
       // An answered call's lane is freed all the same.
-      const tensors = f === undefined ? null : readLane(block.lane(lane)).tensors;
+      if (f !== undefined) done.push([id, f, readLane(block.lane(lane)).tensors]);
       this.#freeLane(slot, lane);
-      if (f !== undefined) this.#settle(slot, id, () => f.pending.resolve(tensors as never));
     }
+    return done;
   }
 
   #freeLane(slot: Slot, lane: number): void {
@@ -302,6 +359,7 @@ export class HookPool {
   #onMessage(slot: Slot, w: Worker, msg: FromThread): void {
     if (slot.worker !== w) return;
     if (msg.type === 'lanes') {
+      this.laneNotes++;
       // Cleared before reading, so a lane done from here on sends a note of its own.
       Atomics.store(slot.block.words, NOTED, 0);
       return this.#harvest(slot);
@@ -379,6 +437,12 @@ export class HookPool {
     if (slot.worker !== w || this.#closed) return;
     this.restarts++;
     void w.terminate();
+    // Calls the thread finished before it failed are answered (their note may not have been sent).
+    const answered = this.#takeDone(slot);
+    for (const [cid, f] of answered) {
+      clearTimeout(f.timer);
+      slot.inflight.delete(cid);
+    }
     // What had started is read from the old block before the thread gets a fresh one.
     const calls = [...slot.inflight.entries()].map(([cid, f]) => [cid, f, this.#started(slot, f)] as const);
     slot.inflight.clear();
@@ -397,6 +461,7 @@ export class HookPool {
       else if (id === null) f.pending.reject(new ServeError(code, `${where} failed: ${why}`));
       else f.pending.reject(new ServeError('HLO_ERR_HOOK_FAILED', `${where} failed: its thread was replaced (${why})`));
     }
+    for (const [, f, tensors] of answered) f.pending.resolve(tensors as never);
     this.#queue.unshift(...retry);
     this.#drainQueue();
   }

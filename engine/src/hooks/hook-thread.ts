@@ -144,8 +144,28 @@ interface LaneHeader {
   readonly context: HookContextData;
 }
 
-/** Takes every requested lane; true when there was one. */
+/** True while takeLanes runs the lanes of one wake-up: their note is sent when it is over. */
+let sweeping = false;
+/** Lanes done since the last note was sent (or found already on its way). */
+let noteOwed = false;
+let noteQueued = false;
+
+/**
+ * Takes every requested lane and runs its hook; true when there was one. The calls of a burst
+ * (hook-pool.ts) are all here when the doorbell wakes the thread, and their answers go back with
+ * one note, so the engine wakes once and has them all together.
+ */
 function takeLanes(): boolean {
+  sweeping = true;
+  try {
+    return sweep();
+  } finally {
+    sweeping = false;
+    sendNote();
+  }
+}
+
+function sweep(): boolean {
   let took = false;
   for (let i = 0; i < block.lanes; i++) {
     if (!block.claim(i, Lane.Requested, Lane.Taken)) continue;
@@ -206,6 +226,18 @@ function finishLane(i: number, id: number, result: unknown): void {
   if (!writeLane(block.lane(i), null, result))
     return answerByMessage(i, { type: 'result', id, tensors: result as HookTensors });
   block.setState(i, Lane.Done);
+  noteOwed = true;
+  // Async hooks that finish in one microtask checkpoint are noted together too.
+  if (!sweeping && !noteQueued) {
+    noteQueued = true;
+    queueMicrotask(sendNote);
+  }
+}
+
+function sendNote(): void {
+  noteQueued = false;
+  if (!noteOwed) return;
+  noteOwed = false;
   if (Atomics.compareExchange(block.words, NOTED, 0, 1) === 0)
     port!.postMessage({ type: 'lanes' } satisfies FromThread);
 }
