@@ -18,8 +18,20 @@ import { Worker } from 'node:worker_threads';
 import { ServeError, invalidArgument, type ErrorCode } from '@hloserve/common/errors';
 import { clampTimerMs } from '@hloserve/common/timers';
 import type { FromThread, HookContextData, HookErrorData, HookFunction, ToThread } from './hook-protocol.js';
-import { transferList, type HookTensors } from './hook-tensor.js';
-import { epochMs, Lane, LANE_BYTES, LaneBlock, MAIL, NOTED, readLane, writeLane } from './hook-lanes.js';
+import type { HostTensor } from '../tensor.js';
+import { toHookTensor, transferList, type HookTensor, type HookTensors } from './hook-tensor.js';
+import {
+  epochMs,
+  Lane,
+  LANE_BYTES,
+  LaneBlock,
+  MAIL,
+  NOTED,
+  readLane,
+  writeHostLane,
+  writeLane,
+  type LaneCall,
+} from './hook-lanes.js';
 
 export interface HookPoolOptions {
   /** Threads at most; each is started on first need. */
@@ -37,7 +49,11 @@ export interface HookPoolOptions {
 export interface HookCall {
   readonly url: string;
   readonly fn: HookFunction;
-  readonly tensors: HookTensors;
+  /**
+   * The engine's tensors in wire layout (a lane copies them straight from the request), or hook
+   * tensors; made hook tensors (copied once) only for a call that goes by message.
+   */
+  readonly tensors: HookTensors | readonly HostTensor[];
   readonly context: HookContextData;
   /** The per-hook limit, ms; the request's own deadline (context.deadline) also applies. */
   readonly timeoutMs: number;
@@ -90,6 +106,8 @@ export class HookPool {
   readonly #queue: Pending[] = [];
   #nextId = 1;
   #closed = false;
+  /** Each hooks module's number in lane headers: a thread that has it loaded reads no URL. */
+  readonly #moduleIds = new Map<string, number>();
   /** Threads replaced after a timeout, a crash or a heap overflow (for metrics and tests). */
   restarts = 0;
   /** Hand-overs: a thread's doorbell rung for the calls of one burst (for benchmarks and tests). */
@@ -208,8 +226,7 @@ export class HookPool {
     slot.worker.ref();
     if (call.fn === 'preprocess' || call.fn === 'postprocess') {
       const lane = slot.laneOwners.indexOf(0);
-      const header = { id, url: call.url, fn: call.fn, context: call.context };
-      if (lane >= 0 && writeLane(slot.block.lane(lane), header, call.tensors)) {
+      if (lane >= 0 && this.#writeCall(slot, lane, id, call, call.fn)) {
         slot.laneOwners[lane] = id;
         const sentAt = epochMs();
         const f: InFlight = { pending, timer: undefined!, started: false, lane, sentAt };
@@ -234,7 +251,7 @@ export class HookPool {
     const msg: ToThread =
       call.fn === 'inspect'
         ? { type: 'inspect', id, url: call.url }
-        : { type: 'call', id, url: call.url, fn: call.fn, tensors: call.tensors, context: call.context };
+        : { type: 'call', id, url: call.url, fn: call.fn, tensors: hookTensorsOf(call.tensors), context: call.context };
     try {
       // Inputs are copied, not moved: a call its thread had not started when the thread was
       // replaced is sent again, so its tensors must still be here.
@@ -244,6 +261,19 @@ export class HookPool {
         pending.reject(invalidArgument(`hook input could not be sent: ${String(e).slice(0, 200)}`)),
       );
     }
+  }
+
+  #writeCall(slot: Slot, lane: number, id: number, call: HookCall, fn: 'preprocess' | 'postprocess'): boolean {
+    let module = this.#moduleIds.get(call.url);
+    if (module === undefined) {
+      module = this.#moduleIds.size + 1;
+      this.#moduleIds.set(call.url, module);
+    }
+    const header: LaneCall = { id, module, url: call.url, fn, context: call.context };
+    const view = slot.block.lane(lane);
+    return Array.isArray(call.tensors)
+      ? writeHostLane(view, header, call.tensors as readonly HostTensor[])
+      : writeLane(view, header, call.tensors);
   }
 
   /** Posts to the thread and rings its doorbell: a thread asleep on it must wake to read messages. */
@@ -474,6 +504,13 @@ export class HookPool {
     slot.inflight.clear();
     await slot.worker.terminate();
   }
+}
+
+function hookTensorsOf(tensors: HookTensors | readonly HostTensor[]): HookTensors {
+  if (!Array.isArray(tensors)) return tensors as HookTensors;
+  const out: Record<string, HookTensor> = {};
+  for (const t of tensors as readonly HostTensor[]) out[t.name] = toHookTensor(t);
+  return out;
 }
 
 function plainError(message: string): HookErrorData {

@@ -32,6 +32,7 @@ import {
   waitAsync,
   writeLane,
   type LaneBlockShape,
+  type LaneCallRead,
 } from './hook-lanes.js';
 import { transferList, type HookTensors } from './hook-tensor.js';
 
@@ -137,12 +138,9 @@ port.on('message', (msg: ToThread) => {
 
 // ---- lane calls ---------------------------------------------------------------------------
 
-interface LaneHeader {
-  readonly id: number;
-  readonly url: string;
-  readonly fn: 'preprocess' | 'postprocess';
-  readonly context: HookContextData;
-}
+/** Modules by the pool's number for them (lane headers carry it, and the URL only to be read once). */
+const byModuleNumber = new Map<number, Module>();
+const knowsModule = (module: number): boolean => byModuleNumber.has(module);
 
 /** True while takeLanes runs the lanes of one wake-up: their note is sent when it is over. */
 let sweeping = false;
@@ -170,17 +168,19 @@ function sweep(): boolean {
   for (let i = 0; i < block.lanes; i++) {
     if (!block.claim(i, Lane.Requested, Lane.Taken)) continue;
     took = true;
-    const { header: read, tensors } = readLane<LaneHeader>(block.lane(i));
+    const { header: read, tensors } = readLane(block.lane(i), knowsModule);
     const header = read!;
-    const mod = loaded.get(header.url);
+    const mod = byModuleNumber.get(header.module) ?? loaded.get(header.url!);
     if (mod !== undefined) {
+      byModuleNumber.set(header.module, mod);
       startLane(i, header, tensors, mod);
       continue;
     }
     pending++;
-    load(header.url).then(
+    load(header.url!).then(
       (m) => {
         pending--;
+        byModuleNumber.set(header.module, m);
         startLane(i, header, tensors, m);
       },
       (e: unknown) => {
@@ -192,7 +192,7 @@ function sweep(): boolean {
   return took;
 }
 
-function startLane(i: number, header: LaneHeader, tensors: HookTensors, mod: Module): void {
+function startLane(i: number, header: LaneCallRead, tensors: HookTensors, mod: Module): void {
   const fn = mod[header.fn];
   if (typeof fn !== 'function') {
     const e = new Error(`the hooks module exports no function "${header.fn}"`);

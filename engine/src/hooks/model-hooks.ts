@@ -10,7 +10,7 @@ import type { HostTensor } from '../tensor.js';
 import type { HookPool } from './hook-pool.js';
 import type { HookContextData } from './hook-protocol.js';
 import { prepareHookSource, type HookSource } from './hook-source.js';
-import { checkHookTensors, toHookTensor, toHostTensor, type HookTensors } from './hook-tensor.js';
+import { checkHookTensors, toHostTensor, type HookTensors } from './hook-tensor.js';
 
 export interface HookLimits {
   /** Per hook call, milliseconds. */
@@ -78,7 +78,7 @@ export class ModelHooks {
     const out = await this.#pool.run({
       url: this.source.url,
       fn: 'preprocess',
-      tensors: hookTensors(inputs),
+      tensors: inputs,
       context,
       timeoutMs: this.#limits.timeoutMs,
     });
@@ -93,7 +93,7 @@ export class ModelHooks {
     const out = await this.#pool.run({
       url: this.source.url,
       fn: 'postprocess',
-      tensors: hookTensors(outputs),
+      tensors: outputs,
       context,
       timeoutMs: this.#limits.timeoutMs,
     });
@@ -106,7 +106,7 @@ export class ModelHooks {
     const out = await this.#pool.run({
       url: this.source.url,
       fn: 'run',
-      tensors: hookTensors(inputs),
+      tensors: inputs,
       context,
       timeoutMs: this.#limits.timeoutMs,
       subcall: call,
@@ -114,12 +114,6 @@ export class ModelHooks {
     const checked = checkHookTensors('run result', out, specsOf(this.#clientOutputs));
     return this.#clientOutputs.map((s) => toHostTensor(s.name, checked[s.name]!));
   }
-}
-
-function hookTensors(tensors: readonly HostTensor[]): HookTensors {
-  const out: Record<string, ReturnType<typeof toHookTensor>> = {};
-  for (const t of tensors) out[t.name] = toHookTensor(t);
-  return out;
 }
 
 function specsOf(specs: readonly TensorSpec[]) {
