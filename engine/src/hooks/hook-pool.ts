@@ -57,6 +57,13 @@ export interface HookCall {
   readonly context: HookContextData;
   /** The per-hook limit, ms; the request's own deadline (context.deadline) also applies. */
   readonly timeoutMs: number;
+  /**
+   * Other requests are in flight: the hand-over may wait for the end of this event-loop turn, so
+   * that requests read from the sockets in the same turn join it (one wake-up for them all).
+   * Without it the call is handed over at the end of its burst (microtasks), as a lone caller's
+   * must be.
+   */
+  readonly gather?: boolean;
   /** For `run`: how a meta model's sub-model calls are served. */
   readonly subcall?: (model: string, tensors: HookTensors) => Promise<HookTensors>;
 }
@@ -119,6 +126,7 @@ export class HookPool {
   /** Threads whose doorbell is owed a ring at the end of this burst. */
   readonly #owed = new Set<Slot>();
   #ringQueued = false;
+  #gatherQueued = false;
   readonly #ringOwed = (): void => {
     this.#ringQueued = false;
     this.#burstSlot = null;
@@ -239,7 +247,7 @@ export class HookPool {
         // Small numeric calls are cheap by nature: the rest of the burst joins them on this thread.
         // Calls by message (BYTES, large tensors: an image to decode) still spread over threads.
         this.#burstSlot = slot;
-        this.#ringLater(slot);
+        this.#ringLater(slot, call.gather === true);
         return;
       }
     }
@@ -289,8 +297,18 @@ export class HookPool {
    * own): the calls written meanwhile are all there when the thread wakes, and the engine makes
    * one notify instead of one per call.
    */
-  #ringLater(slot: Slot): void {
+  #ringLater(slot: Slot, gather = false): void {
     this.#owed.add(slot);
+    if (gather) {
+      // At the end of the turn's I/O (setImmediate), unless a burst's own ring comes first.
+      if (this.#gatherQueued || this.#ringQueued) return;
+      this.#gatherQueued = true;
+      setImmediate(() => {
+        this.#gatherQueued = false;
+        if (this.#owed.size > 0) this.#ringOwed();
+      });
+      return;
+    }
     if (this.#ringQueued) return;
     this.#ringQueued = true;
     queueMicrotask(this.#ringOwed);

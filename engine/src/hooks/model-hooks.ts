@@ -73,14 +73,19 @@ export class ModelHooks {
     return hooks;
   }
 
-  /** Client tensors in, executable inputs out, in manifest order, their batch extents agreeing. */
-  async preprocess(inputs: readonly HostTensor[], context: HookContextData): Promise<HostTensor[]> {
+  /**
+   * Client tensors in, executable inputs out, in manifest order, their batch extents agreeing.
+   * `gather`: other requests are in flight, and those read in the same event-loop turn may join
+   * this call's hand-over to the hook thread (HookCall.gather).
+   */
+  async preprocess(inputs: readonly HostTensor[], context: HookContextData, gather = false): Promise<HostTensor[]> {
     const out = await this.#pool.run({
       url: this.source.url,
       fn: 'preprocess',
       tensors: inputs,
       context,
       timeoutMs: this.#limits.timeoutMs,
+      gather,
     });
     const checked = checkHookTensors('preprocess result', out, specsOf(this.#executableInputs));
     const tensors = this.#executableInputs.map((s) => toHostTensor(s.name, checked[s.name]!));

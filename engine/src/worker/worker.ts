@@ -607,7 +607,10 @@ export class Worker implements InferenceService {
         call.queueSeconds = account.queueSeconds;
         call.computeSeconds = account.computeSeconds;
       } else {
-        const inputs = hooks.hasPreprocess ? await hooks.preprocess(call.decoded.inputs, context) : call.decoded.inputs;
+        // With other requests in flight, those read in the same loop turn share the hand-over.
+        const inputs = hooks.hasPreprocess
+          ? await hooks.preprocess(call.decoded.inputs, context, this.#inflight > 1)
+          : call.decoded.inputs;
         checkRows(v, inputs);
         const raw = await this.scheduler.submit(call.slot.queue, inputs, {
           deadline: ctx.deadline,
