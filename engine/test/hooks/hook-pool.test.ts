@@ -277,6 +277,28 @@ suite('HookPool with several calls in flight per thread', () => {
     }
   });
 
+  test('gather: calls made in one event-loop turn, not only in one burst, share a hand-over', async () => {
+    const pool = new HookPool({ threads: 1, maxQueued: 8, maxHeapMb: 64, name: 'gather' });
+    try {
+      const pass = await hook('pass6.mjs', 'export function preprocess(t) { return t; }');
+      await pool.run(call(pass));
+      const apart = async (gather: boolean): Promise<number> => {
+        const h0 = pool.handoffs;
+        const a = pool.run(call(pass, { gather }));
+        // The first call's burst ends here (its microtasks run); the turn goes on.
+        await Promise.resolve();
+        await Promise.resolve();
+        const b = pool.run(call(pass, { gather }));
+        await Promise.all([a, b]);
+        return pool.handoffs - h0;
+      };
+      assert.equal(await apart(false), 2);
+      assert.equal(await apart(true), 1);
+    } finally {
+      await pool.close();
+    }
+  });
+
   test('calls made together are one hand-over; those done before a later one hangs are answered, not failed', async () => {
     const pool = new HookPool({ threads: 2, maxQueued: 8, maxHeapMb: 64, name: 'burst' });
     try {
