@@ -7,11 +7,13 @@
 // 1-row requests at concurrency 1 (then --c16: 16) rotate through build x model; a round's
 // "added" is its hooked p50 minus the same build's plain p50 in the same round, and the table is
 // the median over rounds, as is process CPU per row (user + system, all threads: the fairer
-// figure on a loaded machine). Prints one JSON line per build and concurrency too.
+// figure on a loaded machine). Prints one JSON line per build and concurrency too. --image adds
+// classify-image (PNG bytes decoded in preprocess, top-3 in postprocess: calls by message) to the
+// rotation; its "added" and "% of plain" are against mlp, so only its own p50 and rate compare.
 //
 //   cp -r engine/dist engine/dist-before   # built at the older commit; then build the newer one
 //   node bench/hooks-ab.mjs dist dist-before [--rounds 20] [--ms 400] [--c16]
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -28,7 +30,12 @@ const ms = flag('--ms', 400);
 const builds = args.filter((a, i) => !a.startsWith('--') && !(i > 0 && ['--rounds', '--ms'].includes(args[i - 1])));
 if (builds.length === 0) throw new Error('usage: node bench/hooks-ab.mjs <build under engine/> ...');
 const concurrencies = args.includes('--c16-only') ? [16] : args.includes('--c16') ? [1, 16] : [1];
-const models = ['mlp', 'mlp-hooked', ...(args.includes('--post-only') ? ['mlp-post'] : [])];
+const models = [
+  'mlp',
+  'mlp-hooked',
+  ...(args.includes('--post-only') ? ['mlp-post'] : []),
+  ...(args.includes('--image') ? ['classify-image'] : []),
+];
 
 const repo = mkdtempSync(join(tmpdir(), 'hloserve-bench-hooks-ab-'));
 cpSync(join(examples, 'mlp'), join(repo, 'mlp'), { recursive: true });
@@ -38,6 +45,8 @@ writeFileSync(
   'export function preprocess(t) { return t; }\nexport function postprocess(t) { return t; }\n',
 );
 writeFileSync(join(repo, 'mlp-post', 'model.mjs'), 'export function postprocess(t) { return t; }\n');
+if (models.includes('classify-image'))
+  cpSync(join(examples, 'classify-image'), join(repo, 'classify-image'), { recursive: true });
 
 const workers = {};
 for (const b of builds) {
@@ -54,7 +63,26 @@ for (const b of builds) {
 }
 
 const x = new Float32Array(784).fill(0.25);
-const request = (model) => ({
+const ref = JSON.parse(readFileSync(join(examples, 'classify-image', 'client-reference.json'), 'utf8'));
+const png = Buffer.from(ref.inputs[0].data_b64[0], 'base64');
+const imageRequest = {
+  modelName: 'classify-image',
+  modelVersion: '',
+  id: '',
+  parameters: {},
+  inputs: [
+    {
+      name: 'image',
+      datatype: 'BYTES',
+      shape: [1],
+      parameters: {},
+      data: { kind: 'raw', bytes: Buffer.concat([Buffer.from(new Uint32Array([png.length]).buffer), png]) },
+    },
+  ],
+  outputs: [],
+};
+const request = (model) => (model === 'classify-image' ? imageRequest : mlpRequest(model));
+const mlpRequest = (model) => ({
   modelName: model,
   modelVersion: '',
   id: '',

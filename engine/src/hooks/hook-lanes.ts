@@ -8,11 +8,14 @@
  * do not fit a lane, carry BYTES, or are a meta model's run (which talks back) use messages.
  *
  * Layout: Int32 words [doorbell, noted, mail, sleeping, state of lane 0..n-1], then one Float64
- * per lane (when its hook started, epoch ms), then the lanes' bytes. A lane holds a JSON header
- * (length-prefixed) followed by the tensors' bytes, each at an 8-byte aligned offset.
+ * per lane (when its hook started, epoch ms), then the lanes' bytes. A lane holds a call header
+ * (binary, length-prefixed; none in an answer) followed by the tensors' bytes, each at an 8-byte
+ * aligned offset. The header is binary, not JSON: on a hook thread just woken, JSON.parse of
+ * the call's URL and context was half the cost of reading a lane.
  */
 import { DTYPE_BYTES } from '@hloserve/native/dtype';
-import type { TensorDType } from '../tensor.js';
+import type { HostTensor, TensorDType } from '../tensor.js';
+import type { HookContextData } from './hook-protocol.js';
 import { arrayTypeFor, type HookTensor, type HookTensors, type NumericArray } from './hook-tensor.js';
 
 /** Rung (incremented, and notified if the thread sleeps) by the engine after it fills a lane or posts a message. */
@@ -93,12 +96,59 @@ export class LaneBlock {
     if (Atomics.load(this.words, SLEEPING) === 1) Atomics.notify(this.words, DOORBELL);
   }
 
-  /** The lane's bytes. */
-  lane(lane: number): Uint8Array {
-    const at = this.#dataStart + lane * this.laneBytes;
-    return this.bytes.subarray(at, at + this.laneBytes);
+  readonly #views: LaneView[] = [];
+
+  /** The lane's bytes, with the views that read and write them (made once per lane). */
+  lane(lane: number): LaneView {
+    let v = this.#views[lane];
+    if (v === undefined) {
+      const at = this.#dataStart + lane * this.laneBytes;
+      const bytes = this.bytes.subarray(at, at + this.laneBytes);
+      v = {
+        bytes,
+        buf: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+        view: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+      };
+      this.#views[lane] = v;
+    }
+    return v;
   }
 }
+
+/** One lane's bytes seen three ways. */
+export interface LaneView {
+  readonly bytes: Uint8Array;
+  readonly buf: Buffer;
+  readonly view: DataView;
+}
+
+/** Makes a LaneView of any bytes (tests, and a lane of a block not at hand). */
+export function laneView(bytes: Uint8Array): LaneView {
+  return {
+    bytes,
+    buf: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+    view: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+  };
+}
+
+/** A preprocess / postprocess call as its lane carries it. */
+export interface LaneCall {
+  readonly id: number;
+  /** The pool's number for the module's URL: a thread that knows it does not read the URL. */
+  readonly module: number;
+  readonly url: string;
+  readonly fn: 'preprocess' | 'postprocess';
+  readonly context: HookContextData;
+}
+
+/** What the thread reads of a call; `url` is null when `knowsModule` said it need not be read. */
+export interface LaneCallRead extends Omit<LaneCall, 'url'> {
+  readonly url: string | null;
+}
+
+const FN_CODES = ['preprocess', 'postprocess'] as const;
+/** deadline f64, id u32, module u32, fn u8 + pad, then four u16 byte lengths: url, model, request id, parameters. */
+const CALL_FIXED = 8 + 4 + 4 + 4 + 4 * 2;
 
 type WaitAsync = (
   words: Int32Array,
@@ -134,61 +184,160 @@ const CODE_OF = new Map<string, number>(CODES.map((d, i) => [d, i]));
 /** One table entry before its dims and name: name length, code, rank, data offset, byte length. */
 const ENTRY = 16;
 
+/** One tensor to write: its name, dtype, shape and bytes. */
+interface Entry {
+  readonly name: string;
+  readonly code: number;
+  readonly shape: readonly number[];
+  readonly bytes: Uint8Array;
+}
+
 /**
- * Writes `header` (JSON; null writes none) and `tensors` into a lane; false (nothing is promised
- * about the lane's bytes) when a tensor is not a plain numeric one of its dtype's array type or
- * the whole does not fit. The tensor table is binary: JSON for it cost more than the copies.
+ * Writes a call's header (null writes none) and a hook's `tensors` into a lane; false (nothing is
+ * promised about the lane's bytes) when a tensor is not a plain numeric one of its dtype's array
+ * type or the whole does not fit. The tensor table is binary: JSON for it cost more than the copies.
  */
-export function writeLane(lane: Uint8Array, header: object | null, tensors: unknown): boolean {
-  if (typeof tensors !== 'object' || tensors === null || Array.isArray(tensors)) return false;
-  const names = Object.keys(tensors);
-  const values = names.map((n) => (tensors as Record<string, unknown>)[n]);
+export function writeLane(lane: LaneView, header: LaneCall | null, tensors: unknown): boolean {
+  const entries = hookEntries(tensors);
+  return entries !== null && writeEntries(lane, header, entries);
+}
+
+/**
+ * writeLane for the engine's own tensors (wire layout, already checked): copied straight from
+ * the request's bytes, aligned or not, with no typed array made for them first. False for BYTES
+ * or when they do not fit.
+ */
+export function writeHostLane(lane: LaneView, header: LaneCall | null, tensors: readonly HostTensor[]): boolean {
+  const entries = hostEntries(tensors);
+  return entries !== null && writeEntries(lane, header, entries);
+}
+
+function writeEntries(lane: LaneView, header: LaneCall | null, entries: readonly Entry[]): boolean {
   let tableBytes = 0;
   let dataBytes = 0;
-  for (let i = 0; i < values.length; i++) {
-    const t = values[i] as Partial<HookTensor> | null;
-    if (typeof t !== 'object' || t === null || typeof t.dtype !== 'string') return false;
-    const code = CODE_OF.get(t.dtype);
-    if (code === undefined || !(t.data instanceof arrayTypeFor(t.dtype)!) || !Array.isArray(t.shape)) return false;
-    if (t.shape.length > 255 || !t.shape.every((d) => Number.isSafeInteger(d))) return false;
-    tableBytes += ENTRY + 8 * t.shape.length + align8(3 * names[i]!.length);
-    dataBytes += align8((t.data as NumericArray).byteLength);
+  for (const e of entries) {
+    tableBytes += ENTRY + 8 * e.shape.length + align8(3 * e.name.length);
+    dataBytes += align8(e.bytes.byteLength);
   }
-  const buf = Buffer.from(lane.buffer, lane.byteOffset, lane.byteLength);
-  const view = new DataView(lane.buffer, lane.byteOffset, lane.byteLength);
-  // Header length is known only once written: UTF-8 may take up to 3 bytes per UTF-16 unit.
-  const headText = header === null ? '' : JSON.stringify(header);
-  const headMax = 3 * headText.length;
-  if (align8(8 + headMax) + tableBytes + dataBytes > lane.byteLength) return false;
-  const headBytes = headText.length === 0 ? 0 : buf.write(headText, 8, 'utf8');
+  const { buf, view, bytes } = lane;
+  let headMax = 0;
+  let params = '';
+  if (header !== null) {
+    const c = header.context;
+    params = isEmpty(c.parameters) ? '' : JSON.stringify(c.parameters);
+    // UTF-8 may take up to 3 bytes per UTF-16 unit; each length must fit its u16.
+    headMax = CALL_FIXED + 3 * (header.url.length + c.model.length + c.requestId.length + params.length);
+    if (Math.max(header.url.length, c.model.length, c.requestId.length, params.length) * 3 > 0xffff) return false;
+  }
+  if (align8(8 + headMax) + tableBytes + dataBytes > bytes.byteLength) return false;
+  const headBytes = header === null ? 0 : writeCall(buf, view, header, params);
   view.setUint32(0, headBytes, true);
-  view.setUint32(4, names.length, true);
+  view.setUint32(4, entries.length, true);
   let at = align8(8 + headBytes);
   let data = at + tableBytes;
-  for (let i = 0; i < values.length; i++) {
-    const t = values[i] as HookTensor;
-    const d = t.data as NumericArray;
-    const nameBytes = buf.write(names[i]!, at + ENTRY + 8 * t.shape.length, 'utf8');
+  for (const e of entries) {
+    const nameBytes = buf.write(e.name, at + ENTRY + 8 * e.shape.length, 'utf8');
     view.setUint32(at, nameBytes, true);
-    view.setUint8(at + 4, CODE_OF.get(t.dtype)!);
-    view.setUint8(at + 5, t.shape.length);
+    view.setUint8(at + 4, e.code);
+    view.setUint8(at + 5, e.shape.length);
     view.setUint32(at + 8, data, true);
-    view.setUint32(at + 12, d.byteLength, true);
-    for (let k = 0; k < t.shape.length; k++) view.setFloat64(at + ENTRY + 8 * k, t.shape[k]!, true);
-    at += ENTRY + 8 * t.shape.length + align8(nameBytes);
-    lane.set(new Uint8Array(d.buffer, d.byteOffset, d.byteLength), data);
-    data += align8(d.byteLength);
+    view.setUint32(at + 12, e.bytes.byteLength, true);
+    for (let k = 0; k < e.shape.length; k++) view.setFloat64(at + ENTRY + 8 * k, e.shape[k]!, true);
+    at += ENTRY + 8 * e.shape.length + align8(nameBytes);
+    bytes.set(e.bytes, data);
+    data += align8(e.bytes.byteLength);
   }
   return true;
 }
 
-/** Reads a lane written by writeLane; every tensor is copied out into an ArrayBuffer of its own. */
-export function readLane<H>(lane: Uint8Array): { header: H | null; tensors: HookTensors } {
-  const buf = Buffer.from(lane.buffer, lane.byteOffset, lane.byteLength);
-  const view = new DataView(lane.buffer, lane.byteOffset, lane.byteLength);
+function hookEntries(tensors: unknown): Entry[] | null {
+  if (typeof tensors !== 'object' || tensors === null || Array.isArray(tensors)) return null;
+  const out: Entry[] = [];
+  for (const name in tensors) {
+    if (!Object.prototype.hasOwnProperty.call(tensors, name)) continue;
+    const t = (tensors as Record<string, unknown>)[name] as Partial<HookTensor> | null;
+    if (typeof t !== 'object' || t === null || typeof t.dtype !== 'string') return null;
+    const code = CODE_OF.get(t.dtype);
+    if (code === undefined || !(t.data instanceof arrayTypeFor(t.dtype)!) || !Array.isArray(t.shape)) return null;
+    if (t.shape.length > 255 || !t.shape.every((d) => Number.isSafeInteger(d))) return null;
+    const d = t.data as NumericArray;
+    out.push({ name, code, shape: t.shape, bytes: new Uint8Array(d.buffer, d.byteOffset, d.byteLength) });
+  }
+  return out;
+}
+
+function hostEntries(tensors: readonly HostTensor[]): Entry[] | null {
+  const out: Entry[] = [];
+  for (const t of tensors) {
+    const code = CODE_OF.get(t.dtype);
+    if (code === undefined || t.shape.length > 255) return null;
+    out.push({ name: t.name, code, shape: t.shape, bytes: t.data });
+  }
+  return out;
+}
+
+function isEmpty(o: object): boolean {
+  for (const k in o) if (Object.prototype.hasOwnProperty.call(o, k)) return false;
+  return true;
+}
+
+function writeCall(buf: Buffer, view: DataView, h: LaneCall, params: string): number {
+  const c = h.context;
+  view.setFloat64(8, c.deadline ?? NaN, true);
+  view.setUint32(16, h.id, true);
+  view.setUint32(20, h.module, true);
+  view.setUint8(24, h.fn === 'preprocess' ? 0 : 1);
+  let at = 8 + CALL_FIXED;
+  const put = (text: string, slot: number): void => {
+    const n = text.length === 0 ? 0 : buf.write(text, at, 'utf8');
+    view.setUint16(28 + 2 * slot, n, true);
+    at += n;
+  };
+  put(h.url, 0);
+  put(c.model, 1);
+  put(c.requestId, 2);
+  put(params, 3);
+  return at - 8;
+}
+
+function readCall(buf: Buffer, view: DataView, knowsModule: (module: number) => boolean): LaneCallRead {
+  const deadline = view.getFloat64(8, true);
+  const id = view.getUint32(16, true);
+  const module = view.getUint32(20, true);
+  const fn = FN_CODES[view.getUint8(24)]!;
+  let at = 8 + CALL_FIXED;
+  const take = (slot: number, skip = false): string | null => {
+    const n = view.getUint16(28 + 2 * slot, true);
+    const text = skip ? null : n === 0 ? '' : buf.toString('utf8', at, at + n);
+    at += n;
+    return text;
+  };
+  const url = take(0, knowsModule(module));
+  const model = take(1)!;
+  const requestId = take(2)!;
+  const params = take(3)!;
+  const parameters = params === '' ? {} : (JSON.parse(params) as HookContextData['parameters']);
+  return {
+    id,
+    module,
+    url,
+    fn,
+    context: { model, requestId, parameters, deadline: Number.isNaN(deadline) ? null : deadline },
+  };
+}
+
+/**
+ * Reads a lane written by writeLane; every tensor is copied out into an ArrayBuffer of its own.
+ * `knowsModule` says whether the call's module URL need not be read (default: read it).
+ */
+export function readLane(
+  lane: LaneView,
+  knowsModule: (module: number) => boolean = () => false,
+): { header: LaneCallRead | null; tensors: HookTensors } {
+  const { buf, view, bytes } = lane;
   const headBytes = view.getUint32(0, true);
   const count = view.getUint32(4, true);
-  const header = headBytes === 0 ? null : (JSON.parse(buf.toString('utf8', 8, 8 + headBytes)) as H);
+  const header = headBytes === 0 ? null : readCall(buf, view, knowsModule);
   const tensors: Record<string, HookTensor> = {};
   let at = align8(8 + headBytes);
   for (let i = 0; i < count; i++) {
@@ -203,7 +352,7 @@ export function readLane<H>(lane: Uint8Array): { header: H | null; tensors: Hook
     const name = buf.toString('utf8', nameAt, nameAt + nameBytes);
     at = nameAt + align8(nameBytes);
     const own = new Uint8Array(byteLength);
-    own.set(lane.subarray(offset, offset + byteLength));
+    own.set(bytes.subarray(offset, offset + byteLength));
     tensors[name] = { dtype, shape, data: new (arrayTypeFor(dtype)!)(own.buffer, 0, byteLength / DTYPE_BYTES[dtype]) };
   }
   return { header, tensors };

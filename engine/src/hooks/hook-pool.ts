@@ -1,9 +1,15 @@
 /**
  * A bounded pool of worker threads that run bundle hooks (preprocess, postprocess, a meta model's
- * run). Hooks never run on the dispatch loop. A thread holds a few calls at once, so it never
+ * run). Hooks never run on the dispatch loop. A thread holds several calls at once, so it never
  * idles through a round trip; it still runs them one after another (a hook is ordinary code on
  * the thread's event loop). Small numeric preprocess / postprocess calls go through a lane of
  * the thread's shared block (hook-lanes.ts); the rest, and answers that do not fit, by message.
+ *
+ * Calls made in one burst (one synchronous run of the engine and its microtasks: the requests of
+ * a batch whose execution just settled, or requests answered together) are handed over together:
+ * the lane calls of a burst go to one thread while it has lanes free, and its doorbell is rung
+ * once at the end of the burst, so the thread wakes once, runs them all and sends one note back
+ * (hook-thread.ts). Each call keeps its own lane, state and timer, so each still fails alone.
  * A hook that hangs or exhausts its heap stops its thread: the pool terminates it (the only way
  * to stop a synchronous loop), fails the call that had started, and sends the calls that had not
  * started to a fresh thread, so only the guilty request fails.
@@ -12,8 +18,20 @@ import { Worker } from 'node:worker_threads';
 import { ServeError, invalidArgument, type ErrorCode } from '@hloserve/common/errors';
 import { clampTimerMs } from '@hloserve/common/timers';
 import type { FromThread, HookContextData, HookErrorData, HookFunction, ToThread } from './hook-protocol.js';
-import { transferList, type HookTensors } from './hook-tensor.js';
-import { epochMs, Lane, LANE_BYTES, LaneBlock, MAIL, NOTED, readLane, writeLane } from './hook-lanes.js';
+import type { HostTensor } from '../tensor.js';
+import { toHookTensor, transferList, type HookTensor, type HookTensors } from './hook-tensor.js';
+import {
+  epochMs,
+  Lane,
+  LANE_BYTES,
+  LaneBlock,
+  MAIL,
+  NOTED,
+  readLane,
+  writeHostLane,
+  writeLane,
+  type LaneCall,
+} from './hook-lanes.js';
 
 export interface HookPoolOptions {
   /** Threads at most; each is started on first need. */
@@ -31,10 +49,21 @@ export interface HookPoolOptions {
 export interface HookCall {
   readonly url: string;
   readonly fn: HookFunction;
-  readonly tensors: HookTensors;
+  /**
+   * The engine's tensors in wire layout (a lane copies them straight from the request), or hook
+   * tensors; made hook tensors (copied once) only for a call that goes by message.
+   */
+  readonly tensors: HookTensors | readonly HostTensor[];
   readonly context: HookContextData;
   /** The per-hook limit, ms; the request's own deadline (context.deadline) also applies. */
   readonly timeoutMs: number;
+  /**
+   * Other requests are in flight: the hand-over may wait for the end of this event-loop turn, so
+   * that requests read from the sockets in the same turn join it (one wake-up for them all).
+   * Without it the call is handed over at the end of its burst (microtasks), as a lone caller's
+   * must be.
+   */
+  readonly gather?: boolean;
   /** For `run`: how a meta model's sub-model calls are served. */
   readonly subcall?: (model: string, tensors: HookTensors) => Promise<HookTensors>;
 }
@@ -71,8 +100,11 @@ interface Slot {
 const THREAD_URL = new URL('./hook-thread.js', import.meta.url);
 /** How long a thread may take to start and import a hooks module before the hook runs. */
 export const LOAD_TIMEOUT_MS = 30_000;
-/** Measured on 2 cores (bench/hooks.mjs): enough to hide the round trip, few enough to requeue. */
-const DEFAULT_PER_THREAD = 4;
+/**
+ * Lanes per thread: a batch's requests fit on one thread (a batch of up to 16 requests is handed
+ * over with one wake-up; the largest compiled batch of the examples, 32, with two).
+ */
+const DEFAULT_PER_THREAD = 16;
 
 export class HookPool {
   readonly #opts: HookPoolOptions;
@@ -81,8 +113,29 @@ export class HookPool {
   readonly #queue: Pending[] = [];
   #nextId = 1;
   #closed = false;
+  /** Each hooks module's number in lane headers: a thread that has it loaded reads no URL. */
+  readonly #moduleIds = new Map<string, number>();
   /** Threads replaced after a timeout, a crash or a heap overflow (for metrics and tests). */
   restarts = 0;
+  /** Hand-overs: a thread's doorbell rung for the calls of one burst (for benchmarks and tests). */
+  handoffs = 0;
+  /** Notes from a thread that lane calls are done (each covers every lane done by then). */
+  laneNotes = 0;
+  /** The thread this burst's lane calls go to while it has lanes free; null between bursts. */
+  #burstSlot: Slot | null = null;
+  /** Threads whose doorbell is owed a ring at the end of this burst. */
+  readonly #owed = new Set<Slot>();
+  #ringQueued = false;
+  #gatherQueued = false;
+  readonly #ringOwed = (): void => {
+    this.#ringQueued = false;
+    this.#burstSlot = null;
+    for (const s of this.#owed) {
+      s.block.ring();
+      this.handoffs++;
+    }
+    this.#owed.clear();
+  };
 
   constructor(opts: HookPoolOptions) {
     if (!(opts.threads >= 1)) throw new RangeError('HookPool needs at least one thread');
@@ -123,8 +176,13 @@ export class HookPool {
     await Promise.all(this.#slots.splice(0).map((s) => this.#retire(s, 'hook pool is closing')));
   }
 
-  /** The least busy thread with room; a new thread while there are fewer than allowed and none is idle. */
+  /**
+   * The thread this burst's lane calls went to while it has room; else the least busy thread with
+   * room, or a new thread while there are fewer than allowed and none is idle.
+   */
   #freeSlot(): Slot | null {
+    const burst = this.#burstSlot;
+    if (burst !== null && burst.inflight.size < this.#perThread) return burst;
     let best: Slot | null = null;
     for (const s of this.#slots) if (best === null || s.inflight.size < best.inflight.size) best = s;
     if (best !== null && best.inflight.size === 0) return best;
@@ -176,8 +234,7 @@ export class HookPool {
     slot.worker.ref();
     if (call.fn === 'preprocess' || call.fn === 'postprocess') {
       const lane = slot.laneOwners.indexOf(0);
-      const header = { id, url: call.url, fn: call.fn, context: call.context };
-      if (lane >= 0 && writeLane(slot.block.lane(lane), header, call.tensors)) {
+      if (lane >= 0 && this.#writeCall(slot, lane, id, call, call.fn)) {
         slot.laneOwners[lane] = id;
         const sentAt = epochMs();
         const f: InFlight = { pending, timer: undefined!, started: false, lane, sentAt };
@@ -187,7 +244,10 @@ export class HookPool {
         const byDeadline = call.context.deadline === null ? Infinity : call.context.deadline - sentAt;
         f.timer = this.#armLane(slot, slot.worker, id, Math.min(call.timeoutMs, LOAD_TIMEOUT_MS, byDeadline));
         slot.block.setState(lane, Lane.Requested);
-        slot.block.ring();
+        // Small numeric calls are cheap by nature: the rest of the burst joins them on this thread.
+        // Calls by message (BYTES, large tensors: an image to decode) still spread over threads.
+        this.#burstSlot = slot;
+        this.#ringLater(slot, call.gather === true);
         return;
       }
     }
@@ -199,7 +259,7 @@ export class HookPool {
     const msg: ToThread =
       call.fn === 'inspect'
         ? { type: 'inspect', id, url: call.url }
-        : { type: 'call', id, url: call.url, fn: call.fn, tensors: call.tensors, context: call.context };
+        : { type: 'call', id, url: call.url, fn: call.fn, tensors: hookTensorsOf(call.tensors), context: call.context };
     try {
       // Inputs are copied, not moved: a call its thread had not started when the thread was
       // replaced is sent again, so its tensors must still be here.
@@ -211,12 +271,47 @@ export class HookPool {
     }
   }
 
+  #writeCall(slot: Slot, lane: number, id: number, call: HookCall, fn: 'preprocess' | 'postprocess'): boolean {
+    let module = this.#moduleIds.get(call.url);
+    if (module === undefined) {
+      module = this.#moduleIds.size + 1;
+      this.#moduleIds.set(call.url, module);
+    }
+    const header: LaneCall = { id, module, url: call.url, fn, context: call.context };
+    const view = slot.block.lane(lane);
+    return Array.isArray(call.tensors)
+      ? writeHostLane(view, header, call.tensors as readonly HostTensor[])
+      : writeLane(view, header, call.tensors);
+  }
+
   /** Posts to the thread and rings its doorbell: a thread asleep on it must wake to read messages. */
   #post(slot: Slot, msg: ToThread, transfer: ArrayBuffer[] = []): void {
     slot.worker.postMessage(msg, transfer);
     // Counted once sent: a message that could not be cloned must not keep the thread looking for it.
     Atomics.add(slot.block.words, MAIL, 1);
-    slot.block.ring();
+    this.#ringLater(slot);
+  }
+
+  /**
+   * Rings the thread's doorbell once the burst is over (a microtask queued behind the burst's
+   * own): the calls written meanwhile are all there when the thread wakes, and the engine makes
+   * one notify instead of one per call.
+   */
+  #ringLater(slot: Slot, gather = false): void {
+    this.#owed.add(slot);
+    if (gather) {
+      // At the end of the turn's I/O (setImmediate), unless a burst's own ring comes first.
+      if (this.#gatherQueued || this.#ringQueued) return;
+      this.#gatherQueued = true;
+      setImmediate(() => {
+        this.#gatherQueued = false;
+        if (this.#owed.size > 0) this.#ringOwed();
+      });
+      return;
+    }
+    if (this.#ringQueued) return;
+    this.#ringQueued = true;
+    queueMicrotask(this.#ringOwed);
   }
 
   /** Whether the thread began the call's hook: from then on a failure of the thread is the call's. */
@@ -233,6 +328,9 @@ export class HookPool {
     return setTimeout(() => {
       const f = slot.inflight.get(id);
       if (slot.worker !== w || f === undefined) return;
+      // Done, its note not sent: the thread notes a burst's lanes together, and a later hook of
+      // the burst may be the one that hangs.
+      if (slot.block.state(f.lane) === Lane.Done) return this.#harvest(slot);
       const { call } = f.pending;
       const now = epochMs();
       const started = this.#started(slot, f);
@@ -253,18 +351,25 @@ export class HookPool {
     }, clampTimerMs(inMs));
   }
 
-  /** Settles every lane call whose result is in its lane and frees the lane. */
+  /** Settles every lane call whose result is in its lane. */
   #harvest(slot: Slot): void {
+    for (const [id, f, tensors] of this.#takeDone(slot))
+      this.#settle(slot, id, () => f.pending.resolve(tensors as never));
+  }
+
+  /** Reads the results of the lane calls that are done and frees their lanes. */
+  #takeDone(slot: Slot): [number, InFlight, HookTensors][] {
     const { block } = slot;
+    const done: [number, InFlight, HookTensors][] = [];
     for (let lane = 0; lane < slot.laneOwners.length; lane++) {
       const id = slot.laneOwners[lane]!;
       if (id === 0 || block.state(lane) !== Lane.Done) continue;
       const f = slot.inflight.get(id);
       // An answered call's lane is freed all the same.
-      const tensors = f === undefined ? null : readLane(block.lane(lane)).tensors;
+      if (f !== undefined) done.push([id, f, readLane(block.lane(lane)).tensors]);
       this.#freeLane(slot, lane);
-      if (f !== undefined) this.#settle(slot, id, () => f.pending.resolve(tensors as never));
     }
+    return done;
   }
 
   #freeLane(slot: Slot, lane: number): void {
@@ -302,6 +407,7 @@ export class HookPool {
   #onMessage(slot: Slot, w: Worker, msg: FromThread): void {
     if (slot.worker !== w) return;
     if (msg.type === 'lanes') {
+      this.laneNotes++;
       // Cleared before reading, so a lane done from here on sends a note of its own.
       Atomics.store(slot.block.words, NOTED, 0);
       return this.#harvest(slot);
@@ -379,6 +485,12 @@ export class HookPool {
     if (slot.worker !== w || this.#closed) return;
     this.restarts++;
     void w.terminate();
+    // Calls the thread finished before it failed are answered (their note may not have been sent).
+    const answered = this.#takeDone(slot);
+    for (const [cid, f] of answered) {
+      clearTimeout(f.timer);
+      slot.inflight.delete(cid);
+    }
     // What had started is read from the old block before the thread gets a fresh one.
     const calls = [...slot.inflight.entries()].map(([cid, f]) => [cid, f, this.#started(slot, f)] as const);
     slot.inflight.clear();
@@ -397,6 +509,7 @@ export class HookPool {
       else if (id === null) f.pending.reject(new ServeError(code, `${where} failed: ${why}`));
       else f.pending.reject(new ServeError('HLO_ERR_HOOK_FAILED', `${where} failed: its thread was replaced (${why})`));
     }
+    for (const [, f, tensors] of answered) f.pending.resolve(tensors as never);
     this.#queue.unshift(...retry);
     this.#drainQueue();
   }
@@ -409,6 +522,13 @@ export class HookPool {
     slot.inflight.clear();
     await slot.worker.terminate();
   }
+}
+
+function hookTensorsOf(tensors: HookTensors | readonly HostTensor[]): HookTensors {
+  if (!Array.isArray(tensors)) return tensors as HookTensors;
+  const out: Record<string, HookTensor> = {};
+  for (const t of tensors as readonly HostTensor[]) out[t.name] = toHookTensor(t);
+  return out;
 }
 
 function plainError(message: string): HookErrorData {

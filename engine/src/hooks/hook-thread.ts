@@ -32,6 +32,7 @@ import {
   waitAsync,
   writeLane,
   type LaneBlockShape,
+  type LaneCallRead,
 } from './hook-lanes.js';
 import { transferList, type HookTensors } from './hook-tensor.js';
 
@@ -137,30 +138,49 @@ port.on('message', (msg: ToThread) => {
 
 // ---- lane calls ---------------------------------------------------------------------------
 
-interface LaneHeader {
-  readonly id: number;
-  readonly url: string;
-  readonly fn: 'preprocess' | 'postprocess';
-  readonly context: HookContextData;
+/** Modules by the pool's number for them (lane headers carry it, and the URL only to be read once). */
+const byModuleNumber = new Map<number, Module>();
+const knowsModule = (module: number): boolean => byModuleNumber.has(module);
+
+/** True while takeLanes runs the lanes of one wake-up: their note is sent when it is over. */
+let sweeping = false;
+/** Lanes done since the last note was sent (or found already on its way). */
+let noteOwed = false;
+let noteQueued = false;
+
+/**
+ * Takes every requested lane and runs its hook; true when there was one. The calls of a burst
+ * (hook-pool.ts) are all here when the doorbell wakes the thread, and their answers go back with
+ * one note, so the engine wakes once and has them all together.
+ */
+function takeLanes(): boolean {
+  sweeping = true;
+  try {
+    return sweep();
+  } finally {
+    sweeping = false;
+    sendNote();
+  }
 }
 
-/** Takes every requested lane; true when there was one. */
-function takeLanes(): boolean {
+function sweep(): boolean {
   let took = false;
   for (let i = 0; i < block.lanes; i++) {
     if (!block.claim(i, Lane.Requested, Lane.Taken)) continue;
     took = true;
-    const { header: read, tensors } = readLane<LaneHeader>(block.lane(i));
+    const { header: read, tensors } = readLane(block.lane(i), knowsModule);
     const header = read!;
-    const mod = loaded.get(header.url);
+    const mod = byModuleNumber.get(header.module) ?? loaded.get(header.url!);
     if (mod !== undefined) {
+      byModuleNumber.set(header.module, mod);
       startLane(i, header, tensors, mod);
       continue;
     }
     pending++;
-    load(header.url).then(
+    load(header.url!).then(
       (m) => {
         pending--;
+        byModuleNumber.set(header.module, m);
         startLane(i, header, tensors, m);
       },
       (e: unknown) => {
@@ -172,7 +192,7 @@ function takeLanes(): boolean {
   return took;
 }
 
-function startLane(i: number, header: LaneHeader, tensors: HookTensors, mod: Module): void {
+function startLane(i: number, header: LaneCallRead, tensors: HookTensors, mod: Module): void {
   const fn = mod[header.fn];
   if (typeof fn !== 'function') {
     const e = new Error(`the hooks module exports no function "${header.fn}"`);
@@ -206,6 +226,18 @@ function finishLane(i: number, id: number, result: unknown): void {
   if (!writeLane(block.lane(i), null, result))
     return answerByMessage(i, { type: 'result', id, tensors: result as HookTensors });
   block.setState(i, Lane.Done);
+  noteOwed = true;
+  // Async hooks that finish in one microtask checkpoint are noted together too.
+  if (!sweeping && !noteQueued) {
+    noteQueued = true;
+    queueMicrotask(sendNote);
+  }
+}
+
+function sendNote(): void {
+  noteQueued = false;
+  if (!noteOwed) return;
+  noteOwed = false;
   if (Atomics.compareExchange(block.words, NOTED, 0, 1) === 0)
     port!.postMessage({ type: 'lanes' } satisfies FromThread);
 }

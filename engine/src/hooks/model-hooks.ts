@@ -10,7 +10,7 @@ import type { HostTensor } from '../tensor.js';
 import type { HookPool } from './hook-pool.js';
 import type { HookContextData } from './hook-protocol.js';
 import { prepareHookSource, type HookSource } from './hook-source.js';
-import { checkHookTensors, toHookTensor, toHostTensor, type HookTensors } from './hook-tensor.js';
+import { checkHookTensors, toHostTensor, type HookTensors } from './hook-tensor.js';
 
 export interface HookLimits {
   /** Per hook call, milliseconds. */
@@ -73,14 +73,19 @@ export class ModelHooks {
     return hooks;
   }
 
-  /** Client tensors in, executable inputs out, in manifest order, their batch extents agreeing. */
-  async preprocess(inputs: readonly HostTensor[], context: HookContextData): Promise<HostTensor[]> {
+  /**
+   * Client tensors in, executable inputs out, in manifest order, their batch extents agreeing.
+   * `gather`: other requests are in flight, and those read in the same event-loop turn may join
+   * this call's hand-over to the hook thread (HookCall.gather).
+   */
+  async preprocess(inputs: readonly HostTensor[], context: HookContextData, gather = false): Promise<HostTensor[]> {
     const out = await this.#pool.run({
       url: this.source.url,
       fn: 'preprocess',
-      tensors: hookTensors(inputs),
+      tensors: inputs,
       context,
       timeoutMs: this.#limits.timeoutMs,
+      gather,
     });
     const checked = checkHookTensors('preprocess result', out, specsOf(this.#executableInputs));
     const tensors = this.#executableInputs.map((s) => toHostTensor(s.name, checked[s.name]!));
@@ -93,7 +98,7 @@ export class ModelHooks {
     const out = await this.#pool.run({
       url: this.source.url,
       fn: 'postprocess',
-      tensors: hookTensors(outputs),
+      tensors: outputs,
       context,
       timeoutMs: this.#limits.timeoutMs,
     });
@@ -106,7 +111,7 @@ export class ModelHooks {
     const out = await this.#pool.run({
       url: this.source.url,
       fn: 'run',
-      tensors: hookTensors(inputs),
+      tensors: inputs,
       context,
       timeoutMs: this.#limits.timeoutMs,
       subcall: call,
@@ -114,12 +119,6 @@ export class ModelHooks {
     const checked = checkHookTensors('run result', out, specsOf(this.#clientOutputs));
     return this.#clientOutputs.map((s) => toHostTensor(s.name, checked[s.name]!));
   }
-}
-
-function hookTensors(tensors: readonly HostTensor[]): HookTensors {
-  const out: Record<string, ReturnType<typeof toHookTensor>> = {};
-  for (const t of tensors) out[t.name] = toHookTensor(t);
-  return out;
 }
 
 function specsOf(specs: readonly TensorSpec[]) {

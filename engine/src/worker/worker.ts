@@ -226,6 +226,15 @@ export class Worker implements InferenceService {
     });
   }
 
+  /**
+   * The preprocess / postprocess pool's counters (benchmarks and tests): hand-overs to a thread,
+   * notes back, threads replaced. Null when node.yaml refuses hooks.
+   */
+  get hookPoolCounters(): { handoffs: number; laneNotes: number; restarts: number } | null {
+    const p = this.#hooks?.pool;
+    return p ? { handoffs: p.handoffs, laneNotes: p.laneNotes, restarts: p.restarts } : null;
+  }
+
   /** Creates a worker and loads its startup set of models (see begin()). */
   static async start(o: WorkerOptions): Promise<Worker> {
     const { worker, loaded } = await Worker.begin(o);
@@ -599,7 +608,10 @@ export class Worker implements InferenceService {
         call.queueSeconds = account.queueSeconds;
         call.computeSeconds = account.computeSeconds;
       } else {
-        const inputs = hooks.hasPreprocess ? await hooks.preprocess(call.decoded.inputs, context) : call.decoded.inputs;
+        // With other requests in flight, those read in the same loop turn share the hand-over.
+        const inputs = hooks.hasPreprocess
+          ? await hooks.preprocess(call.decoded.inputs, context, this.#inflight > 1)
+          : call.decoded.inputs;
         checkRows(v, inputs);
         const raw = await this.scheduler.submit(call.slot.queue, inputs, {
           deadline: ctx.deadline,

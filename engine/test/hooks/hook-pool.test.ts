@@ -276,4 +276,52 @@ suite('HookPool with several calls in flight per thread', () => {
       await pool.close();
     }
   });
+
+  test('gather: calls made in one event-loop turn, not only in one burst, share a hand-over', async () => {
+    const pool = new HookPool({ threads: 1, maxQueued: 8, maxHeapMb: 64, name: 'gather' });
+    try {
+      const pass = await hook('pass6.mjs', 'export function preprocess(t) { return t; }');
+      await pool.run(call(pass));
+      const apart = async (gather: boolean): Promise<number> => {
+        const h0 = pool.handoffs;
+        const a = pool.run(call(pass, { gather }));
+        // The first call's burst ends here (its microtasks run); the turn goes on.
+        await Promise.resolve();
+        await Promise.resolve();
+        const b = pool.run(call(pass, { gather }));
+        await Promise.all([a, b]);
+        return pool.handoffs - h0;
+      };
+      assert.equal(await apart(false), 2);
+      assert.equal(await apart(true), 1);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  test('calls made together are one hand-over; those done before a later one hangs are answered, not failed', async () => {
+    const pool = new HookPool({ threads: 2, maxQueued: 8, maxHeapMb: 64, name: 'burst' });
+    try {
+      const hang = await hook('hang4.mjs', 'export function postprocess() { for (;;) {} }');
+      const pass = await hook('pass5.mjs', 'export function postprocess(t) { return t; }');
+      // Load both modules first, so that the burst below runs at once on its thread.
+      await Promise.all([pool.run(call(pass, { fn: 'postprocess' })), pool.exportsOf(hang, context, 5_000)]);
+      const h0 = pool.handoffs;
+      const first = [1, 2, 3].map(() => pool.run(call(pass, { fn: 'postprocess' })));
+      const hung = rejectsWith(
+        pool.run(call(hang, { fn: 'postprocess', timeoutMs: 300 })),
+        'HLO_ERR_HOOK_FAILED',
+        /ran past its 300 ms limit/,
+      );
+      const last = pool.run(call(pass, { fn: 'postprocess' }));
+      for (const out of await Promise.all([...first, last]))
+        assert.deepEqual([...(out.x!.data as Float32Array)], [1, 2, 3]);
+      await hung;
+      // One ring for the five calls; the one behind the hung call went to a fresh thread.
+      assert.equal(pool.handoffs - h0, 2);
+      assert.equal(pool.restarts, 1);
+    } finally {
+      await pool.close();
+    }
+  });
 });

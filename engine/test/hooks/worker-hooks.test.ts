@@ -22,6 +22,19 @@ export function preprocess({ x }, ctx) {
 }
 export function postprocess({ y }) { return { y }; }
 `;
+// Postprocess only, misbehaving for the request that asks: a batch's postprocess calls go to the
+// hook thread together, and a bad one must still fail alone.
+const POST_FAULTY = `
+export function postprocess({ y }, ctx) {
+  switch (ctx.parameters.post) {
+    case 'throw': throw new RangeError('asked to throw');
+    case 'hang': for (;;) {}
+    case 'shape': return { y: { dtype: 'f32', shape: [y.shape[0], 4], data: new Float32Array(y.shape[0] * 4) } };
+    case 'oom': { const keep = []; for (;;) keep.push(new Array(1e5).fill({ v: Math.random() })); }
+    default: return { y };
+  }
+}
+`;
 const META_MANIFEST = (calls: string[]) => `format_version: "2.0"
 kind: meta
 meta: {calls: [${calls.join(', ')}]}
@@ -89,6 +102,7 @@ suite('a worker serving bundles with hooks', () => {
   before(async () => {
     repo = await tempDir('hloserve-hooks-');
     await writeMlpBundle(repo, 'faulty', { 'model.mjs': FAULTY });
+    await writeMlpBundle(repo, 'postfaulty', { 'model.mjs': POST_FAULTY });
     await writeFiles(join(repo, 'pipeline'), {
       'manifest.yaml': META_MANIFEST(['faulty', 'absent']),
       'model.mjs': META_HOOKS,
@@ -114,6 +128,38 @@ suite('a worker serving bundles with hooks', () => {
       for (const [i, r] of good.entries()) assert.deepEqual(r.outputs[0]!.shape, [i + 1, 3]);
       await bad;
       assert.deepEqual((await worker.infer(request('faulty', 2), ctx())).outputs[0]!.shape, [2, 3]);
+    });
+  }
+
+  for (const [mode, message] of [
+    ['throw', /postprocess hook of postfaulty threw RangeError: asked to throw/],
+    ['shape', /tensor "y": dimension 1 is 4, expected 3/],
+    ['hang', /ran past its 400 ms limit/],
+    ['oom', /ran out of its 64 MiB heap|ran past its 400 ms limit/],
+  ] as const) {
+    test(`a coalesced batch's postprocess is one hand-over to a hook thread; a bad one (${mode}) fails alone`, async () => {
+      const executions = () => worker.modelStatistics('postfaulty', '')[0]!.execution_count;
+      const counters = () => worker.hookPoolCounters!;
+      const [ex0, c0] = [executions(), counters()];
+      // Four 1-row requests queued together: the fixture's batch of 4 runs them in one execution.
+      const bad = assert.rejects(
+        worker.infer(request('postfaulty', 1, { post: mode }), ctx()),
+        fails('HLO_ERR_HOOK_FAILED', message),
+      );
+      const good = await Promise.all([1, 2, 3].map(() => worker.infer(request('postfaulty', 1), ctx())));
+      for (const r of good) assert.deepEqual(r.outputs[0]!.shape, [1, 3]);
+      await bad;
+      const c1 = counters();
+      assert.equal(executions() - ex0, 1, 'the four requests ran as one batch');
+      if (mode === 'throw' || mode === 'shape') {
+        // A hook that fails without taking its thread leaves the hand-over whole.
+        assert.equal(c1.handoffs - c0.handoffs, 1, 'one hand-over for the batch');
+        assert.equal(c1.restarts, c0.restarts);
+      } else {
+        // The calls behind the stuck one are handed to a fresh thread; nothing else fails.
+        assert.equal(c1.restarts - c0.restarts, 1);
+      }
+      assert.deepEqual((await worker.infer(request('postfaulty', 2), ctx())).outputs[0]!.shape, [2, 3]);
     });
   }
 
