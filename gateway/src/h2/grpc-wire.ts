@@ -105,3 +105,27 @@ export function forwardableHeaders(h: IncomingHttpHeaders): GrpcHeaders {
   }
   return out;
 }
+
+/** The client's metadata from a decoded header list (a repeated name becomes an array, as node:http2 gives it). */
+export function forwardableList(list: readonly string[]): GrpcHeaders {
+  const out: GrpcHeaders = {};
+  for (let i = 0; i < list.length; i += 2) {
+    const k = list[i]!;
+    if (k.charCodeAt(0) === 58 /* ':' */ || HOP_HEADERS.has(k)) continue;
+    const v = list[i + 1]!;
+    const had = out[k];
+    if (had === undefined) out[k] = v;
+    else out[k] = Array.isArray(had) ? [...had, v] : [String(had), v];
+  }
+  return out;
+}
+
+/** Metadata back into a header list, after `into`'s own entries. */
+export function appendMetadata(into: string[], metadata: GrpcHeaders): void {
+  for (const k in metadata) {
+    const v = metadata[k];
+    if (v === undefined) continue;
+    if (Array.isArray(v)) for (const x of v) into.push(k, x);
+    else into.push(k, String(v));
+  }
+}
