@@ -12,7 +12,7 @@ import { createServer as createTlsServer, type Server as TlsServer, type TLSSock
 import { status as Status } from '@grpc/grpc-js';
 import { setClampedTimeout } from '@hloserve/common/timers';
 import { parseGrpcTimeout } from '../routing/deadline.js';
-import { encodeGrpcMessage, forwardableList, type GrpcHeaders, unframeUnary } from './grpc-wire.js';
+import { encodeGrpcMessage, forwardableList, type GrpcHeaders, unframeUnary, writeMessage } from './grpc-wire.js';
 import type { RawAnswer } from './worker-channel.js';
 import { secureOptions, type GatewayTls } from '../tls.js';
 import { ERR_REFUSED_STREAM } from './frame/frame-codec.js';
@@ -87,16 +87,20 @@ function consumeSizeUpdate(conn: H2Connection): boolean {
 
 function answer(conn: H2Connection, s: H2Stream, a: RawAnswer): void {
   if (s.localClosed || s.resetCode !== -1) return;
+  try {
+    answerNow(conn, s, a);
+  } catch (err) {
+    // A fault here concerns this connection only, never the process.
+    conn.fail(err);
+  }
+}
+
+function answerNow(conn: H2Connection, s: H2Stream, a: RawAnswer): void {
   conn.cork();
   if (!a.ok) trailersOnly(conn, s, a.code ?? Status.UNKNOWN, a.details ?? '');
   else {
     conn.writeHeaders(s, sizeUpdate(conn, OK_HEADERS), false);
-    const body = a.body!;
-    const prefixed = Buffer.allocUnsafe(5 + body.length);
-    prefixed[0] = 0;
-    prefixed.writeUInt32BE(body.length, 1);
-    body.copy(prefixed, 5);
-    conn.writeData(s, prefixed, false, OK_TRAILERS);
+    writeMessage(conn, s, a.body!, OK_TRAILERS);
   }
   conn.uncork();
 }
@@ -207,13 +211,7 @@ export async function listenUnaryGrpc(
       if (result instanceof Promise)
         result.then(
           (a) => answer(conn, s, a),
-          (err: Error) => {
-            if (!s.localClosed && s.resetCode === -1) {
-              conn.cork();
-              trailersOnly(conn, s, Status.INTERNAL, err.message);
-              conn.uncork();
-            }
-          },
+          (err: Error) => answer(conn, s, { ok: false, code: Status.INTERNAL, details: err.message }),
         );
       else answer(conn, s, result);
     };
@@ -291,9 +289,9 @@ export async function listenUnaryGrpc(
         timer.unref();
         // Graceful: GOAWAY to every client, then each connection closes once its streams finish.
         for (const c of [...connections]) {
-          c.onDrained = () => c.destroy();
+          c.onDrained = () => c.end();
           c.goaway();
-          if (c.streams.size === 0) c.destroy();
+          if (c.streams.size === 0) c.end();
         }
         // Resolves once every connection is gone (net.Server counts them).
         server.close(finish);

@@ -15,7 +15,7 @@ import { connect as netConnect } from 'node:net';
 import { status as Status } from '@grpc/grpc-js';
 import { setClampedTimeout } from '@hloserve/common/timers';
 import { grpcTimeoutHeader } from '../routing/deadline.js';
-import { appendMetadata, decodeGrpcMessage, type GrpcHeaders } from './grpc-wire.js';
+import { appendMetadata, decodeGrpcMessage, type GrpcHeaders, writeMessage } from './grpc-wire.js';
 import { ERR_CANCEL, ERR_REFUSED_STREAM } from './frame/frame-codec.js';
 import { H2Connection, type H2Stream } from './frame/connection.js';
 import { encodeHeaders, type HeaderList } from './frame/hpack.js';
@@ -252,13 +252,9 @@ export class WorkerChannel {
       if (metadata !== undefined) appendMetadata(extra, metadata);
       if (deadlineMs !== null) extra.push('grpc-timeout', grpcTimeoutHeader(Math.max(1, deadlineMs - Date.now())));
       if (extra.length > 0) parts.push(encodeHeaders(extra));
-      const prefixed = Buffer.allocUnsafe(5 + body.length);
-      prefixed[0] = 0;
-      prefixed.writeUInt32BE(body.length, 1);
-      body.copy(prefixed, 5);
       conn.cork();
       conn.writeHeaders(stream, Buffer.concat(parts), false);
-      conn.writeData(stream, prefixed, true);
+      writeMessage(conn, stream, body, null);
       conn.uncork();
     });
   }
@@ -277,9 +273,9 @@ export class WorkerChannel {
     this.current = null;
     if (!c) return;
     // Graceful: calls in flight finish, then the connection goes.
-    if (c.conn.streams.size === 0) c.conn.destroy();
+    if (c.conn.streams.size === 0) c.conn.end();
     else {
-      c.conn.onDrained = () => c.conn.destroy();
+      c.conn.onDrained = () => c.conn.end();
       c.conn.goaway();
     }
   }

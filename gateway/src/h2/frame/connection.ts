@@ -6,10 +6,12 @@
  * throws out of it.
  */
 import type { Socket } from 'node:net';
+import { setClampedTimeout } from '@hloserve/common/timers';
 import {
   CLIENT_PREFACE,
   DEFAULT_MAX_FRAME_SIZE,
   ERR_COMPRESSION,
+  ERR_ENHANCE_YOUR_CALM,
   ERR_FLOW_CONTROL,
   ERR_FRAME_SIZE,
   ERR_NO_ERROR,
@@ -117,7 +119,7 @@ export class H2Connection {
   private sendWindow = DEFAULT_WINDOW;
   private recvUnacked = 0;
   /** HEADERS without END_HEADERS: the block so far, waiting for CONTINUATION. */
-  private continuation: { id: number; flags: number; parts: Buffer[] } | null = null;
+  private continuation: { id: number; flags: number; parts: Buffer[]; bytes: number } | null = null;
   /** Streams with DATA waiting for window, in arrival order. */
   private blocked = new Set<H2Stream>();
   closed = false;
@@ -197,7 +199,7 @@ export class H2Connection {
     }
     this.socket.end();
     // A peer that does not close its side is cut shortly after.
-    setTimeout(() => this.socket.destroy(), 1000).unref();
+    setClampedTimeout(() => this.socket.destroy(), 1000).unref();
     this.teardown(new Error(`HTTP/2 connection error: ${msg}`));
   }
 
@@ -206,6 +208,10 @@ export class H2Connection {
       if (type !== FRAME_CONTINUATION || id !== this.continuation.id)
         throw new H2ConnectionError(ERR_PROTOCOL, 'expected CONTINUATION');
       this.continuation.parts.push(payload);
+      this.continuation.bytes += payload.length;
+      // Compressed bytes beyond twice the decoded limit cannot make an acceptable list.
+      if (this.continuation.bytes > 2 * this.opts.maxHeaderListBytes)
+        throw new H2ConnectionError(ERR_ENHANCE_YOUR_CALM, 'header block too large');
       if (flags & FLAG_END_HEADERS) {
         const c = this.continuation;
         this.continuation = null;
@@ -221,7 +227,7 @@ export class H2Connection {
         const block = unpad(payload, flags, true);
         if (block === null) throw new H2ConnectionError(ERR_PROTOCOL, 'HEADERS padding exceeds the frame');
         if (flags & FLAG_END_HEADERS) return this.onHeaderBlock(id, flags, block);
-        this.continuation = { id, flags, parts: [block] };
+        this.continuation = { id, flags, parts: [block], bytes: block.length };
         return;
       }
       case FRAME_CONTINUATION:
@@ -532,6 +538,11 @@ export class H2Connection {
   destroy(): void {
     this.socket.destroy();
     this.teardown(null);
+  }
+
+  /** Flushes what was written (the last answers), then closes; streams left end on 'close'. */
+  end(): void {
+    this.socket.end();
   }
 
   private teardown(err: Error | null): void {
