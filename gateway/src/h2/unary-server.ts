@@ -99,8 +99,11 @@ function answerNow(conn: H2Connection, s: H2Stream, a: RawAnswer): void {
   conn.cork();
   if (!a.ok) trailersOnly(conn, s, a.code ?? Status.UNKNOWN, a.details ?? '');
   else {
-    conn.writeHeaders(s, sizeUpdate(conn, OK_HEADERS), false);
-    writeMessage(conn, s, a.body!, OK_TRAILERS);
+    const head = sizeUpdate(conn, OK_HEADERS);
+    if (!conn.tryWriteUnary(s, [head], a.body!, OK_TRAILERS)) {
+      conn.writeHeaders(s, head, false);
+      writeMessage(conn, s, a.body!, OK_TRAILERS);
+    }
   }
   conn.uncork();
 }

@@ -252,10 +252,12 @@ export class WorkerChannel {
       if (metadata !== undefined) appendMetadata(extra, metadata);
       if (deadlineMs !== null) extra.push('grpc-timeout', grpcTimeoutHeader(Math.max(1, deadlineMs - Date.now())));
       if (extra.length > 0) parts.push(encodeHeaders(extra));
-      conn.cork();
-      conn.writeHeaders(stream, Buffer.concat(parts), false);
-      writeMessage(conn, stream, body, null);
-      conn.uncork();
+      if (!conn.tryWriteUnary(stream, parts, body, null)) {
+        conn.cork();
+        conn.writeHeaders(stream, Buffer.concat(parts), false);
+        writeMessage(conn, stream, body, null);
+        conn.uncork();
+      }
     });
   }
 

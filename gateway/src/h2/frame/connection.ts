@@ -445,6 +445,42 @@ export class H2Connection {
   }
 
   /**
+   * A gRPC unary message in its usual shape (HEADERS, one DATA frame with the 5-byte prefix and
+   * the message, then the trailers block, or END_STREAM on the DATA when `trailers` is null) as
+   * one buffer and one write, when it fits the peer's frame size and windows and is small enough
+   * that one copy is cheaper than several writes. Returns false, having written nothing, when it
+   * does not: the caller then writes it piecewise (writeHeaders, writeData), flow-controlled.
+   */
+  tryWriteUnary(s: H2Stream, headerParts: readonly Buffer[], body: Buffer, trailers: Buffer | null): boolean {
+    if (this.closed || s.localClosed || s.queue !== null) return false;
+    const max = this.peerMaxFrameSize;
+    let hlen = 0;
+    for (const p of headerParts) hlen += p.length;
+    const dlen = 5 + body.length;
+    const tlen = trailers === null ? 0 : trailers.length;
+    if (hlen > max || dlen > max || tlen > max || dlen > 65_536) return false;
+    if (dlen > s.sendWindow || dlen > this.sendWindow) return false;
+    const out = Buffer.allocUnsafe(9 + hlen + 9 + dlen + (trailers === null ? 0 : 9 + tlen));
+    writeFrameHeader(out, 0, hlen, FRAME_HEADERS, FLAG_END_HEADERS, s.id);
+    let off = 9;
+    for (const p of headerParts) off += p.copy(out, off);
+    writeFrameHeader(out, off, dlen, FRAME_DATA, trailers === null ? FLAG_END_STREAM : 0, s.id);
+    off += 9;
+    out[off] = 0;
+    out.writeUInt32BE(body.length, off + 1);
+    off += 5 + body.copy(out, off + 5);
+    if (trailers !== null) {
+      writeFrameHeader(out, off, tlen, FRAME_HEADERS, FLAG_END_HEADERS | FLAG_END_STREAM, s.id);
+      trailers.copy(out, off + 9);
+    }
+    s.sendWindow -= dlen;
+    this.sendWindow -= dlen;
+    this.socket.write(out);
+    this.localEnded(s);
+    return true;
+  }
+
+  /**
    * DATA, as much as the peer's windows allow now, the rest queued until WINDOW_UPDATE. With
    * `trailers` the stream then ends with that header block; with `endStream` the last DATA
    * frame ends it.
@@ -475,14 +511,14 @@ export class H2Connection {
       const n = Math.min(room, head.length);
       const lastPiece = n === head.length && q.length === 1;
       const endFlag = lastPiece && s.queuedEnd && s.queuedTrailers === null ? FLAG_END_STREAM : 0;
-      const hdr = Buffer.allocUnsafe(9);
-      writeFrameHeader(hdr, 0, n, FRAME_DATA, endFlag, s.id);
       if (n <= 16_384) {
         const out = Buffer.allocUnsafe(9 + n);
-        hdr.copy(out, 0);
+        writeFrameHeader(out, 0, n, FRAME_DATA, endFlag, s.id);
         head.copy(out, 9, 0, n);
         this.socket.write(out);
       } else {
+        const hdr = Buffer.allocUnsafe(9);
+        writeFrameHeader(hdr, 0, n, FRAME_DATA, endFlag, s.id);
         this.socket.write(hdr);
         this.socket.write(head.subarray(0, n));
       }
