@@ -40,6 +40,7 @@ import {
   SETTINGS_INITIAL_WINDOW_SIZE,
   SETTINGS_MAX_CONCURRENT_STREAMS,
   SETTINGS_MAX_FRAME_SIZE,
+  SETTINGS_MAX_HEADER_LIST_SIZE,
   settingsFrame,
   unpad,
   windowUpdateFrame,
@@ -145,6 +146,8 @@ export class H2Connection {
       [SETTINGS_INITIAL_WINDOW_SIZE, opts.streamWindow],
       [SETTINGS_MAX_FRAME_SIZE, opts.maxFrameSize],
       [SETTINGS_HEADER_TABLE_SIZE, DEFAULT_TABLE_SIZE],
+      // Advisory: a peer that honours it never sends a list this side would refuse.
+      [SETTINGS_MAX_HEADER_LIST_SIZE, opts.maxHeaderListBytes],
     ];
     if (opts.role === 'client') settings.push([SETTINGS_ENABLE_PUSH, 0]);
     if (opts.maxConcurrentStreams !== undefined)
