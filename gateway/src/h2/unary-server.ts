@@ -140,6 +140,12 @@ export async function listenUnaryGrpc(
 ): Promise<UnaryServerHandle> {
   const connections = new Set<H2Connection>();
   let closing = false;
+  /**
+   * What one connection's unfinished requests may hold (as node:http2's maxSessionMemory did):
+   * room for two of the largest messages, or 64 MiB. A DATA frame past it fails its call with
+   * RESOURCE_EXHAUSTED rather than let one client's many half-sent calls grow without bound.
+   */
+  const heldBudget = Math.max(SESSION_WINDOW, 2 * (maxMessageBytes + 5));
 
   const onStream = (conn: H2Connection, s: H2Stream, list: HeaderList, endStream: boolean): void => {
     const head = readHead(list);
@@ -157,22 +163,40 @@ export async function listenUnaryGrpc(
     let expected = -1;
     let taken = false;
     let cancels: (() => void)[] | null = null;
+    /** Bytes of this call's message counted in conn.held until the message is taken or dropped. */
+    let holding = 0;
+    const release = () => {
+      conn.held -= holding;
+      holding = 0;
+      chunks.length = 0;
+    };
     // The call starts as soon as its one message is complete; END_STREAM normally rides on the
     // same DATA frame anyway.
     const take = () => {
       if (taken) return;
       taken = true;
       const m = unframeUnary(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size), head.encoding);
-      chunks.length = 0;
+      release();
       if (!m.ok) return trailersOnly(conn, s, Status.INTERNAL, m.error);
       start(m.message);
     };
     s.onData = (c, end) => {
       if (!taken && c.length > 0) {
-        size += c.length;
-        if (size > maxMessageBytes + 5) {
+        if (conn.held + c.length > heldBudget) {
           taken = true;
-          chunks.length = 0;
+          release();
+          trailersOnly(
+            conn,
+            s,
+            Status.RESOURCE_EXHAUSTED,
+            `the connection's unfinished requests would hold more than ${heldBudget} bytes`,
+          );
+          return;
+        }
+        if (size + c.length > maxMessageBytes + 5) {
+          size += c.length;
+          taken = true;
+          release();
           trailersOnly(
             conn,
             s,
@@ -181,6 +205,9 @@ export async function listenUnaryGrpc(
           );
           return;
         }
+        size += c.length;
+        holding += c.length;
+        conn.held += c.length;
         chunks.push(c);
         if (expected < 0 && size >= 5) {
           const h = chunks[0]!.length >= 5 ? chunks[0]! : Buffer.concat(chunks, size);
@@ -195,7 +222,7 @@ export async function listenUnaryGrpc(
       if (end) take();
     };
     s.onReset = () => {
-      chunks.length = 0;
+      release();
       if (cancels !== null && !s.localClosed) for (const c of cancels) c();
     };
     const start = (message: Buffer) => {

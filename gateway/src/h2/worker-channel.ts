@@ -99,6 +99,9 @@ export class WorkerChannel {
       {
         onGoaway: () => {
           if (this.current === st) this.current = null;
+          // New calls go to a fresh connection; this one closes once its calls are answered.
+          conn.onDrained = () => conn.end();
+          if (conn.streams.size === 0) conn.end();
         },
         onClose: () => {
           if (this.current === st) this.current = null;

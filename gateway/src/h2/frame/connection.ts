@@ -128,6 +128,8 @@ export class H2Connection {
   goawayReceived = false;
   /** From the peer's GOAWAY: our streams above this id were not processed. */
   peerLastStreamId = MAX_WINDOW;
+  /** Bytes of incomplete messages the streams' owners hold (they count it; the server caps it). */
+  held = 0;
   /** The first SETTINGS from the peer arrived (the connection is known to speak HTTP/2). */
   settingsReceived = false;
 
@@ -395,10 +397,10 @@ export class H2Connection {
   private forget(s: H2Stream): void {
     this.streams.delete(s.id);
     this.blocked.delete(s);
-    if (this.streams.size === 0 && this.goawaySent && !this.closed) this.onDrained?.();
+    if (this.streams.size === 0 && (this.goawaySent || this.goawayReceived) && !this.closed) this.onDrained?.();
   }
 
-  /** Set by a server closing gracefully: called when the last stream is gone after GOAWAY. */
+  /** Called when the last stream is gone after a GOAWAY either way (a graceful close finishes there). */
   onDrained: (() => void) | null = null;
 
   // ---- writing ----
