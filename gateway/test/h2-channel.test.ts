@@ -5,7 +5,7 @@
  * here are raw sockets that answer with exactly the frames under test.
  */
 import assert from 'node:assert/strict';
-import { createServer, type Server, type Socket } from 'node:net';
+import { createServer, type Socket } from 'node:net';
 import { suite, test } from 'node:test';
 import { status as Status } from '@grpc/grpc-js';
 import {
@@ -25,11 +25,16 @@ import { encodeHeaders } from '../src/h2/frame/hpack.js';
 import { classifyFailure } from '../src/routing/status.js';
 import { WorkerChannel } from '../src/h2/worker-channel.js';
 
+interface RawWorker {
+  readonly port: number;
+  close(): void;
+}
+
 /** A worker that answers each request's HEADERS with what `onRequest` writes. */
-async function rawWorker(
-  onRequest: (sock: Socket, streamId: number) => void,
-): Promise<{ server: Server; port: number }> {
+async function rawWorker(onRequest: (sock: Socket, streamId: number) => void): Promise<RawWorker> {
+  const sockets = new Set<Socket>();
   const server = createServer((sock) => {
+    sockets.add(sock);
     sock.on('error', () => {});
     let preface = Buffer.alloc(0);
     const r = new FrameReader((type, _flags, id) => {
@@ -46,11 +51,22 @@ async function rawWorker(
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { server, port: (server.address() as { port: number }).port };
+  return {
+    port: (server.address() as { port: number }).port,
+    close: () => {
+      for (const s of sockets) s.destroy();
+      server.close();
+    },
+  };
 }
 
 const outcome = (a: { code?: number; details?: string }) => classifyFailure({ code: a.code!, details: a.details! });
-const call = (ch: WorkerChannel) => ch.call('/x.Y/Z', Buffer.from('hi'), null, undefined, undefined, false);
+/** One call on a fresh channel, closed after. */
+const call = async (ch: WorkerChannel) => {
+  const a = await ch.call('/x.Y/Z', Buffer.from('hi'), null, undefined, undefined, false);
+  ch.close();
+  return a;
+};
 
 suite('the frame-level worker channel: how a failed call is reported', () => {
   test('a refused connection: never connected (may go to another replica)', async () => {
@@ -74,8 +90,8 @@ suite('the frame-level worker channel: how a failed call is reported', () => {
     const b = await call(new WorkerChannel(`127.0.0.1:${goingAway.port}`, 1 << 20));
     assert.match(b.details!, /not processed/);
     assert.equal(outcome(b), 'not_run');
-    refusing.server.close();
-    goingAway.server.close();
+    refusing.close();
+    goingAway.close();
   });
 
   test('the connection cut after the worker took the call: dropped (it may have run)', async () => {
@@ -84,7 +100,7 @@ suite('the frame-level worker channel: how a failed call is reported', () => {
     assert.equal(a.code, Status.UNAVAILABLE);
     assert.match(a.details!, /Connection dropped/);
     assert.equal(outcome(a), 'dropped');
-    dying.server.close();
+    dying.close();
   });
 
   test("a worker's answer over the size cap is RESOURCE_EXHAUSTED; a trailers-only error keeps its code", async () => {
@@ -117,7 +133,7 @@ suite('the frame-level worker channel: how a failed call is reported', () => {
     );
     const b = await call(new WorkerChannel(`127.0.0.1:${failing.port}`, 1024));
     assert.deepEqual(b, { ok: false, code: Status.NOT_FOUND, details: 'no such model' });
-    big.server.close();
-    failing.server.close();
+    big.close();
+    failing.close();
   });
 });
