@@ -106,6 +106,56 @@ suite('the frame server, byte by byte', () => {
     await gw.close(100);
   });
 
+  test('300 mutated request streams (seeded) never take the server down; a clean call still succeeds', async () => {
+    const gw = await listenUnaryGrpc(new Map([[PATH, echo]]), '127.0.0.1', 0, 1 << 20);
+    const block = encodeHeaders([
+      ':method',
+      'POST',
+      ':scheme',
+      'http',
+      ':path',
+      PATH,
+      'content-type',
+      'application/grpc',
+    ]);
+    const good = Buffer.concat([
+      CLIENT_PREFACE,
+      settingsFrame([[4, 1 << 20]]),
+      frame(FRAME_HEADERS, FLAG_END_HEADERS, 1, block),
+      frame(FRAME_DATA, FLAG_END_STREAM, 1, Buffer.from([0, 0, 0, 0, 2, 0x68, 0x69])),
+      frame(FRAME_PING, 0, 0, Buffer.alloc(8)),
+    ]);
+    let seed = 0x9e3779b9;
+    const rand = (n: number) => {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      return seed % n;
+    };
+    for (let i = 0; i < 300; i++) {
+      const bytes = Buffer.from(good);
+      // Mutate only after the preface most of the time, so the frame layer is what is exercised.
+      for (let k = 0; k < 1 + rand(4); k++) {
+        const at =
+          rand(10) === 0 ? rand(bytes.length) : CLIENT_PREFACE.length + rand(bytes.length - CLIENT_PREFACE.length);
+        bytes[at] = rand(256);
+      }
+      const sock = connect(gw.port, '127.0.0.1');
+      sock.on('error', () => {});
+      sock.on('data', () => {});
+      sock.end(bytes);
+      await once(sock, 'close');
+    }
+    const client = new Client(`127.0.0.1:${gw.port}`, credentials.createInsecure());
+    const raw = (b: Buffer) => b;
+    const res = await new Promise<Buffer | undefined>((resolve, reject) =>
+      client.makeUnaryRequest(PATH, raw, raw, Buffer.from('alive'), new Metadata(), {}, (err, r) =>
+        err ? reject(err) : resolve(r),
+      ),
+    );
+    assert.equal(res!.toString(), 'alive');
+    client.close();
+    await gw.close(100);
+  });
+
   test('close sends GOAWAY, still answers the call in flight, then resolves', async () => {
     let release!: () => void;
     let entered!: () => void;
