@@ -66,6 +66,9 @@ export class FrameReader {
   /** Bytes of an incomplete frame, kept until the rest arrives. */
   private pending: Buffer[] = [];
   private pendingBytes = 0;
+  /** Bytes the pending frame needs in all, once its header is in (-1 before): read once, so a
+   * frame dribbled in many small reads costs linear time. */
+  private pendingNeed = -1;
 
   constructor(
     private readonly onFrame: FrameHandler,
@@ -80,14 +83,17 @@ export class FrameReader {
       // Not even a frame header yet, or a header whose payload is not complete: keep waiting
       // without joining the pieces (a 16 MB message arrives in many reads).
       if (this.pendingBytes < 9) return;
-      const length = this.peekLength();
-      if (length > this.maxFrameSize)
-        throw new H2ConnectionError(ERR_FRAME_SIZE, `frame of ${length} bytes exceeds ${this.maxFrameSize}`);
-      const need = 9 + length;
-      if (this.pendingBytes < need) return;
+      if (this.pendingNeed < 0) {
+        const length = this.peekLength();
+        if (length > this.maxFrameSize)
+          throw new H2ConnectionError(ERR_FRAME_SIZE, `frame of ${length} bytes exceeds ${this.maxFrameSize}`);
+        this.pendingNeed = 9 + length;
+      }
+      if (this.pendingBytes < this.pendingNeed) return;
       buf = Buffer.concat(this.pending, this.pendingBytes);
       this.pending = [];
       this.pendingBytes = 0;
+      this.pendingNeed = -1;
     }
     let off = 0;
     while (buf.length - off >= 9) {
@@ -105,11 +111,8 @@ export class FrameReader {
       const rest = buf.subarray(off);
       this.pending.push(rest);
       this.pendingBytes = rest.length;
-      if (rest.length >= 9) {
-        const length = this.peekLength();
-        if (length > this.maxFrameSize)
-          throw new H2ConnectionError(ERR_FRAME_SIZE, `frame of ${length} bytes exceeds ${this.maxFrameSize}`);
-      }
+      // A whole header was already checked against the maximum by the loop above.
+      if (rest.length >= 9) this.pendingNeed = 9 + ((rest[0]! << 16) | (rest[1]! << 8) | rest[2]!);
     }
   }
 
