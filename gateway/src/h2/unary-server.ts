@@ -43,6 +43,12 @@ const SESSION_WINDOW = 64 * 2 ** 20;
 /** Our SETTINGS_MAX_FRAME_SIZE: large DATA frames cost fewer headers and reads for big tensors. */
 const MAX_FRAME_SIZE = 1 << 20;
 const MAX_HEADER_LIST_BYTES = 64 * 1024;
+/**
+ * Streams one client connection may hold open: above the gateway's default in-flight cap (1024,
+ * which answers RESOURCE_EXHAUSTED past it), so it never limits a real client, while a client
+ * that opens streams and never finishes them cannot grow the gateway's memory without bound.
+ */
+const MAX_STREAMS_PER_CONNECTION = 4096;
 
 // The blocks every OK answer sends, encoded once (the encoder is stateless).
 const OK_HEADERS = encodeHeaders([
@@ -263,6 +269,7 @@ export async function listenUnaryGrpc(
         connectionWindow: Math.max(SESSION_WINDOW, 2 * (maxMessageBytes + 5)),
         maxFrameSize: MAX_FRAME_SIZE,
         maxHeaderListBytes: MAX_HEADER_LIST_BYTES,
+        maxConcurrentStreams: MAX_STREAMS_PER_CONNECTION,
       },
       {
         onStream: (s, list, end) => {

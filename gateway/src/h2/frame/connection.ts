@@ -16,6 +16,7 @@ import {
   ERR_FRAME_SIZE,
   ERR_NO_ERROR,
   ERR_PROTOCOL,
+  ERR_REFUSED_STREAM,
   ERR_STREAM_CLOSED,
   FLAG_ACK,
   FLAG_END_HEADERS,
@@ -352,8 +353,10 @@ export class H2Connection {
       throw new H2ConnectionError(ERR_PROTOCOL, `client opened an even stream id ${id}`);
     }
     this.lastPeerStreamId = id;
-    if (this.goawaySent) {
-      this.socket.write(rstStreamFrame(id, 0x7 /* REFUSED_STREAM */));
+    const limit = this.opts.maxConcurrentStreams;
+    if (this.goawaySent || (limit !== undefined && this.streams.size >= limit)) {
+      // Not processed: the client may send it again (elsewhere, or once streams free up).
+      this.socket.write(rstStreamFrame(id, ERR_REFUSED_STREAM));
       return;
     }
     const stream = new H2Stream(id, this.peerInitialWindow);
