@@ -1,5 +1,5 @@
 /**
- * The gateway's KServe gRPC endpoint, on node:http2 (h2/unary-server.ts): every method sees raw
+ * The gateway's KServe gRPC endpoint, on HTTP/2 frames (h2/unary-server.ts): every method sees raw
  * message bytes. ModelInfer bodies go to the worker exactly as they came; the few methods the
  * gateway answers itself (liveness, readiness, the repository index over all workers, shared
  * memory fanned out to every worker) decode only their small messages.

@@ -17,7 +17,7 @@ export interface GatewayTls {
   readonly validTo: string;
 }
 
-/** Options shared by https.createServer and http2.createSecureServer. */
+/** Options shared by https.createServer and the gRPC listener's tls.createServer. */
 export function secureOptions(tls: GatewayTls): {
   cert: Buffer;
   key: Buffer;

@@ -4,7 +4,7 @@ import { deflateSync, gzipSync } from 'node:zlib';
 import {
   decodeGrpcMessage,
   encodeGrpcMessage,
-  forwardableHeaders,
+  forwardableList,
   messagePrefix,
   unframeUnary,
 } from '@hloserve/gateway/h2/grpc-wire';
@@ -46,17 +46,27 @@ suite('gRPC wire pieces of the HTTP/2 proxy', () => {
   });
 
   test("only the client's metadata is forwarded, never this hop's transport headers", () => {
-    const out = forwardableHeaders({
-      ':path': '/x',
-      ':authority': 'gw',
-      'content-type': 'application/grpc',
-      te: 'trailers',
-      'grpc-timeout': '5S',
-      'user-agent': 'grpc-c++',
-      authorization: 'Bearer t',
-      'x-trace-bin': 'AAEC',
-    });
-    assert.deepEqual(out, { authorization: 'Bearer t', 'x-trace-bin': 'AAEC' });
+    const out = forwardableList([
+      ':path',
+      '/x',
+      ':authority',
+      'gw',
+      'content-type',
+      'application/grpc',
+      'te',
+      'trailers',
+      'grpc-timeout',
+      '5S',
+      'user-agent',
+      'grpc-c++',
+      'authorization',
+      'Bearer t',
+      'x-trace-bin',
+      'AAEC',
+      'x-trace-bin',
+      'AQID',
+    ]);
+    assert.deepEqual(out, { authorization: 'Bearer t', 'x-trace-bin': ['AAEC', 'AQID'] });
   });
 });
 

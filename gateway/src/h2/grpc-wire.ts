@@ -3,7 +3,7 @@
  * status trailers and their percent-encoded message, and which request headers travel on to a
  * worker (the client's own metadata: tokens, trace ids) and which are this hop's.
  */
-import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
+import type { OutgoingHttpHeaders } from 'node:http2';
 import { gunzipSync, inflateSync } from 'node:zlib';
 
 export type GrpcHeaders = OutgoingHttpHeaders;
@@ -16,21 +16,29 @@ export function messagePrefix(length: number): Buffer {
   return p;
 }
 
-/** Below this size the prefix and the message go out as one write (one copy is cheaper than two writes). */
+/** Below this size the prefix and the message go out as one buffer (one copy is cheaper than two writes). */
 const COALESCE_BYTES = 64 * 1024;
 
-/** Writes one prefixed message and ends the stream's writable side. */
-export function writeMessage(stream: { write(b: Buffer): boolean; end(b?: Buffer): unknown }, body: Buffer): void {
+/** Where a prefixed message is written: the frame layer's DATA writer for one stream. */
+interface DataSink<S> {
+  writeData(s: S, data: Buffer, endStream: boolean, trailers?: Buffer | null): void;
+}
+
+/**
+ * Writes one prefixed message on stream `s`, then ends the stream: with `trailers` (a server's
+ * status block) or with END_STREAM on the last DATA frame (a client's request).
+ */
+export function writeMessage<S>(sink: DataSink<S>, s: S, body: Buffer, trailers: Buffer | null): void {
   if (body.length <= COALESCE_BYTES) {
     const out = Buffer.allocUnsafe(5 + body.length);
     out[0] = 0;
     out.writeUInt32BE(body.length, 1);
     body.copy(out, 5);
-    stream.end(out);
+    sink.writeData(s, out, trailers === null, trailers);
     return;
   }
-  stream.write(messagePrefix(body.length));
-  stream.end(body);
+  sink.writeData(s, messagePrefix(body.length), false);
+  sink.writeData(s, body, trailers === null, trailers);
 }
 
 export type Unframed = { readonly ok: true; readonly message: Buffer } | { readonly ok: false; readonly error: string };
@@ -95,13 +103,29 @@ const HOP_HEADERS = new Set([
   'host',
 ]);
 
-/** The client's metadata, to send on to a worker unchanged (binary `-bin` values stay base64). */
-export function forwardableHeaders(h: IncomingHttpHeaders): GrpcHeaders {
+/**
+ * The client's metadata from a decoded header list, to send on to a worker unchanged (binary
+ * `-bin` values stay base64); a repeated name becomes an array.
+ */
+export function forwardableList(list: readonly string[]): GrpcHeaders {
   const out: GrpcHeaders = {};
-  for (const k in h) {
+  for (let i = 0; i < list.length; i += 2) {
+    const k = list[i]!;
     if (k.charCodeAt(0) === 58 /* ':' */ || HOP_HEADERS.has(k)) continue;
-    const v = h[k];
-    if (v !== undefined) out[k] = v;
+    const v = list[i + 1]!;
+    const had = out[k];
+    if (had === undefined) out[k] = v;
+    else out[k] = Array.isArray(had) ? [...had, v] : [String(had), v];
   }
   return out;
+}
+
+/** Metadata back into a header list, after `into`'s own entries. */
+export function appendMetadata(into: string[], metadata: GrpcHeaders): void {
+  for (const k in metadata) {
+    const v = metadata[k];
+    if (v === undefined) continue;
+    if (Array.isArray(v)) for (const x of v) into.push(k, x);
+    else into.push(k, String(v));
+  }
 }
