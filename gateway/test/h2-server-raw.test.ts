@@ -190,3 +190,33 @@ suite('the frame server, byte by byte', () => {
     if (!sock.destroyed) await once(sock, 'close');
   });
 });
+
+suite('the frame server and a client that never speaks', () => {
+  test('a connection without a preface and SETTINGS is closed after the handshake time; one that spoke stays', async () => {
+    const gw = await listenUnaryGrpc(new Map([[PATH, echo]]), '127.0.0.1', 0, 1 << 20, null, { handshakeMs: 150 });
+    try {
+      const t0 = Date.now();
+      const silent = connect(gw.port, '127.0.0.1');
+      silent.on('error', () => {});
+      const half = connect(gw.port, '127.0.0.1');
+      half.on('error', () => {});
+      // Read what the server sends, so that its close is seen.
+      silent.resume();
+      half.resume();
+      // Listening before anything is awaited: the close may come before the other sockets connect.
+      const closed = Promise.all([once(silent, 'close'), once(half, 'close')]);
+      await once(half, 'connect');
+      half.write(CLIENT_PREFACE.subarray(0, 10)); // a preface begun and never finished
+      const spoke = connect(gw.port, '127.0.0.1');
+      await once(spoke, 'connect');
+      spoke.write(Buffer.concat([CLIENT_PREFACE, settingsFrame([])]));
+      await closed;
+      assert.ok(Date.now() - t0 < 2000);
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(spoke.destroyed, false, 'a client that sent its preface and SETTINGS is kept');
+      spoke.destroy();
+    } finally {
+      await gw.close(100);
+    }
+  });
+});

@@ -49,6 +49,11 @@ const MAX_HEADER_LIST_BYTES = 64 * 1024;
  * that opens streams and never finishes them cannot grow the gateway's memory without bound.
  */
 const MAX_STREAMS_PER_CONNECTION = 4096;
+/**
+ * A connection that has not sent its preface and SETTINGS by then is closed: a socket that never
+ * speaks would otherwise hold a descriptor and its buffers for as long as the peer likes.
+ */
+const HANDSHAKE_MS = 10_000;
 
 // The blocks every OK answer sends, encoded once (the encoder is stateless).
 const OK_HEADERS = encodeHeaders([
@@ -143,7 +148,9 @@ export async function listenUnaryGrpc(
   port: number,
   maxMessageBytes: number,
   tls: GatewayTls | null = null,
+  limits: { readonly handshakeMs?: number } = {},
 ): Promise<UnaryServerHandle> {
+  const handshakeMs = limits.handshakeMs ?? HANDSHAKE_MS;
   const connections = new Set<H2Connection>();
   let closing = false;
   /**
@@ -283,6 +290,11 @@ export async function listenUnaryGrpc(
       },
     );
     connections.add(conn);
+    const handshake = setClampedTimeout(() => {
+      if (!conn.settingsReceived) conn.destroy();
+    }, handshakeMs);
+    handshake.unref();
+    socket.once('close', () => clearTimeout(handshake));
   };
 
   const server: NetServer | TlsServer =
