@@ -116,6 +116,7 @@ test('the worker picker shows another worker’s screens: its own pins, kept in 
   await expect(page.getByTestId('worker-picker')).toHaveValue('worker1');
   await expect(map.pinnedBlock('mlp')).toBeVisible({ timeout: 30_000 });
   await page.screenshot({ path: join(shots, 'picker-worker1-414.png') });
-  await page.emulateMedia({ colorScheme: 'dark' });
+  await expect(page.getByTestId('feed-worker')).toHaveText('worker worker1');
+  await page.getByRole('button', { name: 'switch to dark theme' }).click();
   await page.screenshot({ path: join(shots, 'picker-worker1-414-dark.png') });
 });
