@@ -37,6 +37,10 @@ async function standIn(name: string, models: string[], resident: string[]): Prom
       res.end(
         JSON.stringify(p ? { data: { ...p, tokenId: null } } : { error: 'no token', code: 'HLO_ERR_UNAUTHENTICATED' }),
       );
+    } else if (req.headers.authorization === 'Bearer not-here') {
+      // This worker's own refusal, which the gateway must pass back as it is.
+      res.writeHead(401, { 'content-type': 'application/json', 'x-worker': name });
+      res.end(JSON.stringify({ error: `${name} does not know this token`, code: 'HLO_ERR_UNAUTHENTICATED' }));
     } else {
       res.writeHead(200, { 'content-type': 'application/json', 'x-worker': name });
       res.end(JSON.stringify({ data: { worker: name, path: req.url, auth: req.headers.authorization ?? null } }));
@@ -369,5 +373,26 @@ suite('the gateway console port: placements, actions, audit, pass-through', () =
       w2.ready = true;
     }
     assert.equal((await call('GET', '/api/v1/models?worker=w2', 'view')).body.data.worker, 'w2', 'ready again, served');
+  });
+
+  test("the named worker's refusal of a token comes back as it is", async () => {
+    const r = await call('GET', '/api/v1/tokens?worker=w1', 'not-here');
+    assert.equal(r.status, 401);
+    assert.deepEqual(r.body, { error: 'w1 does not know this token', code: 'HLO_ERR_UNAUTHENTICATED' });
+  });
+
+  test('a worker without a console port: 503 for its screens, listed without a console, others still served', async () => {
+    const w2 = ws[2]!;
+    gw.gateway.setWorker({
+      name: 'w3',
+      address: { grpc: `127.0.0.1:${w2.grpcPort}`, http: '127.0.0.1:1', metrics: null, console: null },
+    });
+    const r = await call('GET', '/api/v1/models?worker=w3', 'view');
+    assert.equal(r.status, 503);
+    assert.equal(r.body.code, 'HLO_ERR_SHUTTING_DOWN');
+    assert.match(r.body.error, /worker 'w3' has no console port/);
+    const v = (await call('GET', '/api/v1/placements', 'view')).body.data;
+    assert.equal(v.workers.find((w: { name: string }) => w.name === 'w3').console, false);
+    assert.equal((await call('GET', '/api/v1/models?worker=w2', 'view')).body.data.worker, 'w2');
   });
 });
