@@ -105,7 +105,13 @@ test('the worker picker shows another worker’s screens: its own pins, kept in 
   await expect(page).toHaveURL(/\/models\?worker=worker1$/);
   await expect(page.getByRole('main')).toContainText('mlp');
 
-  // Back to worker0: its own data again, never worker1's under its name.
+  // From the Placement screen, a worker's name opens that worker's screens.
+  await page.getByRole('navigation', { name: 'screens' }).getByRole('link', { name: 'Placement' }).click();
+  await page.getByRole('link', { name: "open worker0's screens" }).click();
+  await expect(page).toHaveURL(/\/\?worker=worker0$/);
+  await expect(page.getByTestId('worker-picker')).toHaveValue('worker0');
+
+  // Back to worker0's memory map: its own data again, never worker1's under its name.
   await page.goto(`${engine.consoleUrl}/memory?worker=worker0`);
   await expect(page.getByTestId('resident-blocks')).toBeVisible();
   await expect(map.pinnedBlock('mlp')).toHaveCount(0);
