@@ -1,5 +1,6 @@
 import { lazy, Suspense, useState } from 'react';
 import { tokenStore } from './api/token-store.js';
+import { workerScope } from './api/worker-choice.js';
 import { takeSetupTokenFromUrl } from './app/first-run.js';
 import { Layout } from './app/Layout.js';
 import { usePath } from './app/router.js';
@@ -23,12 +24,14 @@ const setupFromUrl =
 
 export function App() {
   const token = useToken();
+  usePath(); // the worker lives in the URL: render again when it changes
   const [setupToken] = useState(setupFromUrl);
   if (token === null) return <Setup initialSetupToken={setupToken} reason={tokenStore.reason() ?? undefined} />;
   return (
     <Layout>
       <Suspense fallback={<p className="muted">Loading…</p>}>
-        <Screen />
+        {/* Another worker: the screen starts afresh on that worker's keys, with no state of the last. */}
+        <Screen key={workerScope()} />
       </Suspense>
     </Layout>
   );

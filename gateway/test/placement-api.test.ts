@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
+import { connect } from 'node:net';
 import { after, before, suite, test } from 'node:test';
 import type { Server as GrpcServer } from '@grpc/grpc-js';
 import { serveGateway, type RunningGateway } from '@hloserve/gateway';
@@ -36,10 +37,18 @@ async function standIn(name: string, models: string[], resident: string[]): Prom
       res.end(
         JSON.stringify(p ? { data: { ...p, tokenId: null } } : { error: 'no token', code: 'HLO_ERR_UNAUTHENTICATED' }),
       );
+    } else if (req.headers.authorization === 'Bearer not-here') {
+      // This worker's own refusal, which the gateway must pass back as it is.
+      res.writeHead(401, { 'content-type': 'application/json', 'x-worker': name });
+      res.end(JSON.stringify({ error: `${name} does not know this token`, code: 'HLO_ERR_UNAUTHENTICATED' }));
     } else {
       res.writeHead(200, { 'content-type': 'application/json', 'x-worker': name });
       res.end(JSON.stringify({ data: { worker: name, path: req.url, auth: req.headers.authorization ?? null } }));
     }
+  });
+  // The live feed's upgrade: answered with who took it and the path it saw, then closed.
+  s.http.on('upgrade', (req, socket) => {
+    socket.end(`HTTP/1.1 101 Switching Protocols\r\nx-worker: ${name}\r\nx-path: ${req.url}\r\n\r\n`);
   });
   s.httpPort = await new Promise<number>((r) =>
     s.http.listen(0, '127.0.0.1', () => r((s.http.address() as { port: number }).port)),
@@ -274,5 +283,116 @@ suite('the gateway console port: placements, actions, audit, pass-through', () =
     const r = await call('GET', '/api/v1/models?x=1', 'view');
     assert.equal(r.status, 200);
     assert.deepEqual(r.body.data, { worker: 'w0', path: '/api/v1/models?x=1', auth: 'Bearer view' });
+  });
+
+  /** A WebSocket upgrade through the gateway: the head of whatever answers it. */
+  const upgrade = (path: string) =>
+    new Promise<string>((resolve, reject) => {
+      const sock = connect(Number(new URL(base).port), '127.0.0.1', () =>
+        sock.write(
+          `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n` +
+            'Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
+        ),
+      );
+      let got = '';
+      sock.on('data', (c: Buffer) => (got += c.toString('latin1')));
+      sock.on('end', () => resolve(got));
+      sock.on('close', () => resolve(got));
+      sock.on('error', reject);
+    });
+
+  test('a request that names a worker (query or header) goes to that worker, without the parameter', async () => {
+    const q = await call('GET', '/api/v1/models?worker=w1&x=1', 'view');
+    assert.equal(q.status, 200);
+    assert.deepEqual(q.body.data, { worker: 'w1', path: '/api/v1/models?x=1', auth: 'Bearer view' });
+    const only = await call('GET', '/api/v1/queues?worker=w2', 'view');
+    assert.deepEqual(only.body.data, { worker: 'w2', path: '/api/v1/queues', auth: 'Bearer view' });
+    const h = await fetch(`${base}/api/v1/workers`, { headers: { 'x-hloserve-worker': 'w2' } });
+    assert.equal(((await h.json()) as { data: { worker: string } }).data.worker, 'w2');
+    // A body reaches the named worker too.
+    const post = await fetch(`${base}/api/v1/models/a/pin?worker=w1`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer op', 'content-type': 'application/json' },
+      body: '{"residency":"pinned"}',
+    });
+    assert.equal(((await post.json()) as { data: { worker: string } }).data.worker, 'w1');
+    const dflt = await call('GET', '/api/v1/models', 'view');
+    assert.equal(dflt.body.data.worker, 'w0', 'no name: the first ready worker, as before');
+  });
+
+  test('the live feed goes to the worker its query names; no name, the default', async () => {
+    assert.match(
+      await upgrade('/api/v1/stream?worker=w2'),
+      /^HTTP\/1\.1 101[^]*x-worker: w2\r\nx-path: \/api\/v1\/stream\r\n/,
+    );
+    assert.match(await upgrade('/api/v1/stream'), /x-worker: w0\r\n/);
+  });
+
+  test('the placement view lists every worker the console can pick, with whether it has a console', async () => {
+    const v = (await call('GET', '/api/v1/placements', 'view')).body.data;
+    assert.deepEqual(
+      v.workers.map((w: { name: string; ready: boolean; console: boolean }) => [w.name, w.ready, w.console]),
+      [
+        ['w0', true, true],
+        ['w1', true, true],
+        ['w2', true, true],
+      ],
+    );
+  });
+
+  test('a bad, unknown or unready worker: 400, 404, 503 from the catalogue, REST and feed alike, and serving goes on', async () => {
+    const w2 = gw.gateway.fleet.workers.get('w2')!;
+    const cases: [string, number, string, RegExp][] = [
+      ['?worker=', 400, 'HLO_ERR_INVALID_ARGUMENT', /'' is not a worker name/],
+      [`?worker=${'w'.repeat(65)}`, 400, 'HLO_ERR_INVALID_ARGUMENT', /is not a worker name/],
+      ['?worker=w0%2F..%2Fx', 400, 'HLO_ERR_INVALID_ARGUMENT', /is not a worker name/],
+      ['?worker=%3Cscript%3E', 400, 'HLO_ERR_INVALID_ARGUMENT', /is not a worker name/],
+      ['?worker=w0&worker=w1', 400, 'HLO_ERR_INVALID_ARGUMENT', /given 2 times/],
+      ['?worker=w9', 404, 'HLO_ERR_NOT_FOUND', /no worker 'w9' in this fleet \(workers: w0, w1, w2\)/],
+      ['?worker=w2', 503, 'HLO_ERR_SHUTTING_DOWN', /worker 'w2' is not ready/],
+    ];
+    w2.ready = false;
+    try {
+      for (const [query, status, code, message] of cases) {
+        for (const path of ['/api/v1/models', '/api/v1/placements']) {
+          const r = await call('GET', path + query, 'view');
+          assert.equal(r.status, status, `${path}${query}: ${JSON.stringify(r.body)}`);
+          assert.equal(r.body.code, code);
+          assert.match(r.body.error, message);
+        }
+        const ws = await upgrade(`/api/v1/stream${query}`);
+        assert.match(ws, new RegExp(`^HTTP/1\\.1 ${status} `), `feed ${query}`);
+        assert.match(ws, new RegExp(code));
+        // Still serving: the default worker and a named one.
+        assert.equal((await call('GET', '/api/v1/models', 'view')).body.data.worker, 'w0');
+        assert.equal((await call('GET', '/api/v1/models?worker=w1', 'view')).body.data.worker, 'w1');
+      }
+      const bad = await fetch(`${base}/api/v1/models`, { headers: { 'x-hloserve-worker': 'a b' } });
+      assert.equal(bad.status, 400);
+    } finally {
+      w2.ready = true;
+    }
+    assert.equal((await call('GET', '/api/v1/models?worker=w2', 'view')).body.data.worker, 'w2', 'ready again, served');
+  });
+
+  test("the named worker's refusal of a token comes back as it is", async () => {
+    const r = await call('GET', '/api/v1/tokens?worker=w1', 'not-here');
+    assert.equal(r.status, 401);
+    assert.deepEqual(r.body, { error: 'w1 does not know this token', code: 'HLO_ERR_UNAUTHENTICATED' });
+  });
+
+  test('a worker without a console port: 503 for its screens, listed without a console, others still served', async () => {
+    const w2 = ws[2]!;
+    gw.gateway.setWorker({
+      name: 'w3',
+      address: { grpc: `127.0.0.1:${w2.grpcPort}`, http: '127.0.0.1:1', metrics: null, console: null },
+    });
+    const r = await call('GET', '/api/v1/models?worker=w3', 'view');
+    assert.equal(r.status, 503);
+    assert.equal(r.body.code, 'HLO_ERR_SHUTTING_DOWN');
+    assert.match(r.body.error, /worker 'w3' has no console port/);
+    const v = (await call('GET', '/api/v1/placements', 'view')).body.data;
+    assert.equal(v.workers.find((w: { name: string }) => w.name === 'w3').console, false);
+    assert.equal((await call('GET', '/api/v1/models?worker=w2', 'view')).body.data.worker, 'w2');
   });
 });

@@ -1,6 +1,7 @@
 import { ApiError, errorFromBody } from './errors.js';
 import { tokenStore } from './token-store.js';
 import type { Envelope } from './types.js';
+import { currentWorker, withWorker } from './worker-choice.js';
 
 export interface RequestOptions {
   readonly method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -8,6 +9,11 @@ export interface RequestOptions {
   /** Overrides the stored token (the setup exchange sends none). */
   readonly token?: string | null;
   readonly signal?: AbortSignal;
+  /**
+   * The worker behind a gateway that answers (worker-choice.ts): the one the page's URL names
+   * unless given; null for the gateway's own routes (placements), which belong to no worker.
+   */
+  readonly worker?: string | null;
 }
 
 let idempotencySeq = 0;
@@ -23,7 +29,7 @@ export async function apiRequest<T>(path: string, opts: RequestOptions = {}): Pr
   if (method !== 'GET') headers['idempotency-key'] = `${Date.now().toString(36)}-${(idempotencySeq++).toString(36)}`;
   let res: Response;
   try {
-    res = await fetch(path, {
+    res = await fetch(withWorker(path, opts.worker === undefined ? currentWorker() : opts.worker), {
       method,
       headers,
       body: opts.body === undefined ? undefined : JSON.stringify(opts.body),

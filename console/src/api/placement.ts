@@ -38,6 +38,8 @@ export interface ModelPlacement {
 export interface WorkerPlacement {
   readonly name: string;
   readonly ready: boolean;
+  /** Has a console port: its screens can be shown (?worker=NAME) when it is ready. */
+  readonly console: boolean;
   readonly outstanding: number;
   readonly computeLoad: number | null;
 }

@@ -138,6 +138,36 @@ describe('StreamClient', () => {
     expect(client.seqOf('models')).toBe(7);
   });
 
+  test('switching source (another worker) drops the old socket and its seqs: every topic from a fresh snapshot', () => {
+    let worker = 'w0';
+    const { client, sockets, last } = setup({ url: () => `ws://gw/api/v1/stream?worker=${worker}` });
+    const h = vi.fn();
+    client.subscribe('models', h);
+    client.subscribe('audit', vi.fn());
+    last().open();
+    last().push(snap('models', 50));
+    last().push(snap('audit', 7));
+    const old = last();
+    worker = 'w1';
+    client.switchSource();
+    expect(old.closed).toBe(true);
+    expect(sockets).toHaveLength(2);
+    expect(last().url).toBe('ws://gw/api/v1/stream?worker=w1');
+    expect(client.seqOf('models')).toBeNull();
+    expect(client.getStatus().watermark).toBe(0);
+    // The old worker's late message is not applied to the new source.
+    old.push(delta('models', 51));
+    expect(h).toHaveBeenCalledTimes(1);
+    last().open();
+    expect(last().ops()).toEqual(['auth', 'subscribe models,audit']);
+    last().push(snap('models', 3, { worker: 'w1' }));
+    last().push(snap('audit', 1));
+    expect(client.getStatus().state).toBe('resynced');
+    expect(h).toHaveBeenLastCalledWith(expect.objectContaining({ kind: 'snapshot', seq: 3 }));
+    last().push(delta('models', 4));
+    expect(client.seqOf('models')).toBe(4);
+  });
+
   test('a snapshot answering a resume means the server resynced: the banner says so, then settles', () => {
     const { client, last } = setup();
     const h = vi.fn();

@@ -164,6 +164,20 @@ export class StreamClient {
     if (this.topics.size > 0) this.connect();
   }
 
+  /**
+   * The feed's source changed (another worker behind the gateway): the seqs held are another
+   * stream's, so every topic starts again from a fresh snapshot on a new socket, shown as a resync.
+   */
+  switchSource(): void {
+    for (const t of this.topics.values()) {
+      t.seq = null;
+      t.awaitingSnapshot = true;
+      t.resyncPending = true;
+    }
+    this.setStatus({ watermark: 0 });
+    this.reconnectNow();
+  }
+
   dispose(): void {
     this.disposed = true;
     this.clearReconnect();

@@ -1,10 +1,12 @@
 import { useEffect, useRef, type ReactNode } from 'react';
 import { tokenStore } from '../api/token-store.js';
+import { currentWorker } from '../api/worker-choice.js';
 import { ConnectionBanner } from '../components/ConnectionBanner.js';
+import { WorkerPicker } from '../components/WorkerPicker.js';
 import { Link, usePath } from './router.js';
 import { useSession } from './session.js';
 import { useControlMode } from './data.js';
-import { useHasFleet } from './fleet.js';
+import { usePlacements } from './fleet.js';
 import { useTheme } from './theme.js';
 
 const screens = [
@@ -21,7 +23,9 @@ export function Layout({ children }: { children: ReactNode }) {
   const path = usePath().split('?')[0]!;
   const session = useSession();
   const controlMode = useControlMode();
-  const fleet = useHasFleet();
+  // Behind a gateway (the placements route answers): the fleet's screens and the worker picker.
+  const fleetView = usePlacements(15_000).data;
+  const fleet = fleetView?.fleet === true;
   const [theme, toggleTheme] = useTheme();
   const current = (to: string) => (to === '/' ? path === '/' : path === to || path.startsWith(to + '/'));
   const nav = useRef<HTMLElement>(null);
@@ -37,6 +41,7 @@ export function Layout({ children }: { children: ReactNode }) {
           hloserve
         </Link>
         <span className="spacer" />
+        {fleet && fleetView && <WorkerPicker workers={fleetView.workers} named={currentWorker()} />}
         {session.data && (
           <span className="who muted" data-testid="who">
             {session.data.name} · <strong>{session.data.scope}</strong>

@@ -4,7 +4,7 @@
  */
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { ApiError } from '../api/errors.js';
-import { apiGet, apiRequest } from '../api/http.js';
+import { apiRequest } from '../api/http.js';
 import {
   placementKeys,
   placementRoutes,
@@ -20,7 +20,8 @@ export function usePlacements(refetchMs: number | false = 3_000) {
     queryKey: placementKeys.view(),
     queryFn: async ({ signal }) => {
       try {
-        return await apiGet<PlacementView>(placementRoutes.view, signal);
+        // The gateway's own route, asked without a worker: a stale ?worker= must not hide the fleet.
+        return (await apiRequest<PlacementView>(placementRoutes.view, { signal, worker: null })).data;
       } catch (err) {
         if (err instanceof ApiError && err.status === 404) return null;
         throw err;
@@ -28,19 +29,16 @@ export function usePlacements(refetchMs: number | false = 3_000) {
     },
     enabled: token !== null,
     retry: false,
-    refetchInterval: refetchMs,
+    // A single worker (404, null) has no fleet to watch: no polling there.
+    refetchInterval: (q) => (q.state.data === null ? false : refetchMs),
   });
-}
-
-/** True when the console is served by a gateway in front of several workers. */
-export function useHasFleet(): boolean {
-  return usePlacements(false).data?.fleet === true;
 }
 
 export function usePlacementAudit(enabled: boolean) {
   return useQuery({
     queryKey: placementKeys.audit(),
-    queryFn: ({ signal }) => apiGet<readonly PlacementAuditEntry[]>(placementRoutes.audit, signal),
+    queryFn: async ({ signal }) =>
+      (await apiRequest<readonly PlacementAuditEntry[]>(placementRoutes.audit, { signal, worker: null })).data,
     enabled,
     refetchInterval: 10_000,
   });
@@ -53,6 +51,7 @@ export function usePlacementAction() {
       apiRequest(placementRoutes.action(v.model, v.action), {
         method: 'POST',
         body: v.action === 'move' ? { from: v.from, to: v.to } : {},
+        worker: null,
       }),
     onSettled: () => {
       void qc.invalidateQueries({ queryKey: placementKeys.view() });

@@ -3,10 +3,13 @@ import { FeedPacer } from '../api/feed-pacer.js';
 import { routes } from '../api/routes.js';
 import { StreamClient, type SocketLike } from '../api/stream.js';
 import { tokenStore } from '../api/token-store.js';
+import { currentWorker, withWorker } from '../api/worker-choice.js';
+import { onLocationChange } from './router.js';
 
 function streamUrl(): string {
   const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
-  return `${proto}//${location.host}${routes.stream}`;
+  // Behind a gateway the feed is the chosen worker's (?worker=); read at each connect.
+  return `${proto}//${location.host}${withWorker(routes.stream)}`;
 }
 
 /** The console's one WebSocket. */
@@ -30,6 +33,15 @@ pacer.onFlush(() => (watermark = stream.getStatus().watermark));
 export const shownWatermark = (): number => watermark;
 
 tokenStore.subscribe(() => stream.reconnectNow());
+
+// Another worker chosen (the picker, back, forward): its feed from a fresh snapshot, as a resync.
+let feedWorker = currentWorker();
+onLocationChange(() => {
+  const now = currentWorker();
+  if (now === feedWorker) return;
+  feedWorker = now;
+  stream.switchSource();
+});
 
 // The feed refusing the token means the token is gone: back to sign-in, as a 401 does.
 stream.onStatus((s) => {

@@ -1,4 +1,5 @@
 import { useEffect, useState } from 'react';
+import { currentWorker } from '../api/worker-choice.js';
 import { useStreamStatus, useWatermark } from '../app/live.js';
 import { allows, useSession } from '../app/session.js';
 
@@ -13,6 +14,8 @@ export function ConnectionBanner() {
     const t = setInterval(() => setNow(Date.now()), 500);
     return () => clearInterval(t);
   }, [status.state]);
+  // Behind a gateway, whose feed this is (the URL's choice; Layout renders on every navigation).
+  const worker = currentWorker();
   const readOnly = session.data && !allows(session.data.scope, 'operator');
   let text: string;
   switch (status.state) {
@@ -20,7 +23,7 @@ export function ConnectionBanner() {
       text = 'Live';
       break;
     case 'resynced':
-      text = 'Resynced: the engine sent fresh state after a gap';
+      text = 'Resynced: the engine sent fresh state after a gap or a change of worker';
       break;
     case 'reconnecting': {
       const inS = status.nextRetryAtMs ? Math.max(0, Math.ceil((status.nextRetryAtMs - now) / 1000)) : 0;
@@ -46,6 +49,11 @@ export function ConnectionBanner() {
     >
       <span className="dot" aria-hidden="true" />
       <span>{text}</span>
+      {worker !== null && (
+        <span className="pill" data-testid="feed-worker">
+          worker {worker}
+        </span>
+      )}
       {readOnly && (
         <span className="pill" data-testid="read-only">
           Read-only (viewer token)

@@ -5,6 +5,13 @@ import { useSession } from '../app/session.js';
 import { formatTime } from '../components/format.js';
 import { QueryState } from '../components/QueryState.js';
 import { toCsv } from './activity-export.js';
+import { currentWorker } from '../api/worker-choice.js';
+
+/** Behind a gateway the file says whose log it is: `hloserve-worker1-audit.json`. */
+function exportName(tab: string): string {
+  const worker = currentWorker();
+  return worker === null ? tab : `${worker}-${tab}`;
+}
 
 function download(name: string, type: string, text: string): void {
   const url = URL.createObjectURL(new Blob([text], { type }));
@@ -66,11 +73,13 @@ export function Activity() {
         <span style={{ flex: 1 }} />
         <button
           type="button"
-          onClick={() => download(`hloserve-${tab}.json`, 'application/json', JSON.stringify(rows, null, 2))}
+          onClick={() =>
+            download(`hloserve-${exportName(tab)}.json`, 'application/json', JSON.stringify(rows, null, 2))
+          }
         >
           Export JSON
         </button>
-        <button type="button" onClick={() => download(`hloserve-${tab}.csv`, 'text/csv', toCsv(rows))}>
+        <button type="button" onClick={() => download(`hloserve-${exportName(tab)}.csv`, 'text/csv', toCsv(rows))}>
           Export CSV
         </button>
       </div>

@@ -2,11 +2,13 @@
  * The gateway's console port: the console and control API for the fleet. The placement routes
  * are the gateway's own (GET /api/v1/placements, GET /api/v1/placements/audit, POST
  * /api/v1/placements/{model}/{action}); every other path, WebSocket upgrades included (the live
- * feed), is passed through to one worker's console port (the first ready one by name), so the
- * console's other screens and the token store are that worker's.
+ * feed), is passed through to the console port of the worker the request names (`?worker=NAME`,
+ * or the x-hloserve-worker header for REST; console-target.ts), or of the first ready one by name
+ * when it names none. So the console shows any worker's screens, and that worker checks the token.
  *
- * Auth: the caller's Authorization header is forwarded to that worker's GET /api/v1/session; its
- * answer (who, which scope) decides, so tokens are minted, revoked and expire in one place. A
+ * Auth: the caller's Authorization header is forwarded to the named (or default) worker's GET
+ * /api/v1/session; its answer (who, which scope) decides, so tokens are minted, revoked and expire
+ * in one place (under the supervisor the workers share one store). A
  * viewer may read placements, an operator may act on them. Each action is stored with its audit
  * entry in the gateway's PlacementState (placement-state.ts) before it is answered; a store that
  * fails puts the model's placement back and answers 500. An action may carry an Idempotency-Key:
@@ -16,12 +18,12 @@
  * stays plaintext (on loopback under the supervisor). The settings answer's `tls` object is
  * rewritten to describe this listener, the one the caller reached, not the worker's.
  */
-import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { STATUS_CODES, createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { connect } from 'node:net';
 import { ServeError, toHttpStatus } from '@hloserve/common/errors';
 import type { Gateway } from '../gateway.js';
-import type { WorkerClient } from '../worker-client.js';
+import { consoleTarget } from './console-target.js';
 import { applyPlacementAction, isPlacementAction } from './placement-actions.js';
 import { placementView } from './placement-view.js';
 import { secureOptions, tlsSettingsView, type GatewayTls } from '../tls.js';
@@ -43,12 +45,6 @@ export interface GatewayConsoleHandle {
 
 const MAX_BODY = 64 * 1024;
 const REPLAY_MS = 10 * 60_000;
-
-function consoleWorker(gw: Gateway): WorkerClient | null {
-  const ws = [...gw.fleet.workers.values()].filter((w) => w.ready && w.address.console);
-  ws.sort((a, b) => (a.name < b.name ? -1 : 1));
-  return ws[0] ?? null;
-}
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
@@ -94,10 +90,9 @@ export async function startGatewayConsole(
 ): Promise<GatewayConsoleHandle> {
   const replays = new Map<string, { at: number; status: number; body: unknown }>();
 
-  /** Asks the console worker who the caller is; throws the worker's refusal as the gateway's. */
+  /** Asks the named (or default) worker who the caller is; throws its refusal as the gateway's. */
   const principal = async (req: IncomingMessage, needed: Scope): Promise<Principal> => {
-    const w = consoleWorker(gw);
-    if (!w) throw new ServeError('HLO_ERR_SHUTTING_DOWN', 'no worker with a console is ready to check the token');
+    const w = consoleTarget(gw, req.url ?? '/', req.headers['x-hloserve-worker']).worker;
     const headers: Record<string, string> = { accept: 'application/json' };
     if (req.headers.authorization) headers.authorization = req.headers.authorization;
     const r = await fetch(`http://${w.address.console}/api/v1/session`, {
@@ -169,13 +164,16 @@ export async function startGatewayConsole(
     return true;
   };
 
-  /** Everything else goes to the console worker as it came (Host included: its Origin check sees the browser's). */
+  /**
+   * Everything else goes to the worker the request names, as it came (Host included: its Origin
+   * check sees the browser's), less the `worker` parameter. Its answers, refusals included, come
+   * back as they are.
+   */
   const pass = (req: IncomingMessage, res: ServerResponse): void => {
-    const w = consoleWorker(gw);
-    if (!w) return sendError(res, new ServeError('HLO_ERR_SHUTTING_DOWN', 'no worker with a console is ready'));
+    const { worker: w, url } = consoleTarget(gw, req.url ?? '/', req.headers['x-hloserve-worker']);
     const [h, p] = splitHostPort(w.address.console!);
-    const settings = (req.url ?? '').split('?')[0] === '/api/v1/settings';
-    const out = request({ host: h, port: p, method: req.method, path: req.url, headers: req.headers }, (wr) => {
+    const settings = url.split('?')[0] === '/api/v1/settings';
+    const out = request({ host: h, port: p, method: req.method, path: url, headers: req.headers }, (wr) => {
       if (settings && (wr.statusCode ?? 0) < 300) return answerSettings(wr, res);
       res.writeHead(wr.statusCode ?? 502, wr.headers);
       wr.pipe(res);
@@ -208,21 +206,36 @@ export async function startGatewayConsole(
     const path = (req.url ?? '/').split('?')[0]!;
     own(req, res, path).then(
       (handled) => {
-        if (!handled) pass(req, res);
+        if (handled) return;
+        try {
+          pass(req, res);
+        } catch (err) {
+          // Unread, the body would hold the connection: drain it while the error goes back.
+          req.resume();
+          sendError(res, err);
+        }
       },
       (err: unknown) => sendError(res, err),
     );
   };
   const server: Server = tls === null ? createServer(onRequest) : createHttpsServer(secureOptions(tls), onRequest);
   server.on('upgrade', (req: IncomingMessage, socket, head: Buffer) => {
-    const w = consoleWorker(gw);
-    if (!w) {
-      socket.destroy();
+    let target;
+    try {
+      // The console's feed names its worker in the query: a browser WebSocket cannot set headers.
+      target = consoleTarget(gw, req.url ?? '/', req.headers['x-hloserve-worker']);
+    } catch (err) {
+      const { status, body } = toHttpStatus(err);
+      const text = JSON.stringify(body);
+      socket.end(
+        `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\ncontent-type: application/json; charset=utf-8\r\n` +
+          `content-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`,
+      );
       return;
     }
-    const [h, p] = splitHostPort(w.address.console!);
+    const [h, p] = splitHostPort(target.worker.address.console!);
     const up = connect(p, h, () => {
-      const lines = [`${req.method} ${req.url} HTTP/1.1`];
+      const lines = [`${req.method} ${target.url} HTTP/1.1`];
       for (let i = 0; i < req.rawHeaders.length; i += 2) lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
       up.write(lines.join('\r\n') + '\r\n\r\n');
       if (head.length) up.write(head);

@@ -36,6 +36,8 @@ export interface ModelPlacementView {
 export interface WorkerPlacementView {
   readonly name: string;
   readonly ready: boolean;
+  /** Whether it has a console port: the console can show its screens (`?worker=NAME`) when ready. */
+  readonly console: boolean;
   /** Requests the gateway has in flight there. */
   readonly outstanding: number;
   /** Compute load the last packing charged to the worker (sum of utilisation shares). */
@@ -110,7 +112,13 @@ export async function placementView(gw: Gateway): Promise<PlacementView> {
     repacks: gw.placement.repacks,
     workers: workers.map((name) => {
       const w = gw.fleet.workers.get(name)!;
-      return { name, ready: w.ready, outstanding: w.outstanding, computeLoad: last?.computeLoad.get(name) ?? null };
+      return {
+        name,
+        ready: w.ready,
+        console: Boolean(w.address.console),
+        outstanding: w.outstanding,
+        computeLoad: last?.computeLoad.get(name) ?? null,
+      };
     }),
     models,
   };

@@ -1,6 +1,7 @@
 import { useState } from 'react';
 import type { ModelPlacement, PlacementAction, PlacementView } from '../../api/placement.js';
 import { usePlacementAction, usePlacementAudit, usePlacements } from '../../app/fleet.js';
+import { Link } from '../../app/router.js';
 import { useSession } from '../../app/session.js';
 import { ActionButton } from '../../components/ActionButton.js';
 import { QueryState } from '../../components/QueryState.js';
@@ -31,7 +32,18 @@ export function Placement() {
                     <th scope="col">Model</th>
                     {view.data.workers.map((w) => (
                       <th key={w.name} scope="col" title={`${w.outstanding} in flight`}>
-                        <span className="mono">{w.name}</span>
+                        {w.ready && w.console ? (
+                          // That worker's screens, from its overview (the picker's choice, by link).
+                          <Link
+                            to={`/?worker=${encodeURIComponent(w.name)}`}
+                            className="mono"
+                            aria-label={`open ${w.name}'s screens`}
+                          >
+                            {w.name}
+                          </Link>
+                        ) : (
+                          <span className="mono">{w.name}</span>
+                        )}
                         {!w.ready && <span className="whynot"> down</span>}
                         {w.computeLoad !== null && <div className="muted">load {w.computeLoad.toFixed(2)}</div>}
                       </th>

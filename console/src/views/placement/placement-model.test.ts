@@ -16,7 +16,7 @@ const model = (over: Partial<ModelPlacement> = {}): ModelPlacement => ({
 const view: Pick<PlacementView, 'actions' | 'mode' | 'workers'> = {
   actions: true,
   mode: 'lpt_packing',
-  workers: ['w0', 'w1', 'w2'].map((name) => ({ name, ready: true, outstanding: 0, computeLoad: 0 })),
+  workers: ['w0', 'w1', 'w2'].map((name) => ({ name, ready: true, console: true, outstanding: 0, computeLoad: 0 })),
 };
 
 describe('placement state: desired (placed) against actual (resident)', () => {

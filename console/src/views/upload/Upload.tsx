@@ -4,19 +4,24 @@ import { apiRequest } from '../../api/http.js';
 import { modelKeys } from '../../api/keys.js';
 import { routes } from '../../api/routes.js';
 import { tokenStore } from '../../api/token-store.js';
+import { currentWorker, withWorker } from '../../api/worker-choice.js';
 import { canOperate } from '../../app/permissions.js';
 import { useSession } from '../../app/session.js';
 import { formatBytes } from '../../components/format.js';
 import { modelNameFrom, runUpload, type UploadProgress, type UploadRow, type UploadTransport } from './uploader.js';
 import { errorFromBody } from '../../api/errors.js';
 
-/** The control API's upload routes, over fetch. */
-const transport: UploadTransport = {
-  create: async (body, signal) => (await apiRequest<UploadRow>(routes.uploads, { method: 'POST', body, signal })).data,
+/**
+ * The control API's upload routes, over fetch, all to one worker: the one chosen when the upload
+ * started (behind a gateway), even if the operator looks at another meanwhile.
+ */
+const uploadTransport = (worker: string | null): UploadTransport => ({
+  create: async (body, signal) =>
+    (await apiRequest<UploadRow>(routes.uploads, { method: 'POST', body, signal, worker })).data,
   sendChunk: async (id, offset, chunk, signal) => {
     // A chunk is raw bytes, not JSON: apiRequest does not fit.
     const token = tokenStore.get();
-    const res = await fetch(routes.upload(id), {
+    const res = await fetch(withWorker(routes.upload(id), worker), {
       method: 'PATCH',
       headers: {
         'content-type': 'application/offset+octet-stream',
@@ -30,11 +35,11 @@ const transport: UploadTransport = {
     if (!res.ok || !body?.data) throw errorFromBody(res.status, body);
     return body.data;
   },
-  status: async (id, signal) => (await apiRequest<UploadRow>(routes.upload(id), { signal })).data,
+  status: async (id, signal) => (await apiRequest<UploadRow>(routes.upload(id), { signal, worker })).data,
   complete: async (id, load, signal) =>
-    (await apiRequest<UploadRow>(routes.uploadComplete(id), { method: 'POST', body: { load }, signal })).data,
-  cancel: (id) => apiRequest(routes.upload(id), { method: 'DELETE' }),
-};
+    (await apiRequest<UploadRow>(routes.uploadComplete(id), { method: 'POST', body: { load }, signal, worker })).data,
+  cancel: (id) => apiRequest(routes.upload(id), { method: 'DELETE', worker }),
+});
 
 const steps = ['upload', 'validate', 'install and load'] as const;
 
@@ -72,9 +77,11 @@ export function Upload() {
     if (!file) return;
     const ac = new AbortController();
     abort.current = ac;
-    const end = await runUpload(file, model, transport, setProgress, ac.signal, { load });
+    // The worker and its models' key as they are now: the upload's, whatever is shown when it ends.
+    const listKey = modelKeys.list();
+    const end = await runUpload(file, model, uploadTransport(currentWorker()), setProgress, ac.signal, { load });
     abort.current = null;
-    if (end.step === 'done') void qc.invalidateQueries({ queryKey: modelKeys.list() });
+    if (end.step === 'done') void qc.invalidateQueries({ queryKey: listKey });
   };
   const busy = progress?.step === 'uploading' || progress?.step === 'validating';
   const stepIndex = progress ? { uploading: 0, validating: 1, done: 3, failed: -1, cancelled: -1 }[progress.step] : -1;
