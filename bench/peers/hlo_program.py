@@ -45,10 +45,10 @@ def read_safetensors(path: Path):
 
 
 class HloProgram:
-    def __init__(self, bundle: Path, inputs: list):
+    def __init__(self, bundle: Path, inputs: list, batch: int = 1):
         self.backend = jb.get_backend()
         device = self.backend.devices()[0]
-        code = (bundle / "model.b1.mlir").read_bytes()
+        code = (bundle / f"model.b{batch}.mlir").read_bytes()
         self.exe = self.backend.compile_and_load(code, xc.DeviceList((device,)), xc.CompileOptions())
         tensors, order = read_safetensors(bundle / "weights.safetensors")
         self.weights = [jax.device_put(tensors[k], device) for k in order]
@@ -66,10 +66,12 @@ if __name__ == "__main__":
 
     import peer_model
 
-    p = HloProgram(peer_model.BUNDLE, peer_model.INPUTS)
-    xs = [np.full([1, *t["shape"][1:]], 0.5, WIRE_DTYPES[t["datatype"]]) for t in peer_model.INPUTS]
-    y = p.run(xs)[0]
+    # Self-timing: python hlo_program.py [RUNS] [BATCH] (the servers always run batch 1).
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
+    batch = int(sys.argv[2]) if len(sys.argv) > 2 else 1
+    p = HloProgram(peer_model.BUNDLE, peer_model.INPUTS, batch)
+    xs = [np.full([batch, *t["shape"][1:]], 0.5, WIRE_DTYPES[t["datatype"]]) for t in peer_model.INPUTS]
+    y = p.run(xs)[0]
     t, cpu = time.perf_counter(), time.process_time()
     for _ in range(n):
         p.run(xs)
