@@ -1,27 +1,42 @@
-// A gRPC KServe V2 server that answers every ModelInfer at once with the same canned logits: the
-// floor that the load generator and the transport alone cost (bench/peers/run.mjs).
-// Usage: node bench/peers/canned.mjs PORT
+// A gRPC KServe V2 server that answers every ModelInfer at once with the same canned (zero)
+// outputs of the model's batch-1 shapes: the floor that the load generator and the transport alone
+// cost (bench/peers/run.mjs). The model's names and shapes come from its bundle (model-spec.mjs).
+// Usage: node bench/peers/canned.mjs PORT [MODEL]   (MODEL: a bundle under examples/models; mlp)
 import { Server, ServerCredentials } from '@grpc/grpc-js';
-import { DataType, GRPCInferenceService, ModelConfig } from '@hloserve/proto/inference';
+import { GRPCInferenceService, ModelConfig } from '@hloserve/proto/inference';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { modelSpec } from './model-spec.mjs';
 
 const port = Number(process.argv[2]);
-const raw = Buffer.from(new Float32Array(10).buffer);
+const spec = await modelSpec(resolve(dirname(fileURLToPath(import.meta.url)), '..', '..'), process.argv[3] ?? 'mlp');
+const one = (t) => [1, ...t.shape.slice(1)];
+const bytesPer = { BOOL: 1, UINT8: 1, INT8: 1, UINT16: 2, INT16: 2, FP16: 2, BF16: 2, UINT32: 4, INT32: 4, FP32: 4 };
 const response = {
-  modelName: 'mlp',
+  modelName: spec.name,
   modelVersion: '1',
   id: '',
   parameters: new Map(),
-  outputs: [{ name: 'logits', datatype: 'FP32', shape: [1, 10], parameters: new Map(), contents: undefined }],
-  rawOutputContents: [raw],
+  outputs: spec.outputs.map((t) => ({
+    name: t.name,
+    datatype: t.datatype,
+    shape: one(t),
+    parameters: new Map(),
+    contents: undefined,
+  })),
+  rawOutputContents: spec.outputs.map((t) =>
+    Buffer.alloc(one(t).reduce((a, b) => a * b, 1) * (bytesPer[t.datatype] ?? 8)),
+  ),
 };
 // Triton's ModelConfig, which perf_analyzer reads first: what the peers report (model_config_rpc.py).
 const config = ModelConfig.fromPartial({
-  name: 'mlp',
+  name: spec.name,
   platform: 'canned',
   maxBatchSize: 32,
-  input: [{ name: 'x', dataType: DataType.TYPE_FP32, dims: [784] }],
-  output: [{ name: 'logits', dataType: DataType.TYPE_FP32, dims: [10] }],
+  input: spec.inputs.map((t) => ({ name: t.name, dataType: t.tritonType, dims: t.shape.slice(1) })),
+  output: spec.outputs.map((t) => ({ name: t.name, dataType: t.tritonType, dims: t.shape.slice(1) })),
 });
+const metadata = (ts) => ts.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape }));
 const server = new Server();
 server.addService(GRPCInferenceService, {
   modelInfer: (_call, cb) => cb(null, response),
@@ -32,11 +47,11 @@ server.addService(GRPCInferenceService, {
   modelConfig: (_call, cb) => cb(null, { config }),
   modelMetadata: (_call, cb) =>
     cb(null, {
-      name: 'mlp',
+      name: spec.name,
       versions: ['1'],
       platform: 'canned',
-      inputs: [{ name: 'x', datatype: 'FP32', shape: [-1, 784] }],
-      outputs: [{ name: 'logits', datatype: 'FP32', shape: [-1, 10] }],
+      inputs: metadata(spec.inputs),
+      outputs: metadata(spec.outputs),
     }),
 });
 server.bindAsync(`127.0.0.1:${port}`, ServerCredentials.createInsecure(), (err) => {

@@ -3,14 +3,15 @@
 perf_analyzer asks for `inference.GRPCInferenceService/ModelConfig` (a Triton extension of the
 KServe V2 protocol) before it sends a request, to learn max_batch_size; MLServer and KServe's
 ModelServer answer "Method not found". This module wraps grpc.aio.server so the server they create
-also answers that one method with a fixed config for the mlp: max_batch_size 32 (as hloserve
-reports), x FP32 [784] in, logits FP32 [10] out, so perf_analyzer sends the same [1, 784] request
-to every server. Imported before the peer builds its server; nothing else is changed.
+also answers that one method with a fixed config for the served model (peer_model): max_batch_size
+32 (as hloserve reports), its inputs and outputs without the batch axis, so perf_analyzer sends the
+same batch-1 request to every server. Imported before the peer builds its server; nothing else is
+changed.
 """
 import grpc
 from grpc import aio
 
-_TYPE_FP32 = 11  # model_config.proto DataType
+import peer_model
 
 
 def _varint(n: int) -> bytes:
@@ -37,20 +38,20 @@ def _int(number: int, value: int) -> bytes:
     return _field(number, 0, _varint(value))
 
 
-def _tensor(name: str, dims_field: int, dims: list) -> bytes:
-    packed = b"".join(_varint(d) for d in dims)
-    return _bytes(1, name.encode()) + _int(2, _TYPE_FP32) + _bytes(dims_field, packed)
+def _tensor(t: dict, dims_field: int) -> bytes:
+    packed = b"".join(_varint(d) for d in t["shape"][1:])
+    return _bytes(1, t["name"].encode()) + _int(2, t["tritonType"]) + _bytes(dims_field, packed)
 
 
 # ModelConfigResponse{config: ModelConfig{name 1, platform 2, max_batch_size 4, input 5, output 6}};
 # ModelInput.dims is field 4, ModelOutput.dims field 3.
 CONFIG = _bytes(
     1,
-    _bytes(1, b"mlp")
+    _bytes(1, peer_model.NAME.encode())
     + _bytes(2, b"jax")
     + _int(4, 32)
-    + _bytes(5, _tensor("x", 4, [784]))
-    + _bytes(6, _tensor("logits", 3, [10])),
+    + b"".join(_bytes(5, _tensor(t, 4)) for t in peer_model.INPUTS)
+    + b"".join(_bytes(6, _tensor(t, 3)) for t in peer_model.OUTPUTS),
 )
 
 _METHOD = "/inference.GRPCInferenceService/ModelConfig"

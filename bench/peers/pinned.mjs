@@ -7,6 +7,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { InferenceClient } from '../../client/dist/src/index.js';
 import { perfAnalyzerBinary } from '../../e2e/dist/src/perf-analyzer.js';
+import { shapeFlag } from './model-spec.mjs';
 
 export const here = dirname(fileURLToPath(import.meta.url));
 export const root = resolve(here, '..', '..');
@@ -98,13 +99,13 @@ export function treeSleeps(pid) {
   return n;
 }
 
-export async function waitReady(url, proc, what) {
+export async function waitReady(url, proc, what, model = 'mlp') {
   const c = new InferenceClient({ url, retry: false, timeoutMs: 2000 });
   try {
     for (let i = 0; i < 240; i++) {
       if (proc.p.exitCode !== null) throw new Error(`${what} exited ${proc.p.exitCode}:\n${proc.logs()}`);
       const ok = await c
-        .model('mlp')
+        .model(model)
         .ready()
         .catch(() => false);
       if (ok) return;
@@ -117,16 +118,16 @@ export async function waitReady(url, proc, what) {
 }
 
 /** The canned-answer server (canned.mjs): the floor the generator and the transport cost. */
-export async function startCanned() {
+export async function startCanned(model = 'mlp') {
   const p = port();
-  const proc = pinnedChild('canned', process.execPath, [join(here, 'canned.mjs'), String(p)], { cwd: root });
+  const proc = pinnedChild('canned', process.execPath, [join(here, 'canned.mjs'), String(p), model], { cwd: root });
   const url = `127.0.0.1:${p}`;
-  await waitReady(url, proc, 'canned');
+  await waitReady(url, proc, 'canned', model);
   return { url, proc };
 }
 
-/** `hloserve serve` from the checkout at `checkout` (default this one), serving only the mlp. */
-export async function startHloserve(checkout = root) {
+/** `hloserve serve` from the checkout at `checkout` (default this one), serving only `model`. */
+export async function startHloserve(checkout = root, model = 'mlp') {
   const [grpc, http] = [port(), port()];
   // Each checkout starts with its own serving flags (a before/after may differ in them).
   const flags = (await import(pathToFileURL(join(checkout, 'engine', 'dist', 'src', 'node-flags.js')).href))
@@ -145,7 +146,7 @@ export async function startHloserve(checkout = root) {
       cwd: checkout,
       env: {
         ...process.env,
-        HLOSERVE_MODELS_INCLUDE: 'mlp',
+        HLOSERVE_MODELS_INCLUDE: model,
         HLOSERVE_ENDPOINTS_GRPC_PORT: String(grpc),
         HLOSERVE_ENDPOINTS_HTTP_PORT: String(http),
         HLOSERVE_ENDPOINTS_METRICS_PORT: '0',
@@ -155,18 +156,19 @@ export async function startHloserve(checkout = root) {
     },
   );
   const url = `127.0.0.1:${grpc}`;
-  await waitReady(url, proc, 'hloserve');
+  await waitReady(url, proc, 'hloserve', model);
   return { url, proc };
 }
 
 /**
- * perf_analyzer on the generator's core, closed loop at concurrency `c` on the mlp: three time
+ * perf_analyzer on the generator's core, closed loop at concurrency `c` on the mlp, or on the
+ * model of `spec` (model-spec.mjs) with --shape for each of its inputs: three time
  * windows of `windowMs` (a stability threshold of 1000 % accepts the first three, so a point lasts
  * a fixed time whatever the server's speed; --request-count is no use here, it reports at least
  * one second's worth of time however few requests it sends). `serverInfer` is the server's own
  * "compute infer" average (from its statistics), where it reports one.
  */
-export function perf(url, c, windowMs) {
+export function perf(url, c, windowMs, spec = null) {
   return new Promise((resolve_, reject) => {
     const p = spawn(
       'taskset',
@@ -175,7 +177,8 @@ export function perf(url, c, windowMs) {
         generatorCpu,
         paBin,
         '-m',
-        'mlp',
+        spec?.name ?? 'mlp',
+        ...(spec?.inputs.flatMap((t) => ['--shape', shapeFlag(t)]) ?? []),
         '-u',
         url,
         '-i',
@@ -210,13 +213,13 @@ export function perf(url, c, windowMs) {
 }
 
 /**
- * One point: perf_analyzer for about `seconds`, and the server's CPU time and thread sleeps
- * (treeSleeps) per request meanwhile.
+ * One point: perf_analyzer for about `seconds` on `s.spec`'s model (default the mlp), and the
+ * server's CPU time and thread sleeps (treeSleeps) per request meanwhile.
  */
 export async function measure(s, c, seconds) {
   const before = treeTicks(s.proc.p.pid);
   const sleeps = treeSleeps(s.proc.p.pid);
-  const row = await perf(s.url, c, Math.round((seconds * 1000) / 3));
+  const row = await perf(s.url, c, Math.round((seconds * 1000) / 3), s.spec);
   // The run's few requests outside the measured windows ride on `count`: close enough per request.
   const cpuUs = ((treeTicks(s.proc.p.pid) - before) * TICK_US) / row.count;
   const sleepsPerRequest = (treeSleeps(s.proc.p.pid) - sleeps) / row.count;
