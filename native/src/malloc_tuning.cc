@@ -19,7 +19,12 @@ size_t FixMmapThreshold() {
 #if defined(__GLIBC__)
   if (std::getenv("MALLOC_MMAP_THRESHOLD_") != nullptr) return 0;
   if (const char* t = std::getenv("GLIBC_TUNABLES"); t != nullptr && std::strstr(t, "mmap_threshold") != nullptr) return 0;
-  return mallopt(M_MMAP_THRESHOLD, static_cast<int>(kMmapThreshold)) == 1 ? kMmapThreshold : 0;
+  if (mallopt(M_MMAP_THRESHOLD, static_cast<int>(kMmapThreshold)) != 1) return 0;
+  // Fixing the mmap threshold also stops glibc moving the trim threshold with it (twice the mmap
+  // threshold when dynamic); kept there, so that the top of the heap is not handed back and
+  // faulted in again between requests.
+  if (std::getenv("MALLOC_TRIM_THRESHOLD_") == nullptr) mallopt(M_TRIM_THRESHOLD, static_cast<int>(2 * kMmapThreshold));
+  return kMmapThreshold;
 #else
   return 0;
 #endif
