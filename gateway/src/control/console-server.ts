@@ -23,7 +23,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import { connect } from 'node:net';
 import { ServeError, toHttpStatus } from '@hloserve/common/errors';
 import type { Gateway } from '../gateway.js';
-import { consoleTarget } from './console-target.js';
+import { consoleTarget, WORKER_HEADER } from './console-target.js';
 import { applyPlacementAction, isPlacementAction } from './placement-actions.js';
 import { placementView } from './placement-view.js';
 import { secureOptions, tlsSettingsView, type GatewayTls } from '../tls.js';
@@ -92,7 +92,7 @@ export async function startGatewayConsole(
 
   /** Asks the named (or default) worker who the caller is; throws its refusal as the gateway's. */
   const principal = async (req: IncomingMessage, needed: Scope): Promise<Principal> => {
-    const w = consoleTarget(gw, req.url ?? '/', req.headers['x-hloserve-worker']).worker;
+    const w = consoleTarget(gw, req.url ?? '/', req.headers[WORKER_HEADER]).worker;
     const headers: Record<string, string> = { accept: 'application/json' };
     if (req.headers.authorization) headers.authorization = req.headers.authorization;
     const r = await fetch(`http://${w.address.console}/api/v1/session`, {
@@ -170,7 +170,7 @@ export async function startGatewayConsole(
    * back as they are.
    */
   const pass = (req: IncomingMessage, res: ServerResponse): void => {
-    const { worker: w, url } = consoleTarget(gw, req.url ?? '/', req.headers['x-hloserve-worker']);
+    const { worker: w, url } = consoleTarget(gw, req.url ?? '/', req.headers[WORKER_HEADER]);
     const [h, p] = splitHostPort(w.address.console!);
     const settings = url.split('?')[0] === '/api/v1/settings';
     const out = request({ host: h, port: p, method: req.method, path: url, headers: req.headers }, (wr) => {
@@ -223,7 +223,7 @@ export async function startGatewayConsole(
     let target;
     try {
       // The console's feed names its worker in the query: a browser WebSocket cannot set headers.
-      target = consoleTarget(gw, req.url ?? '/', req.headers['x-hloserve-worker']);
+      target = consoleTarget(gw, req.url ?? '/', req.headers[WORKER_HEADER]);
     } catch (err) {
       const { status, body } = toHttpStatus(err);
       const text = JSON.stringify(body);
