@@ -159,7 +159,7 @@ export interface NativeBinding {
    * this says what the system granted.
    */
   readonly backgroundPriority: 'idle' | 'nice' | 'normal';
-  /** glibc's mmap threshold the addon fixed (1 MiB unless MALLOC_MMAP_THRESHOLD_ chose one); 0: left to the libc. */
+  /** glibc's mmap threshold the addon fixed (32 MiB unless MALLOC_MMAP_THRESHOLD_ chose one); 0: left to the libc. */
   readonly mallocMmapThreshold: number;
   /** Copies `length` bytes at `position` of an open shm object into a new Buffer, on the addon's threads. */
   shmRead(fd: number, position: number, length: number, minSize: number): Promise<Buffer>;

@@ -122,8 +122,9 @@ export class Runtime {
 
   /**
    * The mmap threshold the addon fixed for glibc's malloc (bytes; 0: left to the libc or to the
-   * operator's MALLOC_MMAP_THRESHOLD_). Fixed, it stops reloads from leaving freed multi-MiB
-   * blocks in the heap, where they fragment and keep RSS up.
+   * operator's MALLOC_MMAP_THRESHOLD_). Fixed at glibc's ceiling, an execution's multi-MiB scratch
+   * comes from the heap instead of being mapped and faulted in on every run, and glibc does not
+   * move the threshold (nor the trim threshold with it) as a compile's blocks are freed.
    */
   static get mallocMmapThreshold(): number {
     return binding().mallocMmapThreshold;

@@ -10,9 +10,13 @@
 namespace hlo {
 
 namespace {
-// Above the tensors of a small model's request (an MLP batch of 16 is 50 KB, an image 600 KB), so
-// those keep coming from the arenas without a system call; below the blocks a compile churns.
-constexpr size_t kMmapThreshold = 1 << 20;
+// glibc's own ceiling for its dynamic threshold (DEFAULT_MMAP_THRESHOLD_MAX on 64-bit), held
+// there from the start instead of reached by wandering. Lower costs the executions dearly: a CNN's
+// activations and scratch (several MiB at batch 1) then come from mmap on every run and are
+// faulted in and zeroed page by page, 1.75x the CPU of its batch-1 program at 1 MiB
+// (bench/RESULTS.md, session 11). Fixed rather than dynamic, the trim threshold stays at twice it
+// and RSS over 50 reloads stays within the lifecycle target.
+constexpr size_t kMmapThreshold = size_t{32} << 20;
 }  // namespace
 
 size_t FixMmapThreshold() {
