@@ -38,7 +38,8 @@ export async function startServer(
     process.execPath,
     [
       ...SERVER_NODE_FLAGS,
-      join(repoRoot, 'engine', 'dist', 'src', 'cli.js'),
+      // The bundled CLI, as `hloserve` and `npm start` run it (scripts/bundle-engine.mjs).
+      join(repoRoot, 'engine', 'dist', 'bundle', 'cli.js'),
       'serve',
       '--config',
       join(repoRoot, 'examples', 'node.yaml'),

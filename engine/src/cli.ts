@@ -118,7 +118,7 @@ async function runServe(values: ServeValues): Promise<number> {
   if (missing.length > 0) {
     log.warn('node started without the serving flags: expect more full garbage collections and higher tail latency', {
       flags: missing.join(' '),
-      fix: `node ${missing.join(' ')} engine/dist/src/cli.js serve ... (or NODE_OPTIONS)`,
+      fix: `node ${missing.join(' ')} engine/dist/bundle/cli.js serve ... (or NODE_OPTIONS)`,
     });
   }
   log.info('starting', {
