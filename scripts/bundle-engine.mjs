@@ -1,25 +1,31 @@
 // Bundles the compiled CLI (engine/dist/src/cli.js, tsc's output) and everything it imports into
-// one ES module, engine/dist/bundle/cli.js, which `hloserve` (engine/bin), `npm start` and the e2e
-// tests run. A warm start's JS thread was mostly Node finding, reading and compiling ~270 module
-// files one by one (bench/RESULTS.md, session 11); one file takes the resolving and per-file work
-// away. The compiled files stay where tsc put them: worker threads, lazily required packages and
-// the supervisor's child processes still load them from there.
+// one CommonJS file, engine/dist/bundle/cli.cjs, run through engine/dist/bundle/cli.js (the
+// compiled engine/src/bundled-start.ts, copied here), which compiles it with a V8 code cache.
+// `hloserve` (engine/bin), `npm start`, the e2e tests, the image and the supervisor's workers run
+// it. A warm start's JS thread was mostly Node finding, reading and compiling ~280 module files one
+// by one (bench/RESULTS.md, session 11); one file with a code cache takes that work away. The
+// compiled files stay where tsc put them: worker threads and lazily required packages still load
+// them from there.
 //
 // Two rewrites keep every bundled file's view of where it lives: `import.meta.url` becomes the URL
 // of that file's original location (relative to the bundle, so a checkout or an image can move),
 // and a CommonJS file's `__dirname`/`__filename` the same. Native addons (better-sqlite3 finds its
-// .node file from its own path; pg's optional pg-native) stay external and load as before.
-// Run by `npm run build` after tsc; skipped when no input is newer than the bundle.
+// .node file from its own path; pg's optional pg-native) stay external and load as before, and so
+// do packages loaded only on first use (typescript, Fastify's schema compilers).
+// Run by `npm run build` after tsc; skipped when no input is newer than the bundle. The output
+// directory is emptied first, so no code cache outlives the bundle it was made from.
 import { build } from 'esbuild';
-import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const entry = join(root, 'engine', 'dist', 'src', 'cli.js');
-const outfile = join(root, 'engine', 'dist', 'bundle', 'cli.js');
-const outdir = dirname(outfile);
+const start = join(root, 'engine', 'dist', 'src', 'bundled-start.js');
+const outdir = join(root, 'engine', 'dist', 'bundle');
+const outfile = join(outdir, 'cli.cjs');
+const startOut = join(outdir, 'cli.js');
 
 /** Packages loaded from node_modules at run time, not bundled. */
 const EXTERNAL = [
@@ -51,9 +57,9 @@ const inputs = [
   'gateway/dist',
   'package-lock.json',
 ];
-const built = existsSync(outfile) ? statSync(outfile).mtimeMs : 0;
+const built = existsSync(outfile) && existsSync(startOut) ? statSync(outfile).mtimeMs : 0;
 if (!process.argv.includes('--force') && built > 0 && inputs.every((p) => newest(join(root, p)) < built)) {
-  console.log('engine bundle: up to date (engine/dist/bundle/cli.js)');
+  console.log('engine bundle: up to date (engine/dist/bundle/cli.cjs)');
   process.exit(0);
 }
 
@@ -64,11 +70,12 @@ const keepOwnLocation = {
     b.onLoad({ filter: /\.(m|c)?js$/ }, (args) => {
       let text = readFileSync(args.path, 'utf8');
       const rel = relative(outdir, args.path).split('\\').join('/');
-      // Through the banner's constant: `import.meta` in a CommonJS file would make it an ES module.
       const url = `new URL(${JSON.stringify(rel)}, __hloserveBundleUrl).href`;
       if (text.includes('import.meta.url')) text = text.replaceAll('import.meta.url', url);
       if (/\b__(dirname|filename)\b/.test(text) && !/^\s*(import|export)\s/m.test(text))
-        text = `var __filename = __hloserveFileURLToPath(${url}), __dirname = __hloserveDirname(__filename);\n` + text;
+        text =
+          `var __filename = require('node:url').fileURLToPath(${url}), __dirname = require('node:path').dirname(__filename);\n` +
+          text;
       return { contents: text, loader: 'js', resolveDir: dirname(args.path) };
     });
   },
@@ -77,31 +84,22 @@ const keepOwnLocation = {
 await rm(outdir, { recursive: true, force: true });
 const result = await build({
   entryPoints: [entry],
-  outdir,
-  entryNames: '[name]',
-  chunkNames: 'chunk-[hash]',
-  // What a command imports only when it runs (the checker, the supervisor, the gateway, the
-  // listeners) becomes a chunk of its own, read only when imported.
-  splitting: true,
+  outfile,
   bundle: true,
   platform: 'node',
   target: 'node20',
-  format: 'esm',
+  // CommonJS, so that bundled-start.ts can compile it through vm.Script with a code cache.
+  format: 'cjs',
   sourcemap: 'linked',
   external: EXTERNAL,
   plugins: [keepOwnLocation],
-  // Bundled CommonJS calls require() for Node's built-ins; an ES module has none of its own.
-  banner: {
-    js: [
-      "import { createRequire as __hloserveCreateRequire } from 'node:module';",
-      "import { fileURLToPath as __hloserveFileURLToPath } from 'node:url';",
-      "import { dirname as __hloserveDirname } from 'node:path';",
-      'const require = __hloserveCreateRequire(import.meta.url);',
-      'const __hloserveBundleUrl = import.meta.url;',
-    ].join('\n'),
-  },
+  banner: { js: "const __hloserveBundleUrl = require('node:url').pathToFileURL(__filename).href;" },
   logLevel: 'warning',
   metafile: true,
 });
+// The entry point: bundled-start.js imports only Node's own modules, so it runs from here as it is
+// (its source map comment would point at a file not copied).
+copyFileSync(start, startOut);
+writeFileSync(startOut, readFileSync(startOut, 'utf8').replace(/\n\/\/# sourceMappingURL=.*\n?$/, '\n'));
 const files = Object.keys(result.metafile.inputs).length;
-console.log(`engine bundle: ${files} modules -> ${relative(root, outfile)}`);
+console.log(`engine bundle: ${files} modules -> ${relative(root, outfile)} (entry ${relative(root, startOut)})`);
