@@ -118,7 +118,7 @@ async function runServe(values: ServeValues): Promise<number> {
   if (missing.length > 0) {
     log.warn('node started without the serving flags: expect more full garbage collections and higher tail latency', {
       flags: missing.join(' '),
-      fix: `node ${missing.join(' ')} engine/dist/src/cli.js serve ... (or NODE_OPTIONS)`,
+      fix: `node ${missing.join(' ')} engine/dist/bundle/cli.js serve ... (or NODE_OPTIONS)`,
     });
   }
   log.info('starting', {
@@ -128,6 +128,8 @@ async function runServe(values: ServeValues): Promise<number> {
   });
   const { serve } = await import('./serve.js');
   const server = await serve(loaded.config.modelRepo, settings, log);
+  // Ready: the bundled start (bundled-start.ts) writes its code cache now, if it has none.
+  (globalThis as Record<symbol, (() => void) | undefined>)[Symbol.for('hloserve.bundled-start.ready')]?.();
   await new Promise<void>((done) => {
     let signals = 0;
     const onSignal = (sig: NodeJS.Signals) => {

@@ -1,4 +1,6 @@
-import { createRequire } from 'node:module';
+// A static import (not a require at run time) so that the bundled CLI patches the grpc-js it
+// bundled, not a second copy from node_modules.
+import * as serverInterceptors from '@grpc/grpc-js/build/src/server-interceptors.js';
 import { MAX_TIMER_MS } from '@hloserve/common/timers';
 
 /**
@@ -20,10 +22,7 @@ let installed = false;
 export function installGrpcTimeoutClamp(): void {
   if (installed) return;
   installed = true;
-  const require = createRequire(import.meta.url);
-  const mod = require('@grpc/grpc-js/build/src/server-interceptors.js') as {
-    BaseServerInterceptingCall?: { prototype: TimeoutParser };
-  };
+  const mod = serverInterceptors as unknown as { BaseServerInterceptingCall?: { prototype: TimeoutParser } };
   const proto = mod.BaseServerInterceptingCall?.prototype;
   if (!proto || typeof proto.handleTimeoutHeader !== 'function') return; // a grpc-js without the bug's shape
   const original = proto.handleTimeoutHeader;

@@ -1,4 +1,5 @@
 import { mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
@@ -12,6 +13,16 @@ import { Store, type StoreProbe } from './store.js';
 // The committed migrations stay in the source tree (tsc does not copy them); from
 // engine/dist/src/state/ that is engine/src/state/migrations/.
 const migrationsRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'src', 'state', 'migrations');
+
+// better-sqlite3's addon by its path: without one, the package's `bindings` helper stats a dozen
+// candidate paths on every start to find it.
+const sqliteAddon = ((): string | undefined => {
+  try {
+    return createRequire(import.meta.url).resolve('better-sqlite3/build/Release/better_sqlite3.node');
+  } catch {
+    return undefined;
+  }
+})();
 
 export interface StoreLocation {
   /** postgres:// or postgresql:// URL; otherwise SQLite. */
@@ -74,7 +85,7 @@ export async function openStore(loc: StoreLocation): Promise<Store> {
     ? loc.url.slice('sqlite:'.length)
     : (loc.sqlitePath ?? join(loc.cacheDir, 'state', 'hloserve.sqlite'));
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-  const sqlite = new Database(path);
+  const sqlite = new Database(path, sqliteAddon === undefined ? {} : { nativeBinding: sqliteAddon });
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('busy_timeout = 5000');
   const db = drizzleSqlite(sqlite);

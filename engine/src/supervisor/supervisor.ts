@@ -8,6 +8,7 @@
  * With `tls` the gateway serves it on every public port and the workers listen in plaintext on
  * loopback (gateway-tls.ts).
  */
+import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import {
@@ -58,7 +59,9 @@ interface Slot {
   proc: WorkerProcess;
 }
 
-const CLI = fileURLToPath(new URL('../cli.js', import.meta.url));
+// Workers run the bundled CLI where the build made one (it starts sooner), else the compiled one.
+const BUNDLED_CLI = fileURLToPath(new URL('../../bundle/cli.js', import.meta.url));
+const CLI = existsSync(BUNDLED_CLI) ? BUNDLED_CLI : fileURLToPath(new URL('../cli.js', import.meta.url));
 
 const workerAddress = (host: string, p: WorkerPorts): WorkerSpec['address'] => {
   const h = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;

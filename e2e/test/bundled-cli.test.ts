@@ -1,0 +1,76 @@
+import assert from 'node:assert/strict';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, suite, test } from 'node:test';
+import { InferenceClient, tensor } from '@hloserve/client';
+import { repoRoot, startServer, type ServerProcess } from '../src/server-process.js';
+
+// The server the e2e suites start is the CLI as scripts/bundle-engine.mjs bundled it. What the
+// bundle could break without any other suite noticing: a module that patches another package's
+// internals must patch the bundled copy, and files found from a module's own location (the
+// console's assets, the migrations, thread entry points) must still be found.
+const bundleDir = join(repoRoot, 'engine', 'dist', 'bundle');
+const entry = join(bundleDir, 'cli.js');
+const x1 = () => ({ x: tensor(new Float32Array(784).fill(0.5), [1, 784]) });
+
+suite('the bundled CLI (engine/dist/bundle/cli.js)', () => {
+  let server: ServerProcess;
+
+  before(async () => {
+    server = await startServer({ HLOSERVE_MODELS_INCLUDE: 'mlp' });
+  });
+  after(async () => {
+    assert.equal(await server.stop(), 0);
+  });
+
+  test('is what the server runs, with a source map beside it', () => {
+    assert.ok(server.child.spawnargs.includes(entry), server.child.spawnargs.join(' '));
+    const bundle = join(bundleDir, 'cli.cjs');
+    assert.match(readFileSync(bundle, 'utf8'), /\/\/# sourceMappingURL=cli\.cjs\.map\s*$/);
+    assert.ok(existsSync(`${bundle}.map`));
+  });
+
+  test('a ready server leaves a code cache beside the bundle, and a start that used it does not rewrite it', async () => {
+    // A copy of the bundle at the same depth (its files are found relative to it), with no cache.
+    const copy = mkdtempSync(join(repoRoot, 'engine', 'dist', 'bundle-test-'));
+    try {
+      for (const f of ['cli.js', 'cli.cjs']) copyFileSync(join(bundleDir, f), join(copy, f));
+      const caches = () => readdirSync(copy).filter((f) => f.endsWith('.v8cache'));
+      const first = await startServer({ HLOSERVE_MODELS_INCLUDE: 'mlp' }, undefined, [], join(copy, 'cli.js'));
+      for (let i = 0; i < 50 && caches().length === 0; i++) await new Promise((r) => setTimeout(r, 100));
+      assert.equal(await first.stop(), 0);
+      assert.equal(caches().length, 1, `code caches: ${caches().join(', ')}`);
+      const file = join(copy, caches()[0]!);
+      const written = statSync(file).mtimeMs;
+      const second = await startServer({ HLOSERVE_MODELS_INCLUDE: 'mlp' }, undefined, [], join(copy, 'cli.js'));
+      await new Promise((r) => setTimeout(r, 500));
+      assert.equal(await second.stop(), 0);
+      assert.equal(statSync(file).mtimeMs, written, 'the cache was accepted, so not written again');
+    } finally {
+      rmSync(copy, { recursive: true, force: true });
+    }
+  });
+
+  test('a gRPC deadline 30 days away is served (the grpc-timeout clamp patches the bundled grpc-js)', async () => {
+    const c = new InferenceClient({ url: server.grpcUrl(), protocol: 'grpc' });
+    try {
+      const r = await c.model('mlp').infer(x1(), { deadline: new Date(Date.now() + 30 * 86_400_000) });
+      assert.ok(r.outputs.length > 0);
+    } finally {
+      await c.close();
+    }
+  });
+
+  test("the console's page and the control API's lazily compiled schemas are found from the bundle", async () => {
+    const page = await fetch(`http://127.0.0.1:${server.ports.console}/`);
+    assert.equal(page.status, 200);
+    assert.match(await page.text(), /<html/i);
+    // A route with a request schema: its validator (Ajv, loaded on first use) answers the bad body.
+    const bad = await fetch(`http://127.0.0.1:${server.ports.console}/api/v1/setup`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ token: 7 }),
+    });
+    assert.equal(bad.status, 400, await bad.text());
+  });
+});

@@ -1,0 +1,67 @@
+/**
+ * The bundled CLI's entry point. scripts/bundle-engine.mjs copies this file's compiled output to
+ * engine/dist/bundle/cli.js, beside the bundle itself (cli.cjs); run from anywhere else it finds
+ * no bundle. It compiles the bundle with a V8 code cache: a warm start then neither parses the
+ * bundle's megabytes nor compiles, one by one, the functions a start runs (the cache holds the
+ * ones compiled until the server was ready). Node 20 has no compile cache for modules of its own
+ * (module.enableCompileCache is Node 22), hence a CommonJS bundle run through vm.Script.
+ *
+ * The cache is written beside the bundle, once, after the first start that had none (or whose
+ * cache V8 refused: another Node, other V8 flags); a start that used it writes nothing. Where the
+ * directory is not writable (an image's read-only tree) a start runs without it. A rebuild of the
+ * bundle empties the directory, so a cache never outlives the bundle it was made from.
+ */
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { setFlagsFromString } from 'node:v8';
+import { Script } from 'node:vm';
+
+/** What cli.ts calls once `serve` is ready (listening, every model answering); the same key there. */
+const READY_HOOK = Symbol.for('hloserve.bundled-start.ready');
+
+const here = dirname(fileURLToPath(import.meta.url));
+const bundle = join(here, 'cli.cjs');
+const cacheFile = join(here, `cli.cjs.${process.version}-${process.arch}.v8cache`);
+
+// V8 refuses a code cache made under other flags; cli.ts sets this one before serving, after the
+// bundle was compiled, so it is set here first (it only changes the GC's pretenuring).
+setFlagsFromString('--no-allocation-site-pretenuring');
+
+// The bundle keeps cli.ts's #! line; as a comment the line numbers (and the source map) still hold.
+const source = readFileSync(bundle, 'utf8').replace(/^#!/, '//');
+let cached: Buffer | undefined;
+try {
+  cached = readFileSync(cacheFile);
+} catch {
+  cached = undefined;
+}
+// CommonJS's own function wrapper (Module.wrap), so the bundle sees what a required file sees.
+const wrapped = `(function (exports, require, module, __filename, __dirname) { ${source}\n});`;
+const script = new Script(wrapped, {
+  filename: bundle,
+  cachedData: cached,
+  // The bundle's one import() left (typescript, for a hook written in it) resolves from here.
+  importModuleDynamically: ((specifier: string) => import(specifier)) as never,
+});
+if (cached === undefined || script.cachedDataRejected === true) {
+  (globalThis as Record<symbol, unknown>)[READY_HOOK] = () =>
+    setImmediate(() => {
+      const tmp = `${cacheFile}.${process.pid}.tmp`;
+      try {
+        writeFileSync(tmp, script.createCachedData());
+        renameSync(tmp, cacheFile);
+      } catch {
+        // Not writable here: the next start compiles the bundle again, as this one did.
+      }
+    });
+}
+const module = { exports: {} };
+(script.runInThisContext() as (...args: unknown[]) => void)(
+  module.exports,
+  createRequire(bundle),
+  module,
+  bundle,
+  here,
+);

@@ -1,0 +1,105 @@
+// Bundles the compiled CLI (engine/dist/src/cli.js, tsc's output) and everything it imports into
+// one CommonJS file, engine/dist/bundle/cli.cjs, run through engine/dist/bundle/cli.js (the
+// compiled engine/src/bundled-start.ts, copied here), which compiles it with a V8 code cache.
+// `hloserve` (engine/bin), `npm start`, the e2e tests, the image and the supervisor's workers run
+// it. A warm start's JS thread was mostly Node finding, reading and compiling ~280 module files one
+// by one (bench/RESULTS.md, session 11); one file with a code cache takes that work away. The
+// compiled files stay where tsc put them: worker threads and lazily required packages still load
+// them from there.
+//
+// Two rewrites keep every bundled file's view of where it lives: `import.meta.url` becomes the URL
+// of that file's original location (relative to the bundle, so a checkout or an image can move),
+// and a CommonJS file's `__dirname`/`__filename` the same. Native addons (better-sqlite3 finds its
+// .node file from its own path; pg's optional pg-native) stay external and load as before, and so
+// do packages loaded only on first use (typescript, Fastify's schema compilers).
+// Run by `npm run build` after tsc; skipped when no input is newer than the bundle. The output
+// directory is emptied first, so no code cache outlives the bundle it was made from.
+import { build } from 'esbuild';
+import { copyFileSync, existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const entry = join(root, 'engine', 'dist', 'src', 'cli.js');
+const start = join(root, 'engine', 'dist', 'src', 'bundled-start.js');
+const outdir = join(root, 'engine', 'dist', 'bundle');
+const outfile = join(outdir, 'cli.cjs');
+const startOut = join(outdir, 'cli.js');
+
+/** Packages loaded from node_modules at run time, not bundled. */
+const EXTERNAL = [
+  'better-sqlite3',
+  'pg-native',
+  'bufferutil',
+  'utf-8-validate',
+  // Loaded on first use only (a hook written in TypeScript, a control route's first request).
+  'typescript',
+  '@fastify/ajv-compiler',
+  '@fastify/fast-json-stringify-compiler',
+];
+
+function newest(path) {
+  if (!existsSync(path)) return 0;
+  const st = statSync(path);
+  if (!st.isDirectory()) return st.mtimeMs;
+  let m = 0;
+  for (const name of readdirSync(path)) m = Math.max(m, newest(join(path, name)));
+  return m;
+}
+
+const inputs = [
+  'scripts/bundle-engine.mjs',
+  'engine/dist/src',
+  'common/dist',
+  'native/dist',
+  'proto/dist',
+  'gateway/dist',
+  'package-lock.json',
+];
+const built = existsSync(outfile) && existsSync(startOut) ? statSync(outfile).mtimeMs : 0;
+if (!process.argv.includes('--force') && built > 0 && inputs.every((p) => newest(join(root, p)) < built)) {
+  console.log('engine bundle: up to date (engine/dist/bundle/cli.cjs)');
+  process.exit(0);
+}
+
+/** `import.meta.url`, `__dirname` and `__filename` of a bundled file, as they were before bundling. */
+const keepOwnLocation = {
+  name: 'keep-own-location',
+  setup(b) {
+    b.onLoad({ filter: /\.(m|c)?js$/ }, (args) => {
+      let text = readFileSync(args.path, 'utf8');
+      const rel = relative(outdir, args.path).split('\\').join('/');
+      const url = `new URL(${JSON.stringify(rel)}, __hloserveBundleUrl).href`;
+      if (text.includes('import.meta.url')) text = text.replaceAll('import.meta.url', url);
+      if (/\b__(dirname|filename)\b/.test(text) && !/^\s*(import|export)\s/m.test(text))
+        text =
+          `var __filename = require('node:url').fileURLToPath(${url}), __dirname = require('node:path').dirname(__filename);\n` +
+          text;
+      return { contents: text, loader: 'js', resolveDir: dirname(args.path) };
+    });
+  },
+};
+
+await rm(outdir, { recursive: true, force: true });
+const result = await build({
+  entryPoints: [entry],
+  outfile,
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  // CommonJS, so that bundled-start.ts can compile it through vm.Script with a code cache.
+  format: 'cjs',
+  sourcemap: 'linked',
+  external: EXTERNAL,
+  plugins: [keepOwnLocation],
+  banner: { js: "const __hloserveBundleUrl = require('node:url').pathToFileURL(__filename).href;" },
+  logLevel: 'warning',
+  metafile: true,
+});
+// The entry point: bundled-start.js imports only Node's own modules, so it runs from here as it is
+// (its source map comment would point at a file not copied).
+copyFileSync(start, startOut);
+writeFileSync(startOut, readFileSync(startOut, 'utf8').replace(/\n\/\/# sourceMappingURL=.*\n?$/, '\n'));
+const files = Object.keys(result.metafile.inputs).length;
+console.log(`engine bundle: ${files} modules -> ${relative(root, outfile)} (entry ${relative(root, startOut)})`);
