@@ -176,7 +176,11 @@ suite('the gateway console port: placements, actions, audit, pass-through', () =
     assert.equal(change.before.replicas, 1);
     assert.equal(change.after.replicas, 2);
     assert.equal(change.after.workers.length, 2);
-    assert.deepEqual(gw.gateway.router.placement().get('a')?.length, 2, 'the router sends a to two workers now');
+    assert.deepEqual(
+      gw.gateway.router.placement().get('a')?.workers.length,
+      2,
+      'the router sends a to two workers now',
+    );
 
     const from = change.after.workers[0];
     const to = ['w0', 'w1', 'w2'].find((w) => !change.after.workers.includes(w))!;
@@ -188,7 +192,7 @@ suite('the gateway console port: placements, actions, audit, pass-through', () =
     // A repack keeps the pin.
     await gw.gateway.placementTick(true);
     assert.deepEqual(
-      [...gw.gateway.router.placement().get('a')!].sort(),
+      [...gw.gateway.router.placement().get('a')!.workers].sort(),
       [...mv.body.data.change.after.workers].sort(),
     );
 
@@ -214,7 +218,7 @@ suite('the gateway console port: placements, actions, audit, pass-through', () =
     assert.equal((await call('POST', '/api/v1/placements/a/move', 'op', { from: 'w0' })).status, 400);
     const last = await call('POST', '/api/v1/placements/b/remove_replica', 'op');
     assert.equal(last.body.code, 'HLO_ERR_FAILED_PRECONDITION');
-    const placedB = gw.gateway.router.placement().get('b')![0]!;
+    const placedB = gw.gateway.router.placement().get('b')!.workers[0]!;
     const already = await call('POST', '/api/v1/placements/b/move', 'op', { from: placedB, to: placedB });
     assert.equal(already.body.code, 'HLO_ERR_FAILED_PRECONDITION');
   });
@@ -260,7 +264,7 @@ suite('the gateway console port: placements, actions, audit, pass-through', () =
       assert.equal(r.status, 500);
       assert.match(r.body.error, /could not be stored, so it was undone: disk full/);
       // The undo repacks, which may place b elsewhere by load; what it must restore is one replica.
-      assert.equal(gw.gateway.router.placement().get('b')!.length, 1);
+      assert.equal(gw.gateway.router.placement().get('b')!.workers.length, 1);
       assert.equal(gw.gateway.placement.desiredReplicas('b', 3), 1);
       assert.equal((await call('GET', '/api/v1/placements/audit', 'view')).body.data.length, auditBefore);
     } finally {

@@ -139,7 +139,12 @@ suite('measured load', () => {
       caps,
     );
     assert.ok(p);
-    assert.deepEqual(p.placement.get('a')!.workers, ['w0']);
+    // a (1 device-s/s) is over the even share 0.75: three quarters of it on w0, the rest beside b.
+    assert.deepEqual(p.placement.get('a')!.workers, ['w0', 'w1']);
+    assert.deepEqual(
+      p.placement.get('a')!.weights.map((w) => Math.round(w * 1000) / 1000),
+      [0.75, 0.25],
+    );
     assert.deepEqual(p.placement.get('b')!.workers, ['w1']);
     // The next repack needs the larger budget.
     assert.equal(

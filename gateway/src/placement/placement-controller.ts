@@ -4,7 +4,8 @@
  * load (LoadEstimator), never from a file the operator maintains.
  */
 import { LoadEstimator, type FleetSample } from './load-estimator.js';
-import { computeAssignment, type PackingResult } from './lpt-packing.js';
+import { computeAssignment, type PackingInput, type PackingResult } from './lpt-packing.js';
+import { computeSplitAssignment } from './split-packing.js';
 import type { OperatorPlacement } from '../control/placement-state.js';
 
 export interface PlacementSettings {
@@ -104,7 +105,7 @@ export class PlacementController {
     workers: readonly string[],
     memoryCap: ReadonlyMap<string, number>,
   ): PackingResult {
-    return this.pack(new Map(models.map((m) => [m, 1])), workers, memoryCap);
+    return this.pack(new Map(models.map((m) => [m, 1])), workers, memoryCap, false);
   }
 
   /**
@@ -125,15 +126,16 @@ export class PlacementController {
     if (!force && this.accumulated < threshold) return null;
     if (!force) this.trafficRepacks++;
     this.accumulated = 0;
-    return this.pack(this.estimator.utilisation(models), workers, memoryCap);
+    return this.pack(this.estimator.utilisation(models), workers, memoryCap, true);
   }
 
   private pack(
     u: Map<string, number>,
     workers: readonly string[],
     memoryCap: ReadonlyMap<string, number>,
+    split: boolean,
   ): PackingResult {
-    const result = computeAssignment({
+    const input: PackingInput = {
       utilisation: u,
       workers: [...workers].sort(),
       previous: this.previous,
@@ -144,7 +146,10 @@ export class PlacementController {
       hysteresis: this.settings.hysteresis,
       forbidMemoryOversubscription: this.settings.forbidMemoryOversubscription,
       pinned: this.pins,
-    });
+    };
+    // Measured load may be split over workers (weighted replicas); the guess before any traffic
+    // places whole models, since splitting a load nobody has measured balances nothing.
+    const result = split ? computeSplitAssignment(input) : computeAssignment(input);
     this.last = result;
     this.previous = new Map([...result.placement].map(([m, p]) => [m, p.workers]));
     this.repacks++;
