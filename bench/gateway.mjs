@@ -4,7 +4,7 @@
 // workers against round_robin: a simulation of larger fleets from the packing code itself, and
 // a measured run of three CPU workers behind the supervisor.
 // Usage: npm run build && nice -n 10 node bench/gateway.mjs [--rounds 3] [--skip-measured-spread]
-//   [--only-latency] [--baseline-cli PATH]: PATH is another build's gateway/dist/src/cli.js (e.g. an
+//   [--only-latency] [--skip-latency] [--baseline-cli PATH]: PATH is another build's gateway/dist/src/cli.js (e.g. an
 //   older commit's dist copied under tmp/), run as a third path in the same alternation.
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -24,6 +24,7 @@ const arg = (name, dflt) => {
 const rounds = Number(arg('rounds', '3'));
 const baselineCli = arg('baseline-cli', null);
 const onlyLatency = process.argv.includes('--only-latency');
+const skipLatency = process.argv.includes('--skip-latency');
 
 console.log(`# bench/gateway, machine: ${machine()}`);
 
@@ -97,7 +98,7 @@ function perf(url, c) {
 }
 
 // 1. Added latency.
-{
+if (!skipLatency) {
   const worker = await startServer({
     HLOSERVE_MODELS_INCLUDE: 'mlp',
     HLOSERVE_ENDPOINTS_MAX_CONCURRENT_REQUESTS: '1024',
@@ -253,8 +254,15 @@ if (!process.argv.includes('--skip-measured-spread')) {
       });
       const mean = perWorker.reduce((a, b) => a + b.s, 0) / 3;
       const gwText = await httpText(`http://127.0.0.1:${node.ports.metrics}/metrics`);
+      // Each replica with its share of the model's requests (a build without weights: placed = 1).
+      const weights = new Map(
+        [...gwText.matchAll(/^hloserve_gateway_placement_weight\{model="(\w+)",worker="(\w+)"\} (\S+)/gm)].map((m) => [
+          `${m[1]}@${m[2]}`,
+          Number(m[3]),
+        ]),
+      );
       const placement = [...gwText.matchAll(/^hloserve_gateway_placement\{model="(\w+)",worker="(\w+)"\} 1/gm)].map(
-        (m) => `${m[1]}@${m[2]}`,
+        (m) => `${m[1]}@${m[2]}${weights.has(`${m[1]}@${m[2]}`) ? `:${fmt(weights.get(`${m[1]}@${m[2]}`), 2)}` : ''}`,
       );
       const repacks = /^hloserve_gateway_repacks_total (\d+)/m.exec(gwText)?.[1];
       if (mode === 'lpt_packing')

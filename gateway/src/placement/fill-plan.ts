@@ -14,7 +14,7 @@
  *
  * Replicas with unequal weights (a model's load split unevenly by the packing) are chosen by a
  * deficit counter instead: every request credits each live replica its weight x items and debits
- * the chosen one the items, and a new run of Q items opens on the replica with the most credit,
+ * the chosen one the items times the live replicas' weights, and a new run of Q items opens on the replica with the most credit,
  * so over any stretch each replica receives its weight's share of the items to within about Q.
  * A replica that is down earns no credit, so the others' weights renormalise among themselves.
  */
@@ -158,8 +158,14 @@ export class ReplicaRouter {
     this.outs[chosen]! += units;
     const worker = this.workers[chosen]!;
     if (this.weighted) {
-      for (let i = 0; i < n; i++) if (live?.[i] !== false) this.credit[i]! += this.weights[i]! * units;
-      this.credit[chosen]! -= units;
+      // Credit and debit balance over the live replicas, so a down one's share is spread by weight.
+      let liveSum = 0;
+      for (let i = 0; i < n; i++)
+        if (live?.[i] !== false) {
+          this.credit[i]! += this.weights[i]! * units;
+          liveSum += this.weights[i]!;
+        }
+      this.credit[chosen]! -= units * (liveSum > 0 ? liveSum : 1);
     }
     this.load.add(worker, weight);
     const rest = this.workers
