@@ -12,7 +12,7 @@ import { get } from 'node:http';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { SERVER_NODE_FLAGS } from '../engine/dist/src/node-flags.js';
-import { computeAssignment } from '../gateway/dist/src/placement/lpt-packing.js';
+import { computeSplitAssignment } from '../gateway/dist/src/placement/split-packing.js';
 import { runPerfAnalyzer } from '../e2e/dist/src/perf-analyzer.js';
 import { repoRoot, startServer } from '../e2e/dist/src/server-process.js';
 import { fmt, machine } from './stats.mjs';
@@ -163,8 +163,9 @@ if (!skipLatency) {
 }
 if (onlyLatency) process.exit(0);
 
-// 2a. Work spread, simulated: Zipf(1) traffic over M models on W workers, the hottest models
-// with two replicas, memory caps that hold a third of the models per worker under round robin's
+// 2a. Work spread, simulated: Zipf(1) traffic over M models on W workers, the packing the gateway
+// runs on measured load (split-packing: loads may split over weighted replicas), the hottest
+// models with an operator's replica count, memory caps that hold a third of the models per worker under round robin's
 // every-model-everywhere rule. Load = share of the fleet's compute.
 {
   console.log('\n## work spread over skewed traffic, simulated (Zipf(1) utilisation, packing code of gateway/)\n');
@@ -183,7 +184,7 @@ if (onlyLatency) process.exit(0);
       [...u].filter(([, x]) => x > mean * 0.5).map(([m, x]) => [m, Math.min(W, Math.ceil((2 * x) / mean))]),
     );
     const workers = Array.from({ length: W }, (_, i) => `w${String(i).padStart(2, '0')}`);
-    const res = computeAssignment({ utilisation: u, workers, replicas });
+    const res = computeSplitAssignment({ utilisation: u, workers, replicas });
     const loads = [...res.computeLoad.values()];
     const held = new Map(workers.map((w) => [w, 0]));
     for (const p of res.placement.values()) for (const w of p.workers) held.set(w, held.get(w) + 1);
