@@ -166,6 +166,12 @@ suite('the gateway console port: placements, actions, audit, pass-through', () =
     assert.deepEqual(a.residentOn, ['w0']);
     assert.equal(a.cells.length, 3);
     assert.ok(a.cells.every((c: { ready: boolean }) => c.ready));
+    // One replica takes all of its model's traffic; the other cells none.
+    assert.deepEqual(a.cells.map((c: { placed: boolean; weight: number }) => [c.placed, c.weight]).sort(), [
+      [false, 0],
+      [false, 0],
+      [true, 1],
+    ]);
   });
 
   test('a viewer may not act (403); an operator adds a replica, moves it, releases it, each audited', async () => {
@@ -180,6 +186,23 @@ suite('the gateway console port: placements, actions, audit, pass-through', () =
       gw.gateway.router.placement().get('a')?.workers.length,
       2,
       'the router sends a to two workers now',
+    );
+    // The view and /metrics read the weights from the router, their one owner.
+    const view = (await call('GET', '/api/v1/placements', 'view')).body.data;
+    const cells = view.models.find((m: { name: string }) => m.name === 'a').cells;
+    const routed = gw.gateway.router.placement().get('a')!;
+    const weights = new Map<string, number>();
+    routed.workers.forEach((w, i) => weights.set(w, routed.weights[i]!));
+    for (const c of cells as { worker: string; weight: number }[]) assert.equal(c.weight, weights.get(c.worker) ?? 0);
+    assert.ok(Math.abs(routed.weights.reduce((x, y) => x + y, 0) - 1) < 1e-9);
+    const gauge = [
+      ...(await gw.gateway.metricsText()).matchAll(
+        /^hloserve_gateway_placement_weight\{model="a",worker="(\w+)"\} (\S+)/gm,
+      ),
+    ];
+    assert.deepEqual(
+      gauge.map((m) => [m[1], Number(m[2])]),
+      routed.workers.map((w, i) => [w, routed.weights[i]]),
     );
 
     const from = change.after.workers[0];
