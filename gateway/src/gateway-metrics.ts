@@ -32,6 +32,7 @@ export class GatewayMetrics {
     placement: ReadonlyMap<string, ModelPlacement>;
     routes: number;
     repacks: number;
+    reweighs: number;
   }): string {
     const l: string[] = [];
     l.push('# HELP hloserve_gateway_requests_total Requests answered by the gateway, by protocol, model and status.');
@@ -82,6 +83,11 @@ export class GatewayMetrics {
     l.push('# HELP hloserve_gateway_repacks_total Placements computed from measured load.');
     l.push('# TYPE hloserve_gateway_repacks_total counter');
     l.push(`hloserve_gateway_repacks_total ${state.repacks}`);
+    l.push(
+      '# HELP hloserve_gateway_reweighs_total Polls that re-derived replica weights from measured load between repacks.',
+    );
+    l.push('# TYPE hloserve_gateway_reweighs_total counter');
+    l.push(`hloserve_gateway_reweighs_total ${state.reweighs}`);
     return l.join('\n') + '\n';
   }
 }

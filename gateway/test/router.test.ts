@@ -146,19 +146,20 @@ suite('measured load', () => {
       [0.75, 0.25],
     );
     assert.deepEqual(p.placement.get('b')!.workers, ['w1']);
-    // The next repack needs the larger budget.
-    assert.equal(
-      c.tick(
-        sample([
-          ['w0', 'a', 200, 2],
-          ['w0', 'b', 200, 1],
-        ]),
-        3000,
-        ['a', 'b'],
-        ['w0', 'w1'],
-        caps,
-      ),
-      null,
+    // The next repack needs the larger budget; until then the same replicas are only re-weighed.
+    const between = c.tick(
+      sample([
+        ['w0', 'a', 200, 2],
+        ['w0', 'b', 200, 1],
+      ]),
+      3000,
+      ['a', 'b'],
+      ['w0', 'w1'],
+      caps,
     );
+    assert.equal(c.repacks, 1);
+    assert.equal(c.reweighs, 1);
+    assert.deepEqual(between?.placement.get('a')!.workers, ['w0', 'w1']);
+    assert.deepEqual(between?.placement.get('b')!.workers, ['w1']);
   });
 });

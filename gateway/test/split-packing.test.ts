@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { suite, test } from 'node:test';
 import { computeSplitAssignment } from '@hloserve/gateway/placement/split-packing';
+import { reweigh } from '@hloserve/gateway/placement/reweigh';
 import type { PackingResult } from '@hloserve/gateway/placement/lpt-packing';
 
 const W3 = ['w0', 'w1', 'w2'];
@@ -176,5 +177,43 @@ suite('split packing (McNaughton wrap-around to the even share)', () => {
     assert.equal(on(p, 'a').length, 2);
     assert.deepEqual(weights(p, 'a'), [0.5, 0.5]);
     assert.equal(on(p, 'b').length, 1);
+  });
+});
+
+suite('re-weighing replicas that stay put', () => {
+  const sets = new Map<string, readonly string[]>([
+    ['mlp', ['w1', 'w2']],
+    ['fno', ['w0', 'w2']],
+    ['resnet', ['w1']],
+  ]);
+  const memoryLoad = new Map(W3.map((w) => [w, 0]));
+
+  test('the shares even the workers out as far as the sets allow', () => {
+    const p = reweigh({
+      utilisation: new Map([
+        ['mlp', 59],
+        ['fno', 35],
+        ['resnet', 5],
+      ]),
+      workers: W3,
+      sets,
+      memoryLoad,
+    });
+    const l = loads(p);
+    assert.ok(Math.max(...l) / 33 < 1.005, l.join(', '));
+    for (const m of sets.keys()) assert.deepEqual(on(p, m), sets.get(m), `${m} keeps its replicas`);
+    assert.deepEqual(weights(p, 'resnet'), [1]);
+  });
+
+  test('when the load moves, the weights follow it; a pinned model keeps its even split', () => {
+    const u = new Map([
+      ['mlp', 40],
+      ['fno', 50],
+      ['resnet', 9],
+    ]);
+    const p = reweigh({ utilisation: u, workers: W3, sets, memoryLoad });
+    assert.ok(weights(p, 'fno')[0]! > 0.6, 'fno leans on w0, where nothing else runs');
+    const pinned = reweigh({ utilisation: u, workers: W3, sets, memoryLoad, pinned: new Set(['fno']) });
+    assert.deepEqual(weights(pinned, 'fno'), [0.5, 0.5]);
   });
 });

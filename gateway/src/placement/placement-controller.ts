@@ -6,6 +6,7 @@
 import { LoadEstimator, type FleetSample } from './load-estimator.js';
 import { computeAssignment, type PackingInput, type PackingResult } from './lpt-packing.js';
 import { computeSplitAssignment } from './split-packing.js';
+import { reweigh } from './reweigh.js';
 import type { OperatorPlacement } from '../control/placement-state.js';
 
 export interface PlacementSettings {
@@ -37,6 +38,8 @@ export class PlacementController {
   private readonly pins = new Map<string, readonly string[]>();
   private last: PackingResult | null = null;
   repacks = 0;
+  /** Polls between repacks that re-derived the weights of unchanged replica sets. */
+  reweighs = 0;
 
   constructor(private readonly settings: PlacementSettings) {
     this.estimator = new LoadEstimator(settings.rebalanceComputeSeconds);
@@ -109,8 +112,8 @@ export class PlacementController {
   }
 
   /**
-   * Folds in a poll; repacks when enough compute has passed (or `force`). Returns the new
-   * placement, or null when nothing was recomputed.
+   * Folds in a poll; repacks when enough compute has passed (or `force`), else re-weighs the
+   * replicas it has. Returns the new placement, or null when nothing was recomputed.
    */
   tick(
     sample: FleetSample,
@@ -123,10 +126,36 @@ export class PlacementController {
     this.accumulated += this.estimator.observe(sample, nowMs);
     const threshold =
       this.trafficRepacks === 0 ? this.settings.firstRebalanceComputeSeconds : this.settings.rebalanceComputeSeconds;
-    if (!force && this.accumulated < threshold) return null;
+    if (!force && this.accumulated < threshold) return this.reweighed(models, workers);
     if (!force) this.trafficRepacks++;
     this.accumulated = 0;
     return this.pack(this.estimator.utilisation(models), workers, memoryCap, true);
+  }
+
+  /**
+   * Between repacks, once a placement from measured load exists: the same replica sets with
+   * weights that follow the latest estimates (null when a model or worker has come or gone since,
+   * which waits for the next repack).
+   */
+  private reweighed(models: readonly string[], workers: readonly string[]): PackingResult | null {
+    if (this.trafficRepacks === 0 || this.last === null) return null;
+    const u = this.estimator.utilisation(models);
+    const sets = new Map<string, readonly string[]>();
+    for (const m of u.keys()) {
+      const set = this.previous.get(m);
+      if (!set || set.length === 0 || set.some((w) => !workers.includes(w))) return null;
+      sets.set(m, set);
+    }
+    const result = reweigh({
+      utilisation: u,
+      workers: [...workers].sort(),
+      sets,
+      pinned: new Set(this.pins.keys()),
+      memoryLoad: this.last.memoryLoad,
+    });
+    this.last = result;
+    this.reweighs++;
+    return result;
   }
 
   private pack(

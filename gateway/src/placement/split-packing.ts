@@ -20,7 +20,7 @@ import type { ModelPlacement, PackingInput, PackingResult } from './lpt-packing.
 export const SPLIT_SLACK = 0.02;
 
 /** Shares of `amount` over `workers` that bring them to one level, none above `cap`. */
-function waterFill(
+export function waterFill(
   amount: number,
   workers: readonly string[],
   load: (w: string) => number,
