@@ -115,6 +115,19 @@ suite('split packing (McNaughton wrap-around to the even share)', () => {
     });
     assert.deepEqual([...on(every, 'a')].sort(), W3);
     assert.deepEqual(loads(every), [2, 2, 2]);
+    // The count is exact even for a model hotter than two workers' even shares: no wrap to a third.
+    const hot = computeSplitAssignment({
+      utilisation: new Map([
+        ['a', 6],
+        ['b', 1],
+        ['c', 1],
+      ]),
+      replicas: new Map([['a', 2]]),
+      workers: W3,
+    });
+    assert.deepEqual(on(hot, 'a'), ['w0', 'w1']);
+    assert.deepEqual(weights(hot, 'a'), [0.5, 0.5]);
+    assert.deepEqual(loads(hot), [3, 3, 2]);
   });
 
   test('a model an operator moved stays there, the others packed around it', () => {

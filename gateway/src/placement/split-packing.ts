@@ -7,8 +7,10 @@
  * not add up to T per worker; here each replica carries a weight (its share of the model's load)
  * and the router sends the model's requests in those proportions.
  *
- * A model with an operator's replica count k > 1 takes the k least loaded workers, its load
- * water-filled over them (up to T; the rest wraps on as above). A model moved by an operator stays
+ * A model with an operator's replica count k (`--replicas`, the console's add and remove) is on
+ * exactly k workers, the least loaded, its load water-filled over them: the count is the
+ * operator's, kept even where a split would even the fleet out further. A model at the default
+ * count takes that many workers water-filled up to T, the rest wrapping on as above. A model moved by an operator stays
  * where it was put, its load split evenly there. Stability: a model stays on a worker that held it
  * before whenever its piece fits there, and a worker that held it wins a split over one with up to
  * `hysteresis` x T more room; the weights themselves follow the measured load on every packing,
@@ -92,6 +94,7 @@ export function computeSplitAssignment(input: PackingInput): PackingResult {
     const um = u(m);
     const wm = mem.get(m) ?? 0;
     const k = Math.max(1, Math.min(n, input.replicas?.get(m) ?? input.defaultReplicas ?? 1));
+    const operatorCount = input.replicas?.has(m) ?? false;
     const prev = new Set(input.previous?.get(m) ?? []);
     let cands = workers.slice();
     if (forbid) {
@@ -112,10 +115,11 @@ export function computeSplitAssignment(input: PackingInput): PackingResult {
       for (const w of chosen) shares.set(w, 0);
     } else {
       let left = um;
-      if (k > 1) {
+      if (k > 1 || operatorCount) {
         const chosen = [...cands].sort(byRoom).slice(0, k);
-        for (const [w, s] of waterFill(um, chosen, load, T)) shares.set(w, s);
-        left = um - [...shares.values()].reduce((a, b) => a + b, 0);
+        // An operator's count is exact: the whole load over those k, however far above T.
+        for (const [w, s] of waterFill(um, chosen, load, operatorCount ? Infinity : T)) shares.set(w, s);
+        left = operatorCount ? 0 : um - [...shares.values()].reduce((a, b) => a + b, 0);
       }
       while (left > eps) {
         const unused = cands.filter((w) => !shares.has(w));
