@@ -19,7 +19,7 @@
 import type { ModelPlacement, PackingInput, PackingResult } from './lpt-packing.js';
 
 /** A model whose load exceeds the room left by less than this fraction of T is not split. */
-export const SPLIT_SLACK = 0.02;
+export const SPLIT_SLACK = 0.01;
 
 /** Shares of `amount` over `workers` that bring them to one level, none above `cap`. */
 export function waterFill(
