@@ -239,8 +239,23 @@ if (!process.argv.includes('--skip-measured-spread')) {
         }
         return per;
       };
+      // Each replica with its share of the model's requests (a build without weights: placed = 1).
+      const placementNow = async () => {
+        const gwText = await httpText(`http://127.0.0.1:${node.ports.metrics}/metrics`);
+        const weights = new Map(
+          [...gwText.matchAll(/^hloserve_gateway_placement_weight\{model="(\w+)",worker="(\w+)"\} (\S+)/gm)].map(
+            (m) => [`${m[1]}@${m[2]}`, Number(m[3])],
+          ),
+        );
+        const placed = [...gwText.matchAll(/^hloserve_gateway_placement\{model="(\w+)",worker="(\w+)"\} 1/gm)].map(
+          (m) => `${m[1]}@${m[2]}${weights.has(`${m[1]}@${m[2]}`) ? `:${fmt(weights.get(`${m[1]}@${m[2]}`), 2)}` : ''}`,
+        );
+        const repacks = /^hloserve_gateway_repacks_total (\d+)/m.exec(gwText)?.[1];
+        return `${repacks} packings, ${placed.join(' ')}`;
+      };
       await run();
       const before = await stats();
+      const placedBefore = await placementNow();
       await run();
       const after = await stats();
       const perWorker = ['worker0', 'worker1', 'worker2'].map((w) => {
@@ -254,21 +269,9 @@ if (!process.argv.includes('--skip-measured-spread')) {
         return { s, models };
       });
       const mean = perWorker.reduce((a, b) => a + b.s, 0) / 3;
-      const gwText = await httpText(`http://127.0.0.1:${node.ports.metrics}/metrics`);
-      // Each replica with its share of the model's requests (a build without weights: placed = 1).
-      const weights = new Map(
-        [...gwText.matchAll(/^hloserve_gateway_placement_weight\{model="(\w+)",worker="(\w+)"\} (\S+)/gm)].map((m) => [
-          `${m[1]}@${m[2]}`,
-          Number(m[3]),
-        ]),
-      );
-      const placement = [...gwText.matchAll(/^hloserve_gateway_placement\{model="(\w+)",worker="(\w+)"\} 1/gm)].map(
-        (m) => `${m[1]}@${m[2]}${weights.has(`${m[1]}@${m[2]}`) ? `:${fmt(weights.get(`${m[1]}@${m[2]}`), 2)}` : ''}`,
-      );
-      const repacks = /^hloserve_gateway_repacks_total (\d+)/m.exec(gwText)?.[1];
       if (mode === 'lpt_packing')
         console.error(
-          `lpt_packing: ${repacks} packings (the first is the startup one), placement ${placement.join(' ')}`,
+          `lpt_packing placement (packings counted with the startup one): as the measured run began ${placedBefore}; at its end ${await placementNow()}`,
         );
       console.log(
         `| ${mode} | ${perWorker.map((p) => fmt(p.s, 2)).join(', ')} | ${fmt(Math.max(...perWorker.map((p) => p.s)) / mean, 3)} | ${perWorker.map((p) => p.models).join(', ')} |`,
