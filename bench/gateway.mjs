@@ -4,7 +4,7 @@
 // workers against round_robin: a simulation of larger fleets from the packing code itself, and
 // a measured run of three CPU workers behind the supervisor.
 // Usage: npm run build && nice -n 10 node bench/gateway.mjs [--rounds 3] [--skip-measured-spread]
-//   [--only-latency] [--baseline-cli PATH]: PATH is another build's gateway/dist/src/cli.js (e.g. an
+//   [--only-latency] [--skip-latency] [--baseline-cli PATH]: PATH is another build's gateway/dist/src/cli.js (e.g. an
 //   older commit's dist copied under tmp/), run as a third path in the same alternation.
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -12,7 +12,7 @@ import { get } from 'node:http';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { SERVER_NODE_FLAGS } from '../engine/dist/src/node-flags.js';
-import { computeAssignment } from '../gateway/dist/src/placement/lpt-packing.js';
+import { computeSplitAssignment } from '../gateway/dist/src/placement/split-packing.js';
 import { runPerfAnalyzer } from '../e2e/dist/src/perf-analyzer.js';
 import { repoRoot, startServer } from '../e2e/dist/src/server-process.js';
 import { fmt, machine } from './stats.mjs';
@@ -24,6 +24,7 @@ const arg = (name, dflt) => {
 const rounds = Number(arg('rounds', '3'));
 const baselineCli = arg('baseline-cli', null);
 const onlyLatency = process.argv.includes('--only-latency');
+const skipLatency = process.argv.includes('--skip-latency');
 
 console.log(`# bench/gateway, machine: ${machine()}`);
 
@@ -97,7 +98,7 @@ function perf(url, c) {
 }
 
 // 1. Added latency.
-{
+if (!skipLatency) {
   const worker = await startServer({
     HLOSERVE_MODELS_INCLUDE: 'mlp',
     HLOSERVE_ENDPOINTS_MAX_CONCURRENT_REQUESTS: '1024',
@@ -162,8 +163,9 @@ function perf(url, c) {
 }
 if (onlyLatency) process.exit(0);
 
-// 2a. Work spread, simulated: Zipf(1) traffic over M models on W workers, the hottest models
-// with two replicas, memory caps that hold a third of the models per worker under round robin's
+// 2a. Work spread, simulated: Zipf(1) traffic over M models on W workers, the packing the gateway
+// runs on measured load (split-packing: loads may split over weighted replicas), the hottest
+// models with an operator's replica count, memory caps that hold a third of the models per worker under round robin's
 // every-model-everywhere rule. Load = share of the fleet's compute.
 {
   console.log('\n## work spread over skewed traffic, simulated (Zipf(1) utilisation, packing code of gateway/)\n');
@@ -182,7 +184,7 @@ if (onlyLatency) process.exit(0);
       [...u].filter(([, x]) => x > mean * 0.5).map(([m, x]) => [m, Math.min(W, Math.ceil((2 * x) / mean))]),
     );
     const workers = Array.from({ length: W }, (_, i) => `w${String(i).padStart(2, '0')}`);
-    const res = computeAssignment({ utilisation: u, workers, replicas });
+    const res = computeSplitAssignment({ utilisation: u, workers, replicas });
     const loads = [...res.computeLoad.values()];
     const held = new Map(workers.map((w) => [w, 0]));
     for (const p of res.placement.values()) for (const w of p.workers) held.set(w, held.get(w) + 1);
@@ -237,8 +239,23 @@ if (!process.argv.includes('--skip-measured-spread')) {
         }
         return per;
       };
+      // Each replica with its share of the model's requests (a build without weights: placed = 1).
+      const placementNow = async () => {
+        const gwText = await httpText(`http://127.0.0.1:${node.ports.metrics}/metrics`);
+        const weights = new Map(
+          [...gwText.matchAll(/^hloserve_gateway_placement_weight\{model="(\w+)",worker="(\w+)"\} (\S+)/gm)].map(
+            (m) => [`${m[1]}@${m[2]}`, Number(m[3])],
+          ),
+        );
+        const placed = [...gwText.matchAll(/^hloserve_gateway_placement\{model="(\w+)",worker="(\w+)"\} 1/gm)].map(
+          (m) => `${m[1]}@${m[2]}${weights.has(`${m[1]}@${m[2]}`) ? `:${fmt(weights.get(`${m[1]}@${m[2]}`), 2)}` : ''}`,
+        );
+        const repacks = /^hloserve_gateway_repacks_total (\d+)/m.exec(gwText)?.[1];
+        return `${repacks} packings, ${placed.join(' ')}`;
+      };
       await run();
       const before = await stats();
+      const placedBefore = await placementNow();
       await run();
       const after = await stats();
       const perWorker = ['worker0', 'worker1', 'worker2'].map((w) => {
@@ -252,14 +269,9 @@ if (!process.argv.includes('--skip-measured-spread')) {
         return { s, models };
       });
       const mean = perWorker.reduce((a, b) => a + b.s, 0) / 3;
-      const gwText = await httpText(`http://127.0.0.1:${node.ports.metrics}/metrics`);
-      const placement = [...gwText.matchAll(/^hloserve_gateway_placement\{model="(\w+)",worker="(\w+)"\} 1/gm)].map(
-        (m) => `${m[1]}@${m[2]}`,
-      );
-      const repacks = /^hloserve_gateway_repacks_total (\d+)/m.exec(gwText)?.[1];
       if (mode === 'lpt_packing')
         console.error(
-          `lpt_packing: ${repacks} packings (the first is the startup one), placement ${placement.join(' ')}`,
+          `lpt_packing placement (packings counted with the startup one): as the measured run began ${placedBefore}; at its end ${await placementNow()}`,
         );
       console.log(
         `| ${mode} | ${perWorker.map((p) => fmt(p.s, 2)).join(', ')} | ${fmt(Math.max(...perWorker.map((p) => p.s)) / mean, 3)} | ${perWorker.map((p) => p.models).join(', ')} |`,

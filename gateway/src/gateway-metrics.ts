@@ -1,4 +1,5 @@
 /** The gateway's own counters, exposed in Prometheus text. */
+import type { ModelPlacement } from './placement/lpt-packing.js';
 
 export class GatewayMetrics {
   readonly requests = new Map<string, number>();
@@ -28,9 +29,10 @@ export class GatewayMetrics {
   render(state: {
     maxInFlight: number;
     workers: { name: string; ready: boolean; outstanding: number }[];
-    placement: ReadonlyMap<string, readonly string[]>;
+    placement: ReadonlyMap<string, ModelPlacement>;
     routes: number;
     repacks: number;
+    reweighs: number;
   }): string {
     const l: string[] = [];
     l.push('# HELP hloserve_gateway_requests_total Requests answered by the gateway, by protocol, model and status.');
@@ -65,14 +67,27 @@ export class GatewayMetrics {
     for (const w of state.workers) l.push(`hloserve_gateway_worker_outstanding{worker="${w.name}"} ${w.outstanding}`);
     l.push('# HELP hloserve_gateway_placement Model replicas placed on a worker by lpt_packing (1 = placed).');
     l.push('# TYPE hloserve_gateway_placement gauge');
-    for (const [m, ws] of state.placement)
-      for (const w of ws) l.push(`hloserve_gateway_placement{model="${m}",worker="${w}"} 1`);
+    for (const [m, p] of state.placement)
+      for (const w of p.workers) l.push(`hloserve_gateway_placement{model="${m}",worker="${w}"} 1`);
+    l.push(
+      "# HELP hloserve_gateway_placement_weight Share of a model's requests (items) the router sends to a replica.",
+    );
+    l.push('# TYPE hloserve_gateway_placement_weight gauge');
+    for (const [m, p] of state.placement)
+      p.workers.forEach((w, i) =>
+        l.push(`hloserve_gateway_placement_weight{model="${m}",worker="${w}"} ${p.weights[i] ?? 0}`),
+      );
     l.push('# HELP hloserve_gateway_routed_models Models in the routing table.');
     l.push('# TYPE hloserve_gateway_routed_models gauge');
     l.push(`hloserve_gateway_routed_models ${state.routes}`);
     l.push('# HELP hloserve_gateway_repacks_total Placements computed from measured load.');
     l.push('# TYPE hloserve_gateway_repacks_total counter');
     l.push(`hloserve_gateway_repacks_total ${state.repacks}`);
+    l.push(
+      '# HELP hloserve_gateway_reweighs_total Polls that re-derived replica weights from measured load between repacks.',
+    );
+    l.push('# TYPE hloserve_gateway_reweighs_total counter');
+    l.push(`hloserve_gateway_reweighs_total ${state.reweighs}`);
     return l.join('\n') + '\n';
   }
 }

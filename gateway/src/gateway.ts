@@ -329,6 +329,7 @@ export class Gateway {
       placement: this.router.placement(),
       routes: this.fleet.models().length,
       repacks: this.placement.repacks,
+      reweighs: this.placement.reweighs,
     });
     const workerTexts = await Promise.all(
       [...this.fleet.workers.values()].map(async (w) => {

@@ -166,6 +166,12 @@ suite('the gateway console port: placements, actions, audit, pass-through', () =
     assert.deepEqual(a.residentOn, ['w0']);
     assert.equal(a.cells.length, 3);
     assert.ok(a.cells.every((c: { ready: boolean }) => c.ready));
+    // One replica takes all of its model's traffic; the other cells none.
+    assert.deepEqual(a.cells.map((c: { placed: boolean; weight: number }) => [c.placed, c.weight]).sort(), [
+      [false, 0],
+      [false, 0],
+      [true, 1],
+    ]);
   });
 
   test('a viewer may not act (403); an operator adds a replica, moves it, releases it, each audited', async () => {
@@ -176,7 +182,28 @@ suite('the gateway console port: placements, actions, audit, pass-through', () =
     assert.equal(change.before.replicas, 1);
     assert.equal(change.after.replicas, 2);
     assert.equal(change.after.workers.length, 2);
-    assert.deepEqual(gw.gateway.router.placement().get('a')?.length, 2, 'the router sends a to two workers now');
+    assert.deepEqual(
+      gw.gateway.router.placement().get('a')?.workers.length,
+      2,
+      'the router sends a to two workers now',
+    );
+    // The view and /metrics read the weights from the router, their one owner.
+    const view = (await call('GET', '/api/v1/placements', 'view')).body.data;
+    const cells = view.models.find((m: { name: string }) => m.name === 'a').cells;
+    const routed = gw.gateway.router.placement().get('a')!;
+    const weights = new Map<string, number>();
+    routed.workers.forEach((w, i) => weights.set(w, routed.weights[i]!));
+    for (const c of cells as { worker: string; weight: number }[]) assert.equal(c.weight, weights.get(c.worker) ?? 0);
+    assert.ok(Math.abs(routed.weights.reduce((x, y) => x + y, 0) - 1) < 1e-9);
+    const gauge = [
+      ...(await gw.gateway.metricsText()).matchAll(
+        /^hloserve_gateway_placement_weight\{model="a",worker="(\w+)"\} (\S+)/gm,
+      ),
+    ];
+    assert.deepEqual(
+      gauge.map((m) => [m[1], Number(m[2])]),
+      routed.workers.map((w, i) => [w, routed.weights[i]]),
+    );
 
     const from = change.after.workers[0];
     const to = ['w0', 'w1', 'w2'].find((w) => !change.after.workers.includes(w))!;
@@ -188,7 +215,7 @@ suite('the gateway console port: placements, actions, audit, pass-through', () =
     // A repack keeps the pin.
     await gw.gateway.placementTick(true);
     assert.deepEqual(
-      [...gw.gateway.router.placement().get('a')!].sort(),
+      [...gw.gateway.router.placement().get('a')!.workers].sort(),
       [...mv.body.data.change.after.workers].sort(),
     );
 
@@ -214,7 +241,7 @@ suite('the gateway console port: placements, actions, audit, pass-through', () =
     assert.equal((await call('POST', '/api/v1/placements/a/move', 'op', { from: 'w0' })).status, 400);
     const last = await call('POST', '/api/v1/placements/b/remove_replica', 'op');
     assert.equal(last.body.code, 'HLO_ERR_FAILED_PRECONDITION');
-    const placedB = gw.gateway.router.placement().get('b')![0]!;
+    const placedB = gw.gateway.router.placement().get('b')!.workers[0]!;
     const already = await call('POST', '/api/v1/placements/b/move', 'op', { from: placedB, to: placedB });
     assert.equal(already.body.code, 'HLO_ERR_FAILED_PRECONDITION');
   });
@@ -260,7 +287,7 @@ suite('the gateway console port: placements, actions, audit, pass-through', () =
       assert.equal(r.status, 500);
       assert.match(r.body.error, /could not be stored, so it was undone: disk full/);
       // The undo repacks, which may place b elsewhere by load; what it must restore is one replica.
-      assert.equal(gw.gateway.router.placement().get('b')!.length, 1);
+      assert.equal(gw.gateway.router.placement().get('b')!.workers.length, 1);
       assert.equal(gw.gateway.placement.desiredReplicas('b', 3), 1);
       assert.equal((await call('GET', '/api/v1/placements/audit', 'view')).body.data.length, auditBefore);
     } finally {

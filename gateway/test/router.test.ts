@@ -86,6 +86,20 @@ suite('measured load', () => {
     assert.ok(e.utilisation(['a']).get('a')! >= 0);
   });
 
+  test('load per window is compute over wall time; the first windows are averaged by their compute', () => {
+    const e = new LoadEstimator(300);
+    e.observe(sample([['w0', 'a', 0, 0]]), 0);
+    // A cold first window: few requests, each slow (weights loading); then the steady state.
+    e.observe(sample([['w0', 'a', 10, 5]]), 5000);
+    e.observe(sample([['w0', 'a', 1010, 10]]), 10_000);
+    // Both windows did 5 device-seconds in 5 s: the load is 1, whatever the rate and cost apart.
+    assert.ok(Math.abs(e.utilisation(['a']).get('a')! - 1) < 1e-9);
+    e.observe(sample([['w0', 'a', 1020, 20]]), 15_000);
+    // A third window at twice the load, as much compute as the first two together: halfway.
+    const u = e.utilisation(['a']).get('a')!;
+    assert.ok(u > 1.3 && u < 1.6, `u ${u}`);
+  });
+
   test('before any traffic, models spread evenly by count; replicas take distinct workers', () => {
     const c = new PlacementController({ ...DEFAULT_PLACEMENT, replicas: new Map([['a', 2]]) });
     const p = c.startup(['a', 'b', 'c', 'd'], ['w0', 'w1', 'w2'], new Map());
@@ -128,6 +142,20 @@ suite('measured load', () => {
       ),
       null,
     );
+    // Enough compute in the first window with traffic, but the first packing waits for a second.
+    assert.equal(
+      c.tick(
+        sample([
+          ['w0', 'a', 50, 0.5],
+          ['w0', 'b', 50, 0.25],
+        ]),
+        1500,
+        ['a', 'b'],
+        ['w0', 'w1'],
+        caps,
+      ),
+      null,
+    );
     const p = c.tick(
       sample([
         ['w0', 'a', 100, 1],
@@ -139,21 +167,63 @@ suite('measured load', () => {
       caps,
     );
     assert.ok(p);
-    assert.deepEqual(p.placement.get('a')!.workers, ['w0']);
-    assert.deepEqual(p.placement.get('b')!.workers, ['w1']);
-    // The next repack needs the larger budget.
-    assert.equal(
-      c.tick(
-        sample([
-          ['w0', 'a', 200, 2],
-          ['w0', 'b', 200, 1],
-        ]),
-        3000,
-        ['a', 'b'],
-        ['w0', 'w1'],
-        caps,
-      ),
-      null,
+    // a (1 device-s/s) is over the even share 0.75: three quarters of it on w0, the rest beside b.
+    assert.deepEqual(p.placement.get('a')!.workers, ['w0', 'w1']);
+    assert.deepEqual(
+      p.placement.get('a')!.weights.map((w) => Math.round(w * 1000) / 1000),
+      [0.75, 0.25],
     );
+    assert.deepEqual(p.placement.get('b')!.workers, ['w1']);
+    // The next repack needs the larger budget; until then the same replicas are only re-weighed.
+    const between = c.tick(
+      sample([
+        ['w0', 'a', 200, 2],
+        ['w0', 'b', 200, 1],
+      ]),
+      3000,
+      ['a', 'b'],
+      ['w0', 'w1'],
+      caps,
+    );
+    assert.equal(c.repacks, 1);
+    assert.equal(c.reweighs, 1);
+    assert.deepEqual(between?.placement.get('a')!.workers, ['w0', 'w1']);
+    assert.deepEqual(between?.placement.get('b')!.workers, ['w1']);
+  });
+
+  test('a traffic repack keeps the replica sets when re-weighing them is within the hysteresis', () => {
+    const c = new PlacementController({
+      ...DEFAULT_PLACEMENT,
+      firstRebalanceComputeSeconds: 1,
+      rebalanceComputeSeconds: 4,
+      replicas: new Map([['mlp', 2]]),
+    });
+    const W3 = ['w0', 'w1', 'w2'];
+    const models = ['mlp', 'fno', 'resnet'];
+    const cum = new Map(models.map((m) => [m, { requests: 0, computeSeconds: 0 }]));
+    const step = (t: number, rates: Record<string, [number, number]>) => {
+      for (const [m, [rate, cost]] of Object.entries(rates)) {
+        const x = cum.get(m)!;
+        x.requests += rate * 5;
+        x.computeSeconds += rate * 5 * cost;
+      }
+      const one = new Map([...cum].map(([m, x]) => [m, { ...x, weightBytes: 1 }]));
+      return c.tick(new Map([['w0', one]]), t, models, W3, new Map());
+    };
+    step(0, {});
+    step(5000, { mlp: [57, 0.01], fno: [3.6, 0.1], resnet: [0.7, 0.1] });
+    assert.equal(c.repacks, 0, 'the first window alone is not packed on');
+    const first = step(10_000, { mlp: [57, 0.01], fno: [3.6, 0.1], resnet: [0.7, 0.1] })!;
+    assert.equal(c.repacks, 1);
+    const sets = (r: { placement: ReadonlyMap<string, { workers: readonly string[] }> }) =>
+      models.map((m) => [...r.placement.get(m)!.workers].sort().join(','));
+    // The mix moves (fno hotter): the next repack re-weighs the replicas it has instead of moving them.
+    let last = first;
+    for (let t = 15_000; c.repacks < 2; t += 5000)
+      last = step(t, { mlp: [40, 0.01], fno: [5, 0.1], resnet: [0.7, 0.1] })!;
+    assert.deepEqual(sets(last), sets(first));
+    const loads = [...last.computeLoad.values()];
+    const mean = loads.reduce((a, b) => a + b, 0) / 3;
+    assert.ok(Math.max(...loads) / mean < 1.1, `within the hysteresis: ${loads.join(', ')}`);
   });
 });

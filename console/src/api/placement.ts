@@ -21,6 +21,8 @@ export type PlacementAction = 'add_replica' | 'remove_replica' | 'move' | 'relea
 export interface PlacementCell {
   readonly worker: string;
   readonly placed: boolean;
+  /** Share of the model's requests sent here (0 to 1); null where the mode uses every holder unweighted. */
+  readonly weight: number | null;
   readonly ready: boolean;
   readonly resident: boolean | null;
 }

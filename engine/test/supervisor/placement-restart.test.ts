@@ -77,10 +77,10 @@ suite('the supervisor gateway: placement and audit survive a restart (SQLite sto
     let gw = await start(store);
     await act(gw, 'a', 'add_replica');
     await act(gw, 'a', 'add_replica');
-    const bOn = gw.gateway.router.placement().get('b')![0]!;
+    const bOn = gw.gateway.router.placement().get('b')!.workers[0]!;
     const to = ['w0', 'w1', 'w2'].find((w) => w !== bOn)!;
     await act(gw, 'b', 'move', { from: bOn, to });
-    assert.equal(gw.gateway.router.placement().get('a')!.length, 3);
+    assert.equal(gw.gateway.router.placement().get('a')!.workers.length, 3);
     await gw.stop();
     await store.close();
 
@@ -89,9 +89,9 @@ suite('the supervisor gateway: placement and audit survive a restart (SQLite sto
     try {
       // The first packing after the restart already has them: no action, no traffic.
       assert.equal(gw.gateway.placement.desiredReplicas('a', 3), 3);
-      assert.equal(gw.gateway.router.placement().get('a')!.length, 3, 'a on every worker again');
+      assert.equal(gw.gateway.router.placement().get('a')!.workers.length, 3, 'a on every worker again');
       assert.deepEqual(gw.gateway.placement.pinnedOn('b'), [to]);
-      assert.deepEqual([...gw.gateway.router.placement().get('b')!], [to], 'b where the operator moved it');
+      assert.deepEqual([...gw.gateway.router.placement().get('b')!.workers], [to], 'b where the operator moved it');
       assert.equal(gw.gateway.placement.desiredReplicas('c', 3), 1, 'an untouched model stays at the default');
 
       const r = await fetch(`http://127.0.0.1:${gw.ports.console}/api/v1/placements/audit`, {

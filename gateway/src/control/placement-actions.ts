@@ -30,7 +30,7 @@ export const isPlacementAction = (s: string): s is PlacementActionName =>
 
 function snapshot(gw: Gateway, model: string, workers: number) {
   return {
-    workers: [...(gw.router.placement().get(model) ?? [])],
+    workers: [...(gw.router.placement().get(model)?.workers ?? [])],
     replicas: gw.placement.desiredReplicas(model, workers),
     pinned: gw.placement.pinnedOn(model) !== undefined,
   };

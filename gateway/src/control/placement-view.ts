@@ -13,6 +13,12 @@ export interface PlacementCell {
   readonly worker: string;
   /** The router sends this model's traffic here. */
   readonly placed: boolean;
+  /**
+   * Share of the model's requests the router sends here (0 to 1; 0 where not placed); null where
+   * the mode spreads over every holder without weights (round_robin, least_outstanding, or an
+   * lpt_packing model not placed yet).
+   */
+  readonly weight: number | null;
   /** The worker holds the model ready. */
   readonly ready: boolean;
   /** Weights on the worker's device; null when its metrics could not be read. */
@@ -87,10 +93,12 @@ export async function placementView(gw: Gateway): Promise<PlacementView> {
   const resident = await residency(gw);
   const models = gw.fleet.models().map((name): ModelPlacementView => {
     const holders = gw.fleet.holders(name);
-    const on = lpt ? (placed.get(name) ?? holders) : holders;
+    const p = lpt ? placed.get(name) : undefined;
+    const on = p?.workers ?? holders;
     const cells = workers.map((worker): PlacementCell => ({
       worker,
       placed: on.includes(worker),
+      weight: p ? (p.weights[p.workers.indexOf(worker)] ?? 0) : null,
       ready: holders.includes(worker),
       resident: resident.get(worker)?.has(name) ?? null,
     }));

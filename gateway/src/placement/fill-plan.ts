@@ -11,6 +11,12 @@
  *            (fills one replica's batch first)
  * Ties go to the least loaded worker (fill_least, counting every model's work on it) or in
  * rotation from a per-model cursor (fill_rr).
+ *
+ * Replicas with unequal weights (a model's load split unevenly by the packing) are chosen by a
+ * deficit counter instead: every request credits each live replica its weight x items and debits
+ * the chosen one the items times the live replicas' weights, and a new run of Q items opens on the replica with the most credit,
+ * so over any stretch each replica receives its weight's share of the items to within about Q.
+ * A replica that is down earns no credit, so the others' weights renormalise among themselves.
  */
 
 export type FillMode = 'run' | 'spread' | 'inflight';
@@ -57,6 +63,10 @@ export class ReplicaRouter {
   private cursor = 0;
   private target = -1;
   private runUnits = 0;
+  private weights: number[] = [];
+  private readonly credit: number[];
+  /** Whether the weights differ: equal weights keep the fill plan's in-flight balancing. */
+  private weighted = false;
 
   constructor(
     readonly workers: readonly string[],
@@ -64,8 +74,30 @@ export class ReplicaRouter {
     private readonly mode: FillMode,
     private readonly policy: FillPolicy,
     private readonly load: WorkerLoad,
+    weights?: readonly number[],
   ) {
     this.outs = workers.map(() => 0);
+    this.credit = workers.map(() => 0);
+    this.setWeights(weights ?? workers.map(() => 1));
+  }
+
+  /** Share of the model's items each replica should receive (same order as workers). */
+  shares(): readonly number[] {
+    return this.weights;
+  }
+
+  /** New weights for the same replicas (a repack that moved no model); credits carry over. */
+  setWeights(weights: readonly number[]): void {
+    const clean = this.workers.map((_, i) => {
+      const w = weights[i] ?? 0;
+      return Number.isFinite(w) && w > 0 ? w : 0;
+    });
+    const sum = clean.reduce((a, b) => a + b, 0);
+    this.weights = sum > 0 ? clean.map((w) => w / sum) : clean.map(() => 1 / clean.length);
+    const max = Math.max(...this.weights);
+    const min = Math.min(...this.weights);
+    this.weighted = max - min > 1e-6;
+    if (!this.weighted) this.credit.fill(0);
   }
 
   /** Items in flight per replica (same order as workers). */
@@ -77,7 +109,7 @@ export class ReplicaRouter {
    * Picks a replica for a request of `units` items and reserves it; `weight` is what the
    * request charges its worker's cross-model load (items, compute estimate or 1).
    */
-  route(units: number, weight: number): Reservation {
+  route(units: number, weight: number, live?: readonly boolean[]): Reservation {
     const n = this.workers.length;
     const Q = this.quantum;
     const rot = (i: number) => (i - this.cursor + n) % n;
@@ -97,6 +129,8 @@ export class ReplicaRouter {
     let chosen: number;
     if (n === 1) {
       chosen = 0;
+    } else if (this.weighted) {
+      chosen = this.pickWeighted(units, live);
     } else if (this.mode === 'run') {
       const total = this.outs.reduce((a, b) => a + b, 0);
       const floorQ = Math.min(...this.outs.map((o) => Math.floor(o / Q)));
@@ -123,6 +157,16 @@ export class ReplicaRouter {
     }
     this.outs[chosen]! += units;
     const worker = this.workers[chosen]!;
+    if (this.weighted) {
+      // Credit and debit balance over the live replicas, so a down one's share is spread by weight.
+      let liveSum = 0;
+      for (let i = 0; i < n; i++)
+        if (live?.[i] !== false) {
+          this.credit[i]! += this.weights[i]! * units;
+          liveSum += this.weights[i]!;
+        }
+      this.credit[chosen]! -= units * (liveSum > 0 ? liveSum : 1);
+    }
     this.load.add(worker, weight);
     const rest = this.workers
       .map((w, i) => ({ w, i }))
@@ -144,5 +188,29 @@ export class ReplicaRouter {
         this.load.add(worker, -weight);
       },
     };
+  }
+
+  /** The replica by deficit: the current run while it lasts, else the live one most owed. */
+  private pickWeighted(units: number, live?: readonly boolean[]): number {
+    const up = (i: number): boolean => live?.[i] !== false && this.weights[i]! > 0;
+    const runQ = this.mode === 'run' ? this.quantum : 1;
+    if (this.target >= 0 && up(this.target) && this.runUnits < runQ) {
+      this.runUnits += units;
+      return this.target;
+    }
+    let best = -1;
+    for (let i = 0; i < this.workers.length; i++) {
+      if (!up(i)) continue;
+      if (best < 0 || this.credit[i]! > this.credit[best]! + 1e-12) best = i;
+    }
+    // Every weighted replica down: the first live one, else the first (the caller reorders).
+    if (best < 0)
+      best = Math.max(
+        0,
+        this.workers.findIndex((_, i) => live?.[i] !== false),
+      );
+    this.target = best;
+    this.runUnits = units;
+    return best;
   }
 }

@@ -1,11 +1,15 @@
 /**
  * Measured load per model, from the counters every worker already reports (Triton model
- * statistics: requests served and compute time). Cost per request and arrival rate are smoothed
- * by EWMAs whose decay runs on fleet compute, so the estimate moves as fast as work is done.
- * Unlike the reference, the first rate sample is adopted outright (as the cost is): starting the
- * rate at zero made the first repack see a seventh of the real traffic.
+ * statistics: requests served and compute time). Per poll window a model's load is its compute
+ * over the wall time (rate x cost per request, device-seconds per second); the windows are
+ * smoothed by a mean whose decay runs on fleet compute, so the estimate moves as fast as work is
+ * done. Unlike the reference, which smooths rate and cost apart and multiplies them, the product
+ * is smoothed: a cold start's window (few requests, each slow while weights load) and a warm one
+ * carry the same load, but averaging their rates and costs apart would multiply two averages into
+ * a load neither window had. The mean is bias-corrected (foldMean): the first window is the
+ * estimate until others come, then windows are averaged by the compute each saw.
  */
-import { ewma } from './ewma.js';
+import { foldMean, meanOf, type WeightedMean } from './ewma.js';
 
 export interface ModelCounters {
   /** Requests served since the worker started (monotone while it lives). */
@@ -20,8 +24,8 @@ export interface ModelCounters {
 export type FleetSample = ReadonlyMap<string, ReadonlyMap<string, ModelCounters>>;
 
 interface ModelEstimate {
-  rate: number | null;
-  cost: number | null;
+  /** Device-seconds per second. */
+  load: WeightedMean | null;
 }
 
 export class LoadEstimator {
@@ -59,24 +63,20 @@ export class LoadEstimator {
     }
     if (prev === null || !(wallS > 0)) return 0;
     for (const [m, d] of perModel) {
-      const e = this.models.get(m) ?? { rate: null, cost: null };
-      const rate = d.dReq / wallS;
-      e.rate = e.rate === null ? rate : ewma(e.rate, rate, fleetCompute, this.halflifeComputeSeconds);
-      if (d.dReq > 0) {
-        const cost = d.dCompute / d.dReq;
-        e.cost = e.cost === null ? cost : ewma(e.cost, cost, fleetCompute, this.halflifeComputeSeconds);
-      }
+      const e = this.models.get(m) ?? { load: null };
+      e.load = foldMean(e.load, d.dCompute / wallS, fleetCompute, this.halflifeComputeSeconds);
       this.models.set(m, e);
     }
     return fleetCompute;
   }
 
-  /** u = rate x cost per model (device-seconds per second); 0 until both are measured. */
+  /** u = rate x cost per model (device-seconds per second); 0 until measured. */
   utilisation(models: Iterable<string>): Map<string, number> {
     const out = new Map<string, number>();
     for (const m of models) {
       const e = this.models.get(m);
-      out.set(m, e && e.rate !== null && e.cost !== null && e.rate > 0 && e.cost > 0 ? e.rate * e.cost : 0);
+      const u = e?.load ? meanOf(e.load) : 0;
+      out.set(m, u > 0 ? u : 0);
     }
     return out;
   }

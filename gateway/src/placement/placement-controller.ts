@@ -4,7 +4,9 @@
  * load (LoadEstimator), never from a file the operator maintains.
  */
 import { LoadEstimator, type FleetSample } from './load-estimator.js';
-import { computeAssignment, type PackingResult } from './lpt-packing.js';
+import { computeAssignment, type PackingInput, type PackingResult } from './lpt-packing.js';
+import { computeSplitAssignment } from './split-packing.js';
+import { reweigh } from './reweigh.js';
 import type { OperatorPlacement } from '../control/placement-state.js';
 
 export interface PlacementSettings {
@@ -29,6 +31,8 @@ export class PlacementController {
   readonly estimator: LoadEstimator;
   private accumulated = 0;
   private trafficRepacks = 0;
+  /** Polls that saw fleet compute. */
+  private trafficPolls = 0;
   private previous = new Map<string, readonly string[]>();
   /** Replica counts: the settings', then the operator's changes (console actions). */
   private readonly replicas: Map<string, number>;
@@ -36,6 +40,8 @@ export class PlacementController {
   private readonly pins = new Map<string, readonly string[]>();
   private last: PackingResult | null = null;
   repacks = 0;
+  /** Polls between repacks that re-derived the weights of unchanged replica sets. */
+  reweighs = 0;
 
   constructor(private readonly settings: PlacementSettings) {
     this.estimator = new LoadEstimator(settings.rebalanceComputeSeconds);
@@ -104,12 +110,12 @@ export class PlacementController {
     workers: readonly string[],
     memoryCap: ReadonlyMap<string, number>,
   ): PackingResult {
-    return this.pack(new Map(models.map((m) => [m, 1])), workers, memoryCap);
+    return this.pack(new Map(models.map((m) => [m, 1])), workers, memoryCap, false);
   }
 
   /**
-   * Folds in a poll; repacks when enough compute has passed (or `force`). Returns the new
-   * placement, or null when nothing was recomputed.
+   * Folds in a poll; repacks when enough compute has passed (or `force`), else re-weighs the
+   * replicas it has. Returns the new placement, or null when nothing was recomputed.
    */
   tick(
     sample: FleetSample,
@@ -119,21 +125,66 @@ export class PlacementController {
     memoryCap: ReadonlyMap<string, number>,
     force = false,
   ): PackingResult | null {
-    this.accumulated += this.estimator.observe(sample, nowMs);
+    const done = this.estimator.observe(sample, nowMs);
+    this.accumulated += done;
+    if (done > 0) this.trafficPolls++;
     const threshold =
       this.trafficRepacks === 0 ? this.settings.firstRebalanceComputeSeconds : this.settings.rebalanceComputeSeconds;
-    if (!force && this.accumulated < threshold) return null;
+    // The first packing from traffic waits for a second measured window: the first one after a
+    // cold start holds weight loads and the callers' ramp-up.
+    const early = this.trafficRepacks === 0 && this.trafficPolls < 2;
+    if (!force && (this.accumulated < threshold || early)) return this.reweighed(models, workers);
     if (!force) this.trafficRepacks++;
     this.accumulated = 0;
-    return this.pack(this.estimator.utilisation(models), workers, memoryCap);
+    return this.pack(this.estimator.utilisation(models), workers, memoryCap, true, force);
+  }
+
+  /**
+   * Between repacks, once a placement from measured load exists: the same replica sets with
+   * weights that follow the latest estimates (null when a model or worker has come or gone since,
+   * which waits for the next repack).
+   */
+  private reweighed(models: readonly string[], workers: readonly string[]): PackingResult | null {
+    if (this.trafficRepacks === 0 || this.last === null) return null;
+    const result = this.keptSets(this.estimator.utilisation(models), workers);
+    if (result === null) return null;
+    this.last = result;
+    this.reweighs++;
+    return result;
+  }
+
+  /**
+   * The previous replica sets re-weighed for `u`, or null where they no longer apply: a model or
+   * worker came or went, or an operator's count or move is not what the set holds.
+   */
+  private keptSets(u: ReadonlyMap<string, number>, workers: readonly string[]): PackingResult | null {
+    if (this.last === null) return null;
+    const sets = new Map<string, readonly string[]>();
+    for (const m of u.keys()) {
+      const set = this.previous.get(m);
+      if (!set || set.length === 0 || set.some((w) => !workers.includes(w))) return null;
+      const pins = this.pins.get(m);
+      if (pins && pins.join('\0') !== set.join('\0')) return null;
+      if (!pins && this.replicas.has(m) && set.length !== this.desiredReplicas(m, workers.length)) return null;
+      sets.set(m, set);
+    }
+    return reweigh({
+      utilisation: u,
+      workers: [...workers].sort(),
+      sets,
+      pinned: new Set(this.pins.keys()),
+      memoryLoad: this.last.memoryLoad,
+    });
   }
 
   private pack(
     u: Map<string, number>,
     workers: readonly string[],
     memoryCap: ReadonlyMap<string, number>,
+    split: boolean,
+    force = false,
   ): PackingResult {
-    const result = computeAssignment({
+    const input: PackingInput = {
       utilisation: u,
       workers: [...workers].sort(),
       previous: this.previous,
@@ -144,7 +195,18 @@ export class PlacementController {
       hysteresis: this.settings.hysteresis,
       forbidMemoryOversubscription: this.settings.forbidMemoryOversubscription,
       pinned: this.pins,
-    });
+    };
+    // Measured load may be split over workers (weighted replicas); the guess before any traffic
+    // places whole models, since splitting a load nobody has measured balances nothing.
+    let result = split ? computeSplitAssignment(input) : computeAssignment(input);
+    // Hysteresis on replica sets: moving a replica moves weights between devices, changing a
+    // weight moves nothing. A traffic repack keeps the replicas it has when, re-weighed, they
+    // leave the busiest worker within the hysteresis of what the fresh packing would.
+    if (split && !force) {
+      const kept = this.keptSets(u, workers);
+      const busiest = (r: PackingResult): number => Math.max(0, ...r.computeLoad.values());
+      if (kept && busiest(kept) <= busiest(result) * (1 + this.settings.hysteresis)) result = kept;
+    }
     this.last = result;
     this.previous = new Map([...result.placement].map(([m, p]) => [m, p.workers]));
     this.repacks++;

@@ -47,7 +47,11 @@ export class Router {
       if (rr) {
         const live = rr.workers.filter((w) => discovered.includes(w));
         if (live.length > 0) {
-          const res = rr.route(items, items);
+          const res = rr.route(
+            items,
+            items,
+            rr.workers.map((w) => live.includes(w)),
+          );
           // A placed replica that is down goes last; discovered non-placement holders follow.
           const order = [
             ...res.order.filter((w) => live.includes(w)),
@@ -96,20 +100,24 @@ export class Router {
 
   /**
    * Installs a new placement. A model whose replica set is unchanged keeps its router (and its
-   * in-flight counts); others start fresh. `maxBatch` sizes each model's fill quantum.
+   * in-flight counts), taking the new weights; others start fresh. `maxBatch` sizes each model's
+   * fill quantum.
    */
   setPlacement(placement: ReadonlyMap<string, ModelPlacement>, maxBatch: ReadonlyMap<string, number>): void {
     const next = new Map<string, ReplicaRouter>();
     for (const [m, p] of placement) {
       const old = this.replicas.get(m);
       const q = fillQuantum(maxBatch.get(m) ?? 0, this.fill.factor);
-      if (old && old.workers.join('\0') === p.workers.join('\0')) next.set(m, old);
-      else next.set(m, new ReplicaRouter(p.workers, q, this.fill.mode, this.fill.policy, this.load));
+      if (old && old.workers.join('\0') === p.workers.join('\0')) {
+        old.setWeights(p.weights);
+        next.set(m, old);
+      } else next.set(m, new ReplicaRouter(p.workers, q, this.fill.mode, this.fill.policy, this.load, p.weights));
     }
     this.replicas = next;
   }
 
-  placement(): ReadonlyMap<string, readonly string[]> {
-    return new Map([...this.replicas].map(([m, r]) => [m, r.workers]));
+  /** Where each placed model's traffic goes: its replicas and the share each receives. */
+  placement(): ReadonlyMap<string, ModelPlacement> {
+    return new Map([...this.replicas].map(([m, r]) => [m, { workers: r.workers, weights: r.shares() }]));
   }
 }

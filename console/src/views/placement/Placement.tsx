@@ -5,7 +5,7 @@ import { Link } from '../../app/router.js';
 import { useSession } from '../../app/session.js';
 import { ActionButton } from '../../components/ActionButton.js';
 import { QueryState } from '../../components/QueryState.js';
-import { moveTargets, placementState, placementVerdict, stateLabel } from './placement-model.js';
+import { moveTargets, placementState, placementVerdict, stateLabel, weightLabel } from './placement-model.js';
 
 /** Models x workers behind the gateway: where each model is placed (desired) and resident (actual). */
 export function Placement() {
@@ -61,7 +61,8 @@ export function Placement() {
               </table>
             </div>
             <p className="muted">
-              ● placed (the gateway sends its traffic there) · ◆ weights resident on that worker · ○ held, not placed
+              ● placed (the gateway sends its traffic there; with several replicas, the share each takes) · ◆ weights
+              resident on that worker · ○ held, not placed
             </p>
             <h2>Placement audit</h2>
             <QueryState isLoading={audit.isLoading} error={audit.error}>
@@ -114,9 +115,10 @@ function Row({
       {m.cells.map((c) => (
         <td
           key={c.worker}
-          aria-label={`${m.name} on ${c.worker}: ${c.placed ? 'placed' : c.ready ? 'held, not placed' : 'not held'}${c.resident ? ', resident' : ''}`}
+          aria-label={`${m.name} on ${c.worker}: ${c.placed ? 'placed' : c.ready ? 'held, not placed' : 'not held'}${weightLabel(m, c) ? ` (${weightLabel(m, c)} of its traffic)` : ''}${c.resident ? ', resident' : ''}`}
         >
           {c.placed ? '●' : c.ready ? '○' : ''}
+          {weightLabel(m, c) ? <span className="muted"> {weightLabel(m, c)}</span> : null}
           {c.resident ? ' ◆' : ''}
         </td>
       ))}

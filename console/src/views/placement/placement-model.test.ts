@@ -1,8 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import type { ModelPlacement, PlacementView } from '../../api/placement.js';
-import { moveTargets, placementState, placementVerdict } from './placement-model.js';
+import { moveTargets, placementState, placementVerdict, weightLabel } from './placement-model.js';
 
-const cell = (worker: string, placed: boolean, resident: boolean | null) => ({ worker, placed, ready: true, resident });
+const cell = (worker: string, placed: boolean, resident: boolean | null, weight: number | null = placed ? 1 : 0) => ({
+  worker,
+  placed,
+  weight,
+  ready: true,
+  resident,
+});
 const model = (over: Partial<ModelPlacement> = {}): ModelPlacement => ({
   name: 'mlp',
   desiredReplicas: 1,
@@ -57,5 +63,18 @@ describe('placement actions: allowed, or why not', () => {
     expect(placementVerdict('release', model(), view, 'operator').allowed).toBe(false);
     expect(placementVerdict('release', model({ pinned: true }), view, 'operator').allowed).toBe(true);
     expect(moveTargets(model(), view)).toEqual(['w1', 'w2']);
+  });
+});
+
+describe('replica weights', () => {
+  it('a model on several workers shows each placed cell its share', () => {
+    const m = model({ placed: ['w0', 'w1'], cells: [cell('w0', true, true, 0.93), cell('w1', true, true, 0.07)] });
+    expect(m.cells.map((c) => weightLabel(m, c))).toEqual(['93 %', '7 %']);
+  });
+  it('one replica, an unplaced cell or an unweighted mode shows none', () => {
+    const m = model();
+    expect(m.cells.map((c) => weightLabel(m, c))).toEqual([null, null, null]);
+    const rr = model({ placed: ['w0', 'w1'], cells: [cell('w0', true, true, null), cell('w1', true, true, null)] });
+    expect(rr.cells.map((c) => weightLabel(rr, c))).toEqual([null, null]);
   });
 });

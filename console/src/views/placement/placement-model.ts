@@ -3,7 +3,7 @@
  * browser: each model's state of desired (placed) against actual (resident), and whether an action
  * is allowed, with the reason when it is not.
  */
-import type { ModelPlacement, PlacementAction, PlacementView } from '../../api/placement.js';
+import type { ModelPlacement, PlacementAction, PlacementCell, PlacementView } from '../../api/placement.js';
 import type { Scope } from '../../api/types.js';
 import type { Verdict } from '../../app/permissions.js';
 import { allows } from '../../app/session.js';
@@ -56,4 +56,13 @@ export function placementVerdict(
 /** Workers a replica of `m` could move to (not already placed there). */
 export function moveTargets(m: ModelPlacement, view: Pick<PlacementView, 'workers'>): string[] {
   return view.workers.map((w) => w.name).filter((w) => !m.placed.includes(w));
+}
+
+/**
+ * The share of `m`'s traffic a placed cell takes, as a percentage label, where it says something:
+ * only for a model placed on more than one worker (one replica takes everything).
+ */
+export function weightLabel(m: ModelPlacement, c: PlacementCell): string | null {
+  if (!c.placed || c.weight === null || m.placed.length < 2) return null;
+  return `${Math.round(c.weight * 100)} %`;
 }
