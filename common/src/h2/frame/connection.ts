@@ -6,7 +6,7 @@
  * throws out of it.
  */
 import type { Socket } from 'node:net';
-import { setClampedTimeout } from '@hloserve/common/timers';
+import { setClampedTimeout } from '../../timers.js';
 import {
   CLIENT_PREFACE,
   DEFAULT_MAX_FRAME_SIZE,
@@ -503,6 +503,14 @@ export class H2Connection {
     s.queuedEnd = endStream;
     s.queuedTrailers = trailers;
     this.flushStream(s);
+  }
+
+  /** Ends the stream with a trailers block, after any DATA still waiting for window. */
+  endWithTrailers(s: H2Stream, block: Buffer): void {
+    if (this.closed || s.localClosed) return;
+    if (s.queue === null) return this.writeHeaders(s, block, true);
+    s.queuedEnd = true;
+    s.queuedTrailers = block;
   }
 
   /** Small DATA that fits both windows and one frame, written with its header in one buffer. */
