@@ -165,6 +165,31 @@ suite('gRPC services on HTTP/2 frames', () => {
   });
 });
 
+suite('gRPC services on HTTP/2 frames: the largest message limit', () => {
+  test('a 2^31-1 byte limit still advertises a valid connection window, and calls are served', async () => {
+    const services = new GrpcServices();
+    services.addService(definition, { echo: (req: unknown) => req });
+    const server = await listenGrpcFrames(services.methods, '127.0.0.1', 0, { maxRecvBytes: 2 ** 31 - 1 });
+    const client = new Client(`127.0.0.1:${server.port}`, credentials.createInsecure());
+    try {
+      const r = await new Promise<{ err: ServiceError | null; res?: Buffer }>((done) =>
+        client.makeUnaryRequest(
+          '/t.S/Echo',
+          (b: Buffer) => b,
+          (b: Buffer) => b,
+          Buffer.from('{"a":1}'),
+          (err, res) => done({ err, res }),
+        ),
+      );
+      assert.equal(r.err, null, r.err?.details);
+      assert.equal(r.res!.toString(), '{"a":1}');
+    } finally {
+      client.close();
+      await server.close(1000);
+    }
+  });
+});
+
 /** One unary call on node:http2 with extra request headers; resolves with its grpc-status. */
 async function rawCall(port: number, path: string, message: Buffer, headers: Record<string, string>): Promise<string> {
   const session = h2connect(`http://127.0.0.1:${port}`);
