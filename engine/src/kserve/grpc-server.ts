@@ -38,12 +38,6 @@ function unimplemented(what: string) {
   };
 }
 
-/** A unary handler's body on its decoded request (the services layer answers errors as statuses). */
-const unary =
-  <Req, Res>(fn: (req: Req, call: CallContext) => Res | Promise<Res>) =>
-  (req: Req, call: CallContext) =>
-    fn(req, call);
-
 const d = (x: { count: number; ns: number }) => ({ count: x.count, ns: x.ns });
 function statsToProto(s: ModelStatisticsJson): ModelStatistics {
   return ModelStatistics.fromPartial({
@@ -136,14 +130,14 @@ export function buildInferenceImplementation(service: InferenceService): Service
   };
 
   return {
-    serverLive: unary(() => ({ live: service.serverLive() })),
-    serverReady: unary(() => ({ ready: service.serverReady() })),
-    modelReady: unary((r: { name: string; version: string }) => ({ ready: service.modelReady(r.name, r.version) })),
-    serverMetadata: unary(() => {
+    serverLive: () => ({ live: service.serverLive() }),
+    serverReady: () => ({ ready: service.serverReady() }),
+    modelReady: (r: { name: string; version: string }) => ({ ready: service.modelReady(r.name, r.version) }),
+    serverMetadata: () => {
       const m = service.serverMetadata();
       return { name: m.name, version: m.version, extensions: [...m.extensions] };
-    }),
-    modelMetadata: unary((r: { name: string; version: string }) => {
+    },
+    modelMetadata: (r: { name: string; version: string }) => {
       const m = service.modelMetadata(r.name, r.version);
       const t = (x: { name: string; datatype: string; shape: readonly number[] }) => ({
         name: x.name,
@@ -157,8 +151,8 @@ export function buildInferenceImplementation(service: InferenceService): Service
         inputs: m.inputs.map(t),
         outputs: m.outputs.map(t),
       };
-    }),
-    modelConfig: unary((r: { name: string; version: string }) => {
+    },
+    modelConfig: (r: { name: string; version: string }) => {
       const c = service.modelConfig(r.name, r.version);
       const dt = (n: string) => DataType[n as keyof typeof DataType] ?? DataType.TYPE_INVALID;
       return {
@@ -183,42 +177,42 @@ export function buildInferenceImplementation(service: InferenceService): Service
           parameters: new Map(Object.entries(c.parameters ?? {}).map(([k, v]) => [k, { stringValue: v.string_value }])),
         }),
       };
-    }),
-    modelStatistics: unary((r: { name: string; version: string }) => ({
+    },
+    modelStatistics: (r: { name: string; version: string }) => ({
       modelStats: service.modelStatistics(r.name, r.version).map(statsToProto),
-    })),
-    repositoryIndex: unary((r: { repositoryName: string; ready: boolean }) => ({
+    }),
+    repositoryIndex: (r: { repositoryName: string; ready: boolean }) => ({
       models: service.repositoryIndex(r.ready),
-    })),
-    repositoryModelLoad: unary(async (r: { repositoryName: string; modelName: string }, call) => {
+    }),
+    repositoryModelLoad: async (r: { repositoryName: string; modelName: string }, call: CallContext) => {
       const ac = new AbortController();
       call.onCancel(() => ac.abort());
       await service.loadModel(r.modelName, ac.signal);
       return {};
-    }),
-    repositoryModelUnload: unary(async (r: { modelName: string }) => {
+    },
+    repositoryModelUnload: async (r: { modelName: string }) => {
       await service.unloadModel(r.modelName);
       return {};
-    }),
-    systemSharedMemoryStatus: unary((r: { name: string }) => ({
+    },
+    systemSharedMemoryStatus: (r: { name: string }) => ({
       regions: new Map(
         shm()
           .status(r.name)
           .map((x) => [x.name, { name: x.name, key: x.key, offset: x.offset, byteSize: x.byteSize }]),
       ),
-    })),
-    systemSharedMemoryRegister: unary((r: { name: string; key: string; offset: string; byteSize: string }) => {
+    }),
+    systemSharedMemoryRegister: (r: { name: string; key: string; offset: string; byteSize: string }) => {
       // uint64 decimal strings (lossless); beyond 2^53 they become unsafe numbers the registry refuses.
       shm().register(r.name, r.key, Number(r.offset), Number(r.byteSize));
       return {};
-    }),
-    systemSharedMemoryUnregister: unary((r: { name: string }) => {
+    },
+    systemSharedMemoryUnregister: (r: { name: string }) => {
       shm().unregister(r.name);
       return {};
-    }),
+    },
     // A CPU-only server owns no CUDA regions; perf_analyzer unregisters them at start regardless.
-    cudaSharedMemoryStatus: unary(() => ({ regions: new Map() })),
-    cudaSharedMemoryUnregister: unary(() => ({})),
+    cudaSharedMemoryStatus: () => ({ regions: new Map() }),
+    cudaSharedMemoryUnregister: () => ({}),
     cudaSharedMemoryRegister: unimplemented('CUDA shared memory'),
     traceSetting: unimplemented('TraceSetting'),
     logSettings: unimplemented('LogSettings'),
@@ -252,11 +246,11 @@ export async function startGrpcServer(
   );
   // Watch is left out: it answers UNIMPLEMENTED.
   services.addService(HealthService as unknown as ServiceDefinition, {
-    check: unary(() => ({
+    check: () => ({
       status: service.serverReady()
         ? HealthCheckResponse_ServingStatus.SERVING
         : HealthCheckResponse_ServingStatus.NOT_SERVING,
-    })),
+    }),
   });
   register?.(services);
   return listenGrpcFrames(services.methods, host, port, {
