@@ -1,8 +1,12 @@
 // A gRPC KServe V2 server that answers every ModelInfer at once with the same canned (zero)
 // outputs of the model's batch-1 shapes: the floor that the load generator and the transport alone
 // cost (bench/peers/run.mjs). The model's names and shapes come from its bundle (model-spec.mjs).
-// Usage: node bench/peers/canned.mjs PORT [MODEL]   (MODEL: a bundle under examples/models; mlp)
+// Usage: node bench/peers/canned.mjs PORT [MODEL] [TRANSPORT]   (MODEL: a bundle under
+// examples/models; mlp. TRANSPORT: grpc-js, the default, or frames: the same answers on the HTTP/2
+// frame layer hloserve's own port uses, @hloserve/common/h2)
 import { Server, ServerCredentials } from '@grpc/grpc-js';
+import { listenGrpcFrames } from '@hloserve/common/h2/frame-server';
+import { GrpcServices } from '@hloserve/common/h2/grpc-services';
 import { GRPCInferenceService, ModelConfig } from '@hloserve/proto/inference';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -37,24 +41,34 @@ const config = ModelConfig.fromPartial({
   output: spec.outputs.map((t) => ({ name: t.name, dataType: t.tritonType, dims: t.shape.slice(1) })),
 });
 const metadata = (ts) => ts.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape }));
-const server = new Server();
-server.addService(GRPCInferenceService, {
-  modelInfer: (_call, cb) => cb(null, response),
-  serverLive: (_call, cb) => cb(null, { live: true }),
-  serverReady: (_call, cb) => cb(null, { ready: true }),
-  modelReady: (_call, cb) => cb(null, { ready: true }),
-  serverMetadata: (_call, cb) => cb(null, { name: 'canned', version: '1', extensions: [] }),
-  modelConfig: (_call, cb) => cb(null, { config }),
-  modelMetadata: (_call, cb) =>
-    cb(null, {
-      name: spec.name,
-      versions: ['1'],
-      platform: 'canned',
-      inputs: metadata(spec.inputs),
-      outputs: metadata(spec.outputs),
-    }),
-});
-server.bindAsync(`127.0.0.1:${port}`, ServerCredentials.createInsecure(), (err) => {
-  if (err) throw err;
-  console.log(JSON.stringify({ msg: 'listening', grpc: port }));
-});
+const answers = {
+  modelInfer: () => response,
+  serverLive: () => ({ live: true }),
+  serverReady: () => ({ ready: true }),
+  modelReady: () => ({ ready: true }),
+  serverMetadata: () => ({ name: 'canned', version: '1', extensions: [] }),
+  modelConfig: () => ({ config }),
+  modelMetadata: () => ({
+    name: spec.name,
+    versions: ['1'],
+    platform: 'canned',
+    inputs: metadata(spec.inputs),
+    outputs: metadata(spec.outputs),
+  }),
+};
+if ((process.argv[4] ?? 'grpc-js') === 'frames') {
+  const services = new GrpcServices('canned');
+  services.addService(GRPCInferenceService, answers);
+  await listenGrpcFrames(services.methods, '127.0.0.1', port, { maxRecvBytes: 2 ** 31 - 1 });
+  console.log(JSON.stringify({ msg: 'listening', grpc: port, transport: 'frames' }));
+} else {
+  const server = new Server();
+  server.addService(
+    GRPCInferenceService,
+    Object.fromEntries(Object.entries(answers).map(([k, f]) => [k, (_call, cb) => cb(null, f())])),
+  );
+  server.bindAsync(`127.0.0.1:${port}`, ServerCredentials.createInsecure(), (err) => {
+    if (err) throw err;
+    console.log(JSON.stringify({ msg: 'listening', grpc: port }));
+  });
+}

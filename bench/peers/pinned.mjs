@@ -118,9 +118,11 @@ export async function waitReady(url, proc, what, model = 'mlp') {
 }
 
 /** The canned-answer server (canned.mjs): the floor the generator and the transport cost. */
-export async function startCanned(model = 'mlp') {
+export async function startCanned(model = 'mlp', transport = 'grpc-js') {
   const p = port();
-  const proc = pinnedChild('canned', process.execPath, [join(here, 'canned.mjs'), String(p), model], { cwd: root });
+  const proc = pinnedChild('canned', process.execPath, [join(here, 'canned.mjs'), String(p), model, transport], {
+    cwd: root,
+  });
   const url = `127.0.0.1:${p}`;
   await waitReady(url, proc, 'canned', model);
   return { url, proc };

@@ -51,7 +51,7 @@ suite('the bundled CLI (engine/dist/bundle/cli.js)', () => {
     }
   });
 
-  test('a gRPC deadline 30 days away is served (the grpc-timeout clamp patches the bundled grpc-js)', async () => {
+  test('a gRPC deadline 30 days away is served from the bundle (the frame server clamps it)', async () => {
     const c = new InferenceClient({ url: server.grpcUrl(), protocol: 'grpc' });
     try {
       const r = await c.model('mlp').infer(x1(), { deadline: new Date(Date.now() + 30 * 86_400_000) });

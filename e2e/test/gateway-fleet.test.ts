@@ -36,7 +36,12 @@ suite('three CPU workers behind the supervisor and the gateway, one endpoint', (
   });
 
   test("Triton's Python clients pass every check through the gateway (gRPC, HTTP, system shared memory)", async () => {
-    const report = runPython<Report>('infer_examples.py', [server.grpcUrl(), server.httpUrl(), examplesDir]);
+    const report = runPython<Report>('infer_examples.py', [
+      server.grpcUrl(),
+      server.httpUrl(),
+      examplesDir,
+      '--no-stream', // the gateway serves unary methods only
+    ]);
     const failed = report.checks.filter((c) => !c.ok);
     assert.deepEqual(failed, []);
     for (const [model, errs] of Object.entries(report.models)) {

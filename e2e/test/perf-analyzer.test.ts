@@ -34,6 +34,13 @@ suite("Triton's perf_analyzer completes against hloserve with zero errors", () =
     assert.ok(r.rows.get(4)!.throughput > 0, r.output);
   });
 
+  test('gRPC, streaming (ModelStreamInfer, one bidi stream per caller)', () => {
+    const r = runPerfAnalyzer([...common(), '--streaming']);
+    assert.equal(r.status, 0, r.output);
+    assert.doesNotMatch(r.output, /error|failed/i);
+    assert.ok(r.rows.get(4)!.throughput > 0, r.output);
+  });
+
   test('gRPC, system shared memory for inputs and outputs', () => {
     const r = runPerfAnalyzer([...common(), '--shared-memory', 'system', '--output-shared-memory-size', '4096']);
     assert.equal(r.status, 0, r.output);

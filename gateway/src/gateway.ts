@@ -5,7 +5,7 @@
  * a worker that comes back). Transports (grpc-server.ts, http-server.ts) call into it.
  */
 import { status as Status } from '@grpc/grpc-js';
-import type { GrpcHeaders } from './h2/grpc-wire.js';
+import type { GrpcHeaders } from '@hloserve/common/h2/grpc-wire';
 import { ModelConfigRequest, ModelConfigResponse } from '@hloserve/proto';
 import { Fleet, INFER_SERVICE, type WorkerSpec } from './fleet.js';
 import { GatewayMetrics } from './gateway-metrics.js';

@@ -1,5 +1,5 @@
 /**
- * The gateway's KServe gRPC endpoint, on HTTP/2 frames (h2/unary-server.ts): every method sees raw
+ * The gateway's KServe gRPC endpoint, on HTTP/2 frames (@hloserve/common/h2/frame-server): every method sees raw
  * message bytes. ModelInfer bodies go to the worker exactly as they came; the few methods the
  * gateway answers itself (liveness, readiness, the repository index over all workers, shared
  * memory fanned out to every worker) decode only their small messages.
@@ -20,9 +20,14 @@ import {
 } from '@hloserve/proto';
 import { INFER_SERVICE } from './fleet.js';
 import type { Gateway } from './gateway.js';
-import { listenUnaryGrpc, type UnaryCall, type UnaryHandler, type UnaryServerHandle } from './h2/unary-server.js';
+import {
+  type FrameServerHandle,
+  listenGrpcFrames,
+  type UnaryCall,
+  type UnaryHandler,
+} from '@hloserve/common/h2/frame-server';
 import { peekInfer } from './routing/infer-peek.js';
-import type { GatewayTls } from './tls.js';
+import { type GatewayTls, secureOptions } from './tls.js';
 import type { RawAnswer } from './worker-client.js';
 
 const okBody = (b: Uint8Array): RawAnswer => ({ ok: true, body: Buffer.from(b.buffer, b.byteOffset, b.byteLength) });
@@ -153,7 +158,7 @@ export function buildGatewayImplementation(gw: Gateway): Implementation {
   };
 }
 
-export type GatewayGrpcHandle = UnaryServerHandle;
+export type GatewayGrpcHandle = FrameServerHandle;
 
 const HEALTH_CHECK = '/grpc.health.v1.Health/Check';
 
@@ -178,5 +183,9 @@ export async function startGatewayGrpc(
       }).finish(),
     ),
   );
-  return listenUnaryGrpc(methods, host, port, gw.opts.maxMessageBytes, tls);
+  return listenGrpcFrames(methods, host, port, {
+    maxRecvBytes: gw.opts.maxMessageBytes,
+    tls: tls === null ? null : secureOptions(tls),
+    name: 'the gateway',
+  });
 }

@@ -5,7 +5,7 @@
  */
 import { status as Status } from '@grpc/grpc-js';
 import { setClampedTimeout } from '@hloserve/common/timers';
-import type { GrpcHeaders } from './h2/grpc-wire.js';
+import type { GrpcHeaders } from '@hloserve/common/h2/grpc-wire';
 import { type RawAnswer, WorkerChannel } from './h2/worker-channel.js';
 
 export type { RawAnswer } from './h2/worker-channel.js';

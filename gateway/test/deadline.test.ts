@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { suite, test } from 'node:test';
-import { forwardDeadline, grpcTimeoutHeader, parseGrpcTimeout } from '@hloserve/gateway/routing/deadline';
+import { parseGrpcTimeout } from '@hloserve/common/h2/grpc-wire';
+import { forwardDeadline, grpcTimeoutHeader } from '@hloserve/gateway/routing/deadline';
 
 suite('deadline forwarding', () => {
   test('the remaining time is forwarded to the millisecond, not rounded up to seconds', () => {

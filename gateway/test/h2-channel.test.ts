@@ -20,8 +20,8 @@ import {
   goawayFrame,
   rstStreamFrame,
   settingsFrame,
-} from '../src/h2/frame/frame-codec.js';
-import { encodeHeaders } from '../src/h2/frame/hpack.js';
+} from '@hloserve/common/h2/frame/frame-codec';
+import { encodeHeaders } from '@hloserve/common/h2/frame/hpack';
 import { classifyFailure } from '../src/routing/status.js';
 import { WorkerChannel } from '../src/h2/worker-channel.js';
 

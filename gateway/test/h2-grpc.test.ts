@@ -1,6 +1,6 @@
 /**
  * The frame-level gRPC server and worker channel end to end with real grpc-js on both sides:
- * a grpc-js client calls listenUnaryGrpc, whose handler forwards through a WorkerChannel to a
+ * a grpc-js client calls listenGrpcFrames, whose handler forwards through a WorkerChannel to a
  * grpc-js server standing in for a worker. Status, deadline, cancellation and a 16 MB message
  * both ways (flow control on both hops) cross intact; bad bytes on one connection close only
  * that connection.
@@ -31,8 +31,8 @@ import {
   FrameReader,
   settingsFrame,
   writeFrameHeader,
-} from '../src/h2/frame/frame-codec.js';
-import { listenUnaryGrpc, type UnaryServerHandle } from '../src/h2/unary-server.js';
+} from '@hloserve/common/h2/frame/frame-codec';
+import { type FrameServerHandle, listenGrpcFrames } from '@hloserve/common/h2/frame-server';
 import { WorkerChannel } from '../src/h2/worker-channel.js';
 
 const PATH = '/test.Echo/Unary';
@@ -112,7 +112,7 @@ async function goawayCodes(sock: Socket): Promise<number[]> {
 
 suite('gRPC over HTTP/2 frames: grpc-js client -> frame server -> frame channel -> grpc-js worker', () => {
   let w: Worker;
-  let gw: UnaryServerHandle;
+  let gw: FrameServerHandle;
   let channel: WorkerChannel;
   let client: Client;
   const call = (body: Buffer, opts: { deadlineMs?: number; md?: Metadata } = {}) => {
@@ -134,11 +134,11 @@ suite('gRPC over HTTP/2 frames: grpc-js client -> frame server -> frame channel 
   before(async () => {
     w = await worker();
     channel = new WorkerChannel(`127.0.0.1:${w.port}`, 32 * 2 ** 20);
-    gw = await listenUnaryGrpc(
+    gw = await listenGrpcFrames(
       new Map([[PATH, (c) => channel.call(PATH, c.request, c.deadlineMs, c.metadata, c.onCancel.bind(c), false)]]),
       '127.0.0.1',
       0,
-      32 * 2 ** 20,
+      { maxRecvBytes: 32 * 2 ** 20 },
     );
     client = new Client(`127.0.0.1:${gw.port}`, credentials.createInsecure(), {
       'grpc.max_receive_message_length': -1,

@@ -119,3 +119,22 @@ suite('lpt_packing: replicas', () => {
     assert.ok(Math.max(...per) / mean - 1 < 0.05, `max/mean ${Math.max(...per) / mean}`);
   });
 });
+
+suite('packing with models an operator moved (pinned)', () => {
+  test('a pinned model stays where it was put and its load is charged there before the others', () => {
+    const res = computeAssignment({
+      utilisation: new Map([
+        ['hot', 0.9],
+        ['a', 0.3],
+        ['b', 0.3],
+      ]),
+      workers: ['w0', 'w1', 'w2'],
+      pinned: new Map([['hot', ['w2']]]),
+    });
+    assert.deepEqual(res.placement.get('hot')?.workers, ['w2']);
+    // Without the pin the hottest model would take the first worker; the others avoid w2's load.
+    assert.ok(!res.placement.get('a')!.workers.includes('w2'));
+    assert.ok(!res.placement.get('b')!.workers.includes('w2'));
+    assert.equal(res.computeLoad.get('w2'), 0.9);
+  });
+});

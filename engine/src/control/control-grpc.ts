@@ -1,15 +1,13 @@
 /** ControlService (proto/hloserve/control.proto) on the worker's gRPC port, over the control facade. */
-import type { Server } from '@grpc/grpc-js';
 import { invalidArgument } from '@hloserve/common/errors';
+import type { GrpcServices, ServiceDefinition, ServiceImplementation } from '@hloserve/common/h2/grpc-services';
 import {
-  type ControlServiceServer,
   ControlServiceService,
   type ModelStatus,
   Residency as WireResidency,
   ResidencyMode as WireResidencyMode,
 } from '@hloserve/proto/control';
 import type { Residency } from '../config/types.js';
-import { tolerant, unary } from '../kserve/grpc-tolerant.js';
 import type { ControlService, ModelControlView } from './control-service.js';
 
 const TO_WIRE: Record<Residency, WireResidency> = {
@@ -51,9 +49,9 @@ function modelStatus(m: ModelControlView): ModelStatus {
   };
 }
 
-function implementation(control: ControlService): ControlServiceServer {
+function implementation(control: ControlService): ServiceImplementation {
   return {
-    modelControlStatus: unary(() => {
+    modelControlStatus: () => {
       const s = control.status();
       return {
         residencyMode:
@@ -66,26 +64,26 @@ function implementation(control: ControlService): ControlServiceServer {
         weightCacheResidentBytes: s.weightCacheResidentBytes,
         weightCachePinnedBytes: s.weightCachePinnedBytes,
       };
-    }),
-    setModelResidency: unary(async (req: { name: string; target: WireResidency }) => {
+    },
+    setModelResidency: async (req: { name: string; target: WireResidency }) => {
       const target = fromWire(req.target);
       return { residency: TO_WIRE[await control.setResidency(req.name, target)] };
-    }),
-    setModelPolicy: unary(async (req: { name: string; weight?: number | undefined }) => {
+    },
+    setModelPolicy: async (req: { name: string; weight?: number | undefined }) => {
       const p = await control.setPolicy(req.name, req.weight === undefined ? {} : { weight: req.weight });
       return { name: req.name, weight: p.weight };
-    }),
-    compactMemory: unary(async (req: { reloadModels: string[] }) => {
+    },
+    compactMemory: async (req: { reloadModels: string[] }) => {
       const r = await control.compactMemory(req.reloadModels);
       return { reloadedModels: [...r.reloadedModels], residentBytesAfter: r.residentBytesAfter };
-    }),
+    },
   };
 }
 
 /**
- * Registers ControlService on a gRPC server (before it binds). Its requests are decoded like the
- * inference service's (tolerant): bytes that are not the method's message answer INVALID_ARGUMENT.
+ * Registers ControlService with the port's services. Its requests are decoded like the inference
+ * service's: bytes that are not the method's message answer INVALID_ARGUMENT.
  */
-export function addControlService(server: Server, control: ControlService): void {
-  server.addService(tolerant(ControlServiceService), implementation(control));
+export function addControlService(services: GrpcServices, control: ControlService): void {
+  services.addService(ControlServiceService as unknown as ServiceDefinition, implementation(control));
 }

@@ -1,12 +1,8 @@
-import {
-  type sendUnaryData,
-  Server,
-  ServerCredentials,
-  type ServerDuplexStream,
-  type ServerUnaryCall,
-  status as Status,
-  type UntypedServiceImplementation,
-} from '@grpc/grpc-js';
+/**
+ * The worker's KServe gRPC port: GRPCInferenceService, the health service and (through
+ * `register`) the ControlService, served on the HTTP/2 frame layer (@hloserve/common/h2).
+ * ModelInfer takes and returns raw bytes: its request decodes here, its answer is encoded once.
+ */
 import {
   DataType,
   encodeModelInferResponse,
@@ -18,21 +14,28 @@ import {
   ModelStatistics,
 } from '@hloserve/proto';
 import { Cancellation } from '@hloserve/common/cancellation';
-import { type GrpcServerHandle, listenGrpc } from '@hloserve/common/grpc-listen';
 import { ServeError, toGrpcStatus } from '@hloserve/common/errors';
-import { malformed, type MalformedMessage, tolerant, unary, wellFormed } from './grpc-tolerant.js';
+import { type FrameServerHandle, listenGrpcFrames } from '@hloserve/common/h2/frame-server';
+import {
+  type CallContext,
+  GrpcServices,
+  malformed,
+  type MalformedMessage,
+  type MessageStream,
+  type ServiceDefinition,
+  type ServiceImplementation,
+  wellFormed,
+} from '@hloserve/common/h2/grpc-services';
 import { fromGrpcRequest, toGrpcResponse } from './grpc-infer-adapter.js';
 import { requestDeadline } from './deadline.js';
-import { installGrpcTimeoutClamp } from './grpc-timeout.js';
 import { systemClock } from '../scheduler/clock.js';
 import type { InferenceService, ModelStatisticsJson } from './service.js';
-import type { TlsMaterial } from '../tls/tls-material.js';
-
-type Callback<T> = sendUnaryData<T>;
+import { httpsOptions, type TlsMaterial } from '../tls/tls-material.js';
 
 function unimplemented(what: string) {
-  return (_call: unknown, cb: Callback<never>) =>
-    cb({ code: Status.UNIMPLEMENTED, details: `${what} is not supported by hloserve` });
+  return (): never => {
+    throw new ServeError('HLO_ERR_UNSUPPORTED', `${what} is not supported by hloserve`);
+  };
 }
 
 const d = (x: { count: number; ns: number }) => ({ count: x.count, ns: x.ns });
@@ -61,95 +64,80 @@ function statsToProto(s: ModelStatisticsJson): ModelStatistics {
   });
 }
 
-/** The grpc-timeout deadline of a call in epoch ms, or null. */
-function callDeadline(call: { getDeadline(): Date | number }): number | null {
-  const dl = call.getDeadline();
-  const ms = dl instanceof Date ? dl.getTime() : dl;
-  // grpc-js reports wall-clock time; move it onto the scheduler's monotone clock.
-  return Number.isFinite(ms) ? systemClock.now() + (ms - Date.now()) : null;
+/** The client's deadline on the scheduler's monotone clock, or null. */
+function callDeadline(call: CallContext): number | null {
+  const ms = call.deadlineMs;
+  return ms === null ? null : systemClock.now() + (ms - Date.now());
 }
 
-export function buildInferenceImplementation(service: InferenceService): UntypedServiceImplementation {
+export function buildInferenceImplementation(service: InferenceService): ServiceImplementation {
   const shm = () => {
     if (!service.sharedMemory)
       throw new ServeError('HLO_ERR_UNSUPPORTED', 'system shared memory is disabled on this server');
     return service.sharedMemory;
   };
 
-  // ModelInfer takes and returns raw bytes (see buildGrpcServer): a body that is not a
-  // ModelInferRequest is the client's fault, INVALID_ARGUMENT, not grpc-js's INTERNAL.
-  const modelInfer = (call: ServerUnaryCall<Buffer, Buffer>, cb: Callback<Buffer>) => {
+  // ModelInfer takes and returns raw bytes (see startGrpcServer): a body that is not a
+  // ModelInferRequest is the client's fault, INVALID_ARGUMENT.
+  const modelInfer = async (bytes: Buffer, call: CallContext): Promise<Buffer> => {
+    let req: ModelInferRequest;
+    try {
+      req = ModelInferRequest.decode(bytes);
+    } catch (err) {
+      throw malformed('ModelInferRequest', err);
+    }
     const cancellation = new Cancellation();
-    // grpc-js emits 'cancelled' for every call when its stream closes, answered or not; only a
-    // cancel before the answer concerns the request.
-    const onCancel = () => cancellation.cancel();
-    call.once('cancelled', onCancel);
-    const answer = (err: ReturnType<typeof toGrpcStatus> | null, buf?: Buffer) => {
-      call.off('cancelled', onCancel);
-      if (err !== null) cb(err);
-      else cb(null, buf);
-    };
-    Promise.resolve()
-      .then(async () => {
-        let req: ModelInferRequest;
-        try {
-          req = ModelInferRequest.decode(call.request);
-        } catch (err) {
-          throw malformed('ModelInferRequest', err);
-        }
-        const wire = fromGrpcRequest(req);
-        const deadline = requestDeadline(callDeadline(call), wire.parameters);
-        const res = await service.infer(wire, { deadline, signal: cancellation });
-        return encodeModelInferResponse(toGrpcResponse(res));
-      })
-      .then(
-        (buf) => answer(null, buf),
-        (err: unknown) => answer(toGrpcStatus(err)),
-      );
+    call.onCancel(() => cancellation.cancel());
+    const wire = fromGrpcRequest(req);
+    const deadline = requestDeadline(callDeadline(call), wire.parameters);
+    const res = await service.infer(wire, { deadline, signal: cancellation });
+    return encodeModelInferResponse(toGrpcResponse(res));
   };
 
-  const modelStreamInfer = (call: ServerDuplexStream<ModelInferRequest | MalformedMessage, unknown>) => {
+  // Requests arrive as they complete; each answer (or its error, as error_message) is written
+  // when it is ready; the call ends OK once the client has sent its last and every answer is out.
+  const modelStreamInfer = (stream: MessageStream<ModelInferRequest>) => {
     const cancellation = new Cancellation();
-    call.once('cancelled', () => cancellation.cancel());
+    stream.onCancel(() => cancellation.cancel());
     let pending = 0;
     let ended = false;
     const maybeEnd = () => {
-      if (ended && pending === 0) call.end();
+      if (ended && pending === 0) stream.end();
     };
-    call.on('data', (req: ModelInferRequest | MalformedMessage) => {
+    stream.onMessage = (req: ModelInferRequest | MalformedMessage) => {
       pending++;
       Promise.resolve()
         .then(() => {
           const wire = fromGrpcRequest(wellFormed(req));
           return service.infer(wire, {
-            deadline: requestDeadline(callDeadline(call), wire.parameters),
+            deadline: requestDeadline(callDeadline(stream), wire.parameters),
             signal: cancellation,
           });
         })
         .then(
-          (res) => call.write({ errorMessage: '', inferResponse: toGrpcResponse(res) }),
-          (err: unknown) => call.write({ errorMessage: toGrpcStatus(err).details, inferResponse: undefined }),
+          (res) => stream.write({ errorMessage: '', inferResponse: toGrpcResponse(res) }),
+          (err: unknown) => stream.write({ errorMessage: toGrpcStatus(err).details, inferResponse: undefined }),
         )
         .finally(() => {
           pending--;
           maybeEnd();
         });
-    });
-    call.on('end', () => {
+    };
+    stream.onEnd = () => {
       ended = true;
       maybeEnd();
-    });
+    };
   };
 
   return {
-    serverLive: unary(() => ({ live: service.serverLive() })),
-    serverReady: unary(() => ({ ready: service.serverReady() })),
-    modelReady: unary((r: { name: string; version: string }) => ({ ready: service.modelReady(r.name, r.version) })),
-    serverMetadata: unary(() => {
+    serverLive: () => ({ live: service.serverLive() }),
+    serverReady: () => ({ ready: service.serverReady() }),
+    modelReady: (r: { name: string; version: string }) => ({ ready: service.modelReady(r.name, r.version) }),
+    serverMetadata: () => {
       const m = service.serverMetadata();
       return { name: m.name, version: m.version, extensions: [...m.extensions] };
-    }),
-    modelMetadata: unary((r: { name: string; version: string }) => {
+    },
+    modelMetadata: (r: { name: string; version: string }) => {
       const m = service.modelMetadata(r.name, r.version);
       const t = (x: { name: string; datatype: string; shape: readonly number[] }) => ({
         name: x.name,
@@ -163,8 +151,8 @@ export function buildInferenceImplementation(service: InferenceService): Untyped
         inputs: m.inputs.map(t),
         outputs: m.outputs.map(t),
       };
-    }),
-    modelConfig: unary((r: { name: string; version: string }) => {
+    },
+    modelConfig: (r: { name: string; version: string }) => {
       const c = service.modelConfig(r.name, r.version);
       const dt = (n: string) => DataType[n as keyof typeof DataType] ?? DataType.TYPE_INVALID;
       return {
@@ -189,42 +177,42 @@ export function buildInferenceImplementation(service: InferenceService): Untyped
           parameters: new Map(Object.entries(c.parameters ?? {}).map(([k, v]) => [k, { stringValue: v.string_value }])),
         }),
       };
-    }),
-    modelStatistics: unary((r: { name: string; version: string }) => ({
+    },
+    modelStatistics: (r: { name: string; version: string }) => ({
       modelStats: service.modelStatistics(r.name, r.version).map(statsToProto),
-    })),
-    repositoryIndex: unary((r: { repositoryName: string; ready: boolean }) => ({
+    }),
+    repositoryIndex: (r: { repositoryName: string; ready: boolean }) => ({
       models: service.repositoryIndex(r.ready),
-    })),
-    repositoryModelLoad: unary(async (r: { repositoryName: string; modelName: string }, call) => {
+    }),
+    repositoryModelLoad: async (r: { repositoryName: string; modelName: string }, call: CallContext) => {
       const ac = new AbortController();
-      call.once('cancelled', () => ac.abort());
+      call.onCancel(() => ac.abort());
       await service.loadModel(r.modelName, ac.signal);
       return {};
-    }),
-    repositoryModelUnload: unary(async (r: { modelName: string }) => {
+    },
+    repositoryModelUnload: async (r: { modelName: string }) => {
       await service.unloadModel(r.modelName);
       return {};
-    }),
-    systemSharedMemoryStatus: unary((r: { name: string }) => ({
+    },
+    systemSharedMemoryStatus: (r: { name: string }) => ({
       regions: new Map(
         shm()
           .status(r.name)
           .map((x) => [x.name, { name: x.name, key: x.key, offset: x.offset, byteSize: x.byteSize }]),
       ),
-    })),
-    systemSharedMemoryRegister: unary((r: { name: string; key: string; offset: string; byteSize: string }) => {
+    }),
+    systemSharedMemoryRegister: (r: { name: string; key: string; offset: string; byteSize: string }) => {
       // uint64 decimal strings (lossless); beyond 2^53 they become unsafe numbers the registry refuses.
       shm().register(r.name, r.key, Number(r.offset), Number(r.byteSize));
       return {};
-    }),
-    systemSharedMemoryUnregister: unary((r: { name: string }) => {
+    },
+    systemSharedMemoryUnregister: (r: { name: string }) => {
       shm().unregister(r.name);
       return {};
-    }),
+    },
     // A CPU-only server owns no CUDA regions; perf_analyzer unregisters them at start regardless.
-    cudaSharedMemoryStatus: unary(() => ({ regions: new Map() })),
-    cudaSharedMemoryUnregister: unary(() => ({})),
+    cudaSharedMemoryStatus: () => ({ regions: new Map() }),
+    cudaSharedMemoryUnregister: () => ({}),
     cudaSharedMemoryRegister: unimplemented('CUDA shared memory'),
     traceSetting: unimplemented('TraceSetting'),
     logSettings: unimplemented('LogSettings'),
@@ -233,52 +221,43 @@ export function buildInferenceImplementation(service: InferenceService): Untyped
   };
 }
 
-export type { GrpcServerHandle } from '@hloserve/common/grpc-listen';
+export type GrpcServerHandle = FrameServerHandle;
 
 export async function startGrpcServer(
   service: InferenceService,
   host: string,
   port: number,
-  /** More services on the same port (the ControlService), added before it binds. */
-  register?: (server: Server) => void,
+  /** More services on the same port (the ControlService). */
+  register?: (services: GrpcServices) => void,
   /** TLS for the port; absent: plaintext. */
   tls?: TlsMaterial | null,
 ): Promise<GrpcServerHandle> {
-  installGrpcTimeoutClamp();
-  const server = new Server({
-    'grpc.max_receive_message_length': service.limits.maxRecvBytes,
-    'grpc.max_send_message_length': service.limits.maxSendBytes,
-    // grpc-js's channelz bookkeeping (call counters, timestamps, per-stream trackers) runs on every
-    // call, and nothing here reads it: hloserve's own metrics and statistics count requests.
-    'grpc.enable_channelz': 0,
-  });
-  const definition = {
-    ...tolerant(GRPCInferenceService),
-    modelInfer: {
-      ...GRPCInferenceService.modelInfer,
-      requestDeserialize: (b: Buffer) => b,
-      responseSerialize: (b: Buffer) => b,
+  const services = new GrpcServices();
+  services.addService(
+    {
+      ...(GRPCInferenceService as unknown as ServiceDefinition),
+      modelInfer: {
+        ...GRPCInferenceService.modelInfer,
+        requestDeserialize: (b: Buffer) => b,
+        responseSerialize: (b: Buffer) => b,
+      },
     },
-  };
-  server.addService(definition as unknown as typeof GRPCInferenceService, buildInferenceImplementation(service));
-  server.addService(tolerant(HealthService), {
-    check: unary(() => ({
+    buildInferenceImplementation(service),
+  );
+  // Watch is left out: it answers UNIMPLEMENTED.
+  services.addService(HealthService as unknown as ServiceDefinition, {
+    check: () => ({
       status: service.serverReady()
         ? HealthCheckResponse_ServingStatus.SERVING
         : HealthCheckResponse_ServingStatus.NOT_SERVING,
-    })),
-    watch: (call: { emit(e: string, err: unknown): void }) =>
-      call.emit('error', { code: Status.UNIMPLEMENTED, details: 'Watch is not supported' }),
+    }),
   });
-  register?.(server);
-  return listenGrpc(server, host, port, tls ? grpcCredentials(tls) : undefined);
-}
-
-/** The certificate and key as grpc-js server credentials; a client CA turns on client checks. */
-export function grpcCredentials(tls: TlsMaterial): ServerCredentials {
-  return ServerCredentials.createSsl(
-    tls.clientCa,
-    [{ private_key: tls.key, cert_chain: tls.cert }],
-    tls.clientCa !== null,
-  );
+  register?.(services);
+  return listenGrpcFrames(services.methods, host, port, {
+    maxRecvBytes: service.limits.maxRecvBytes,
+    maxSendBytes: service.limits.maxSendBytes,
+    tls: tls ? httpsOptions(tls) : null,
+    deadlineTimers: true,
+    name: 'hloserve',
+  });
 }

@@ -31,7 +31,7 @@ export interface Surface {
 
 export async function startSurface(
   http: HttpServerOptions = {},
-  limits: { maxRecvMsgBytes?: number } = {},
+  limits: { maxRecvMsgBytes?: number; maxSendMsgBytes?: number } = {},
 ): Promise<Surface> {
   const config = defaultConfig(examples);
   const settings = workerSettings(config);

@@ -15,18 +15,18 @@ import { connect as netConnect } from 'node:net';
 import { status as Status } from '@grpc/grpc-js';
 import { setClampedTimeout } from '@hloserve/common/timers';
 import { grpcTimeoutHeader } from '../routing/deadline.js';
-import { appendMetadata, decodeGrpcMessage, type GrpcHeaders, writeMessage } from './grpc-wire.js';
-import { ERR_CANCEL, ERR_REFUSED_STREAM } from './frame/frame-codec.js';
-import { H2Connection, type H2Stream } from './frame/connection.js';
-import { encodeHeaders, type HeaderList } from './frame/hpack.js';
+import {
+  appendMetadata,
+  decodeGrpcMessage,
+  type GrpcHeaders,
+  type RawAnswer,
+  writeMessage,
+} from '@hloserve/common/h2/grpc-wire';
+import { ERR_CANCEL, ERR_REFUSED_STREAM } from '@hloserve/common/h2/frame/frame-codec';
+import { H2Connection, type H2Stream } from '@hloserve/common/h2/frame/connection';
+import { encodeHeaders, type HeaderList } from '@hloserve/common/h2/frame/hpack';
 
-export interface RawAnswer {
-  readonly ok: boolean;
-  /** The answer's message, without its prefix. */
-  readonly body?: Buffer;
-  readonly code?: number;
-  readonly details?: string;
-}
+export type { RawAnswer };
 
 /** Per-stream and per-connection receive windows: a large tensor should not wait for WINDOW_UPDATEs. */
 const STREAM_WINDOW = 4 * 2 ** 20;

@@ -22,12 +22,3 @@ export function grpcTimeoutHeader(remainingMs: number): string {
   if (ms / 1000 < 1e8) return `${Math.ceil(ms / 1000)}S`;
   return `${Math.ceil(ms / 60_000)}M`;
 }
-
-/** Parses a grpc-timeout header ("250m", "3S", "1500u", ...) into milliseconds; null if malformed. */
-export function parseGrpcTimeout(value: string): number | null {
-  const m = /^(\d{1,8})([HMSmun])$/.exec(value);
-  if (!m) return null;
-  const n = Number(m[1]);
-  const unit: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 1e-3, n: 1e-6 };
-  return n * unit[m[2]!]!;
-}

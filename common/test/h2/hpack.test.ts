@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { suite, test } from 'node:test';
-import { encodeHeaders, HpackDecoder, HpackError } from '../src/h2/frame/hpack.js';
+import { encodeHeaders, HpackDecoder, HpackError } from '../../src/h2/frame/hpack.js';
 
 const hex = (s: string) => Buffer.from(s.replace(/\s+/g, ''), 'hex');
 const pairs = (list: string[]) => {

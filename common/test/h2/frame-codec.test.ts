@@ -21,7 +21,7 @@ import {
   settingsFrame,
   unpad,
   windowUpdateFrame,
-} from '../src/h2/frame/frame-codec.js';
+} from '../../src/h2/frame/frame-codec.js';
 
 type Seen = [number, number, number, string];
 

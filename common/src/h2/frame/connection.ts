@@ -6,7 +6,7 @@
  * throws out of it.
  */
 import type { Socket } from 'node:net';
-import { setClampedTimeout } from '@hloserve/common/timers';
+import { setClampedTimeout } from '../../timers.js';
 import {
   CLIENT_PREFACE,
   DEFAULT_MAX_FRAME_SIZE,
@@ -134,11 +134,21 @@ export class H2Connection {
   /** The first SETTINGS from the peer arrived (the connection is known to speak HTTP/2). */
   settingsReceived = false;
 
+  private readonly opts: ConnectionOptions;
+
   constructor(
     readonly socket: Socket,
-    private readonly opts: ConnectionOptions,
+    opts: ConnectionOptions,
     private readonly hooks: ConnectionHooks,
   ) {
+    // A window is at most 2^31-1 (RFC 9113 6.9.1): a larger one asked for (twice a message limit
+    // near 2 GiB) would make the peer fail the connection on our first WINDOW_UPDATE.
+    opts = {
+      ...opts,
+      streamWindow: Math.min(opts.streamWindow, MAX_WINDOW),
+      connectionWindow: Math.min(opts.connectionWindow, MAX_WINDOW),
+    };
+    this.opts = opts;
     this.reader = new FrameReader(this.onFrame, opts.maxFrameSize);
     this.decoder = new HpackDecoder(DEFAULT_TABLE_SIZE, opts.maxHeaderListBytes);
     this.prefaceSeen = opts.role === 'client';
@@ -503,6 +513,14 @@ export class H2Connection {
     s.queuedEnd = endStream;
     s.queuedTrailers = trailers;
     this.flushStream(s);
+  }
+
+  /** Ends the stream with a trailers block, after any DATA still waiting for window. */
+  endWithTrailers(s: H2Stream, block: Buffer): void {
+    if (this.closed || s.localClosed) return;
+    if (s.queue === null) return this.writeHeaders(s, block, true);
+    s.queuedEnd = true;
+    s.queuedTrailers = block;
   }
 
   /** Small DATA that fits both windows and one frame, written with its header in one buffer. */

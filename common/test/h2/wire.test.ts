@@ -7,8 +7,7 @@ import {
   forwardableList,
   messagePrefix,
   unframeUnary,
-} from '@hloserve/gateway/h2/grpc-wire';
-import { computeAssignment } from '@hloserve/gateway/placement/lpt-packing';
+} from '../../src/h2/grpc-wire.js';
 
 suite('gRPC wire pieces of the HTTP/2 proxy', () => {
   test('one prefixed message unframes; a short, long or doubled body is refused with the reason', () => {
@@ -67,24 +66,5 @@ suite('gRPC wire pieces of the HTTP/2 proxy', () => {
       'AQID',
     ]);
     assert.deepEqual(out, { authorization: 'Bearer t', 'x-trace-bin': ['AAEC', 'AQID'] });
-  });
-});
-
-suite('packing with models an operator moved (pinned)', () => {
-  test('a pinned model stays where it was put and its load is charged there before the others', () => {
-    const res = computeAssignment({
-      utilisation: new Map([
-        ['hot', 0.9],
-        ['a', 0.3],
-        ['b', 0.3],
-      ]),
-      workers: ['w0', 'w1', 'w2'],
-      pinned: new Map([['hot', ['w2']]]),
-    });
-    assert.deepEqual(res.placement.get('hot')?.workers, ['w2']);
-    // Without the pin the hottest model would take the first worker; the others avoid w2's load.
-    assert.ok(!res.placement.get('a')!.workers.includes('w2'));
-    assert.ok(!res.placement.get('b')!.workers.includes('w2'));
-    assert.equal(res.computeLoad.get('w2'), 0.9);
   });
 });

@@ -23,10 +23,10 @@ import {
   frame,
   FrameReader,
   settingsFrame,
-} from '../src/h2/frame/frame-codec.js';
-import { encodeHeaders, HpackDecoder } from '../src/h2/frame/hpack.js';
-import { listenUnaryGrpc, type UnaryHandler } from '../src/h2/unary-server.js';
-import type { RawAnswer } from '../src/h2/worker-channel.js';
+} from '../../src/h2/frame/frame-codec.js';
+import { encodeHeaders, HpackDecoder } from '../../src/h2/frame/hpack.js';
+import { listenGrpcFrames, type UnaryHandler } from '../../src/h2/frame-server.js';
+import type { RawAnswer } from '../../src/h2/grpc-wire.js';
 
 const PATH = '/test.Echo/Unary';
 
@@ -57,7 +57,7 @@ const echo: UnaryHandler = (c): RawAnswer => ({ ok: true, body: c.request });
 
 suite('the frame server, byte by byte', () => {
   test('SETTINGS and PING are acknowledged; a request split over CONTINUATION with padded DATA is answered', async () => {
-    const gw = await listenUnaryGrpc(new Map([[PATH, echo]]), '127.0.0.1', 0, 1 << 20);
+    const gw = await listenGrpcFrames(new Map([[PATH, echo]]), '127.0.0.1', 0, { maxRecvBytes: 1 << 20 });
     const sock = connect(gw.port, '127.0.0.1');
     const f = frames(sock);
     const block = encodeHeaders([
@@ -107,7 +107,7 @@ suite('the frame server, byte by byte', () => {
   });
 
   test('300 mutated request streams (seeded) never take the server down; a clean call still succeeds', async () => {
-    const gw = await listenUnaryGrpc(new Map([[PATH, echo]]), '127.0.0.1', 0, 1 << 20);
+    const gw = await listenGrpcFrames(new Map([[PATH, echo]]), '127.0.0.1', 0, { maxRecvBytes: 1 << 20 });
     const block = encodeHeaders([
       ':method',
       'POST',
@@ -165,7 +165,7 @@ suite('the frame server, byte by byte', () => {
         release = () => resolve({ ok: true, body: c.request });
         entered();
       });
-    const server = await listenUnaryGrpc(new Map([[PATH, slow]]), '127.0.0.1', 0, 1 << 20);
+    const server = await listenGrpcFrames(new Map([[PATH, slow]]), '127.0.0.1', 0, { maxRecvBytes: 1 << 20 });
     const client = new Client(`127.0.0.1:${server.port}`, credentials.createInsecure());
     const raw = (b: Buffer) => b;
     const answered = new Promise<{ err: unknown; res?: Buffer }>((resolve) =>
@@ -193,7 +193,10 @@ suite('the frame server, byte by byte', () => {
 
 suite('the frame server and a client that never speaks', () => {
   test('a connection without a preface and SETTINGS is closed after the handshake time; one that spoke stays', async () => {
-    const gw = await listenUnaryGrpc(new Map([[PATH, echo]]), '127.0.0.1', 0, 1 << 20, null, { handshakeMs: 150 });
+    const gw = await listenGrpcFrames(new Map([[PATH, echo]]), '127.0.0.1', 0, {
+      maxRecvBytes: 1 << 20,
+      handshakeMs: 150,
+    });
     try {
       const t0 = Date.now();
       const silent = connect(gw.port, '127.0.0.1');
