@@ -91,12 +91,15 @@ test('the worker picker shows another worker’s screens: its own pins, kept in 
   const map = new MemoryMapPage(page);
   await expect(page.getByTestId('resident-blocks')).toBeVisible();
   await expect(map.pinnedBlock('mlp')).toHaveCount(0);
+  // The device card names the worker as the picker does (its node.yaml name, not the server's).
+  await expect(page.getByRole('region', { name: 'device 0 of worker0' })).toBeVisible();
 
   // Keyboard: focus the picker and choose the next worker.
   await picker.focus();
   await picker.selectOption('worker1');
   await expect(page).toHaveURL(/\/memory\?worker=worker1$/);
   await expect(map.pinnedBlock('mlp')).toBeVisible({ timeout: 30_000 });
+  await expect(page.getByRole('region', { name: 'device 0 of worker1' })).toContainText('worker worker1');
   await expect(page.getByTestId('connection-banner')).not.toContainText('reconnecting', { timeout: 15_000 });
   await page.screenshot({ path: join(shots, 'picker-worker1-1440.png') });
 

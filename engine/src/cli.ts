@@ -7,7 +7,7 @@ import { setFlagsFromString } from 'node:v8';
 import { missingServerNodeFlags } from './node-flags.js';
 import { USAGE } from './cli/usage.js';
 import { versionText } from './cli/version.js';
-import { wantsSupervisor } from './supervisor/wants-supervisor.js';
+import { ownWorkerName, wantsSupervisor } from './supervisor/wants-supervisor.js';
 import { settingsBehindGateway } from './supervisor/gateway-tls.js';
 
 // What a command needs is imported when it runs: `serve` starts sooner without the checker's or
@@ -104,9 +104,8 @@ async function runServe(values: ServeValues): Promise<number> {
   }
   // A worker behind a TLS gateway serves plaintext on loopback (the gateway holds the certificate).
   const settings = settingsBehindGateway(workerSettings(loaded.config, values.worker));
-  const log = createLogger(settings.logging.level, {
-    worker: values.worker ?? loaded.config.workers[0]?.name ?? 'worker0',
-  });
+  const workerName = ownWorkerName(loaded.config, values.worker);
+  const log = createLogger(settings.logging.level, { worker: workerName });
   for (const o of loaded.appliedOverrides)
     log.info('environment override', { variable: o.variable, path: o.path, value: o.value });
   // V8 pretenures an allocation site whose objects survive a scavenge; on the request path that
@@ -127,7 +126,7 @@ async function runServe(values: ServeValues): Promise<number> {
     plugin: settings.runtime.plugin,
   });
   const { serve } = await import('./serve.js');
-  const server = await serve(loaded.config.modelRepo, settings, log);
+  const server = await serve(loaded.config.modelRepo, settings, log, workerName);
   // Ready: the bundled start (bundled-start.ts) writes its code cache now, if it has none.
   (globalThis as Record<symbol, (() => void) | undefined>)[Symbol.for('hloserve.bundled-start.ready')]?.();
   await new Promise<void>((done) => {

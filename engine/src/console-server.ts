@@ -32,12 +32,13 @@ export async function startConsoleServer(
   port: number,
   log: Logger,
   tls: TlsMaterial | null = null,
+  workerName = 'worker0',
 ): Promise<ConsoleServer> {
   const store = await openStore({ url: settings.console.stateUrl, cacheDir: settings.cacheDir });
   let control: ControlApp | undefined;
   try {
     control = await buildControlApp({
-      port: new WorkerModelPort(worker, settings, facade),
+      port: new WorkerModelPort(worker, settings, facade, workerName),
       store,
       log,
       options: {

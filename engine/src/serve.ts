@@ -18,7 +18,13 @@ export interface RunningServer {
 }
 
 /** Starts a worker and every listener of DESIGN.md's small deployment (gRPC, HTTP, metrics, console). */
-export async function serve(modelRepo: string, settings: WorkerSettings, log: Logger): Promise<RunningServer> {
+export async function serve(
+  modelRepo: string,
+  settings: WorkerSettings,
+  log: Logger,
+  /** The worker's name in node.yaml (the supervisor's and gateway's name for it), shown by the console. */
+  workerName = 'worker0',
+): Promise<RunningServer> {
   // Checked before any model compiles: a bad certificate should stop the start at once.
   const tls = settings.endpoints.tls ? loadTlsMaterial(settings.endpoints.tls) : null;
   // The KServe listeners and the console open while the startup set loads (health says not ready
@@ -47,7 +53,7 @@ export async function serve(modelRepo: string, settings: WorkerSettings, log: Lo
   const control = new ControlService(worker);
   const consoleStart = consoleModule
     ? consoleModule.then((m) =>
-        m.startConsoleServer(worker, control, modelRepo, settings, ep.host, ep.consolePort, log, tls),
+        m.startConsoleServer(worker, control, modelRepo, settings, ep.host, ep.consolePort, log, tls, workerName),
       )
     : Promise.resolve(undefined);
   // Observed now, awaited below (or on the way out, to close what it opened).

@@ -24,6 +24,7 @@ import { SERVER_NODE_FLAGS } from '../node-flags.js';
 import type { WorkerDevice } from './devices.js';
 import { WorkerProcess, type WorkerPorts } from './worker-process.js';
 import { TLS_AT_GATEWAY_ENV } from './gateway-tls.js';
+import { WORKER_NAME_ENV } from './wants-supervisor.js';
 import { openStore } from '../state/open-store.js';
 import type { Store } from '../state/store.js';
 import { StorePlacementState } from './placement-state.js';
@@ -162,7 +163,7 @@ export class Supervisor {
   private makeProcess(name: string, i: number, listed: boolean, onFirstListen: (name: string) => void): WorkerProcess {
     const { config, log } = this.opts;
     const write = this.opts.write ?? ((l: string) => process.stderr.write(l));
-    const env: Record<string, string> = { HLOSERVE_SUPERVISED: '1' };
+    const env: Record<string, string> = { HLOSERVE_SUPERVISED: '1', [WORKER_NAME_ENV]: name };
     if (this.opts.tls) env[TLS_AT_GATEWAY_ENV] = '1';
     const args = [...SERVER_NODE_FLAGS, CLI, 'serve'];
     if (this.opts.configFile) args.push('--config', this.opts.configFile);

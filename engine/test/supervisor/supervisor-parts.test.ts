@@ -5,6 +5,7 @@ import { resolveWorkerDevices } from '../../src/supervisor/devices.js';
 import { tagLine } from '../../src/supervisor/log-mux.js';
 import { parseReplicas, wantsSupervisor } from '../../src/supervisor/run.js';
 import { defaultConfig } from '../../src/config/node-config.js';
+import { ownWorkerName, WORKER_NAME_ENV } from '../../src/supervisor/wants-supervisor.js';
 
 suite('supervisor parts', () => {
   test('restart backoff: 250 ms doubling, capped at 30 s', () => {
@@ -42,6 +43,15 @@ suite('supervisor parts', () => {
     assert.equal(wantsSupervisor(one, { workers: 'auto' }, {}), true);
     assert.equal(wantsSupervisor(one, { workers: '3' }, { HLOSERVE_SUPERVISED: '1' }), false);
     assert.equal(wantsSupervisor(one, { workers: '3', worker: 'worker0' }, {}), false);
+  });
+
+  test("a worker's own name: --worker, else the supervisor's (only when supervised), else node.yaml's first", () => {
+    const one = defaultConfig('/tmp/models');
+    const first = one.workers[0]!.name;
+    assert.equal(ownWorkerName(one, undefined, {}), first);
+    assert.equal(ownWorkerName(one, undefined, { HLOSERVE_SUPERVISED: '1', [WORKER_NAME_ENV]: 'worker3' }), 'worker3');
+    assert.equal(ownWorkerName(one, undefined, { [WORKER_NAME_ENV]: 'worker3' }), first);
+    assert.equal(ownWorkerName(one, 'gpu1', { HLOSERVE_SUPERVISED: '1', [WORKER_NAME_ENV]: 'worker3' }), 'gpu1');
   });
 
   test('--replicas parses counts and all', () => {

@@ -29,7 +29,16 @@ export class WorkerModelPort implements ModelPort {
   readonly #listeners = new Set<(event: EngineEvent) => void>();
   readonly inspect: WorkerInspectPort;
 
-  constructor(worker: Worker, settings: WorkerSettings, control: ControlService = new ControlService(worker)) {
+  readonly #name: string;
+
+  constructor(
+    worker: Worker,
+    settings: WorkerSettings,
+    control: ControlService = new ControlService(worker),
+    /** The worker's name in node.yaml: the one the supervisor, the gateway and the logs use. */
+    name = 'worker0',
+  ) {
+    this.#name = name;
     this.#worker = worker;
     this.#settings = settings;
     this.#control = control;
@@ -56,7 +65,7 @@ export class WorkerModelPort implements ModelPort {
     for (const s of w.scheduler.allStats()) inflight += s.inflightRequests;
     const meta = w.serverMetadata();
     return {
-      name: meta.name,
+      name: this.#name,
       version: meta.version,
       platform: w.runtime.platformName,
       modelControlMode: this.#control.mode,
