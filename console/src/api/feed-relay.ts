@@ -1,0 +1,378 @@
+/**
+ * One live feed per browser, not per tab. The console's tabs that watch the same feed (same origin,
+ * same worker, same token) elect a leader with a lock held for the leader's life; the leader alone
+ * holds the WebSocket (a StreamClient: seq, resume, resync, backoff) and relays what it delivers to
+ * the other tabs over a broadcast channel. Each tab tells the leader which topics it holds; the
+ * leader's wire subscriptions are their union. A tab that takes a topic the leader already carries
+ * asks for a fresh snapshot of it. When the leader goes (closed, crashed, switched worker or token)
+ * the lock passes to another tab, which opens the socket and resubscribes: every tab then gets
+ * fresh snapshots. The connection status is the leader's, mirrored in every tab.
+ *
+ * Why: each tab's own socket costs the engine a connection, a send per message and its heartbeats,
+ * and the browser a network-service trip per message per tab. The scope key keeps a tab from ever
+ * seeing a feed opened with another token or for another worker: those get their own channel.
+ */
+import type { StreamClient, StreamStatus, TopicHandler } from './stream.js';
+import type { StreamMessage } from './types.js';
+
+/** The part of a BroadcastChannel the relay uses. */
+export interface ChannelLike {
+  postMessage(msg: unknown): void;
+  onmessage: ((ev: { data: unknown }) => void) | null;
+  close(): void;
+}
+
+/** An exclusive lock per name: `onLeader` runs once held; the returned function gives it back (or stops waiting). */
+export type AcquireLock = (name: string, onLeader: () => void) => () => void;
+
+/** The part of the Web Locks API the relay uses. */
+export interface LockManagerLike {
+  request(name: string, options: { signal: AbortSignal }, callback: () => Promise<void> | void): Promise<unknown>;
+}
+
+/** AcquireLock on the Web Locks API: the lock is held until given back or the tab goes. */
+export function webLock(locks: LockManagerLike): AcquireLock {
+  return (name, onLeader) => {
+    const abort = new AbortController();
+    let release: (() => void) | null = null;
+    let done = false;
+    locks
+      .request(name, { signal: abort.signal }, () => {
+        if (done) return;
+        onLeader();
+        return new Promise<void>((r) => (release = r));
+      })
+      .catch(() => undefined); // aborted while waiting
+    return () => {
+      done = true;
+      if (release) release();
+      else abort.abort();
+    };
+  };
+}
+
+/** The feed's scope: origin is the channel's own; worker and token (by digest) are in its name. */
+export function feedScope(worker: string | null, token: string | null): string {
+  return `${worker ?? ''}|${token === null ? '-' : digest(token)}`;
+}
+
+/** Two 32-bit FNV-1a variants: a name that differs per token without holding the token itself. */
+function digest(s: string): string {
+  let a = 0x811c9dc5;
+  let b = 0x01000193 ^ s.length;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193) >>> 0;
+    b = Math.imul(b ^ c, 0x5bd1e995) >>> 0;
+  }
+  return a.toString(36) + b.toString(36);
+}
+
+type RelayMessage =
+  | { type: 'leader' }
+  | { type: 'want'; tab: string; topics: string[]; fresh: string[] }
+  | { type: 'bye'; tab: string }
+  | { type: 'status'; link: Link }
+  | { type: 'msg'; msg: StreamMessage };
+
+export interface FeedRelayOptions {
+  /** The scope of the feed this tab wants now (feedScope of the worker and token). */
+  readonly scope: () => string;
+  readonly openChannel: (name: string) => ChannelLike;
+  readonly acquire: AcquireLock;
+  /** The leader's wire client; disposed when it steps down. */
+  readonly createClient: () => StreamClient;
+  readonly tabId?: string;
+  readonly unsubscribeDelayMs?: number;
+  /** How long Resynced is shown after a change of worker. */
+  readonly resyncedHoldMs?: number;
+}
+
+interface TabTopic {
+  refs: number;
+  readonly handlers: Set<TopicHandler>;
+  /** A snapshot reached this tab since it took the topic: deltas apply only after one. */
+  ready: boolean;
+  /** The seq of the last message applied (for the banner's watermark). */
+  seq: number;
+  unsubscribeTimer: ReturnType<typeof setTimeout> | null;
+}
+
+type Link = Omit<StreamStatus, 'watermark'>;
+
+const WAITING: Link = { state: 'connecting', attempt: 0, nextRetryAtMs: null, error: null, refusedCode: null };
+
+const sameLink = (a: Link, b: Link): boolean =>
+  a.state === b.state &&
+  a.attempt === b.attempt &&
+  a.nextRetryAtMs === b.nextRetryAtMs &&
+  a.error === b.error &&
+  a.refusedCode === b.refusedCode;
+
+export class FeedRelay {
+  readonly #o: FeedRelayOptions;
+  readonly #tab: string;
+  readonly #topics = new Map<string, TabTopic>();
+  readonly #statusListeners = new Set<(s: StreamStatus) => void>();
+  /** The leader's connection state; the watermark is this tab's own (what it applied). */
+  #link: Link = WAITING;
+  #status: StreamStatus = { ...WAITING, watermark: 0 };
+  /** After a change of worker: Resynced is shown once the new feed's snapshots are in. */
+  #resyncPending = false;
+  #resyncedTimer: ReturnType<typeof setTimeout> | null = null;
+  #scope = '';
+  #channel: ChannelLike | null = null;
+  #giveBack: (() => void) | null = null;
+  /** Set while this tab is the leader. */
+  #lead: {
+    readonly client: StreamClient;
+    /** Topics per tab (this one included): the wire holds their union. */
+    readonly wants: Map<string, Set<string>>;
+    readonly wire: Map<string, () => void>;
+    readonly offStatus: () => void;
+  } | null = null;
+
+  constructor(o: FeedRelayOptions) {
+    this.#o = o;
+    this.#tab = o.tabId ?? Math.random().toString(36).slice(2);
+    this.#join();
+  }
+
+  get isLeader(): boolean {
+    return this.#lead !== null;
+  }
+
+  subscribe(topic: string, handler: TopicHandler): () => void {
+    let t = this.#topics.get(topic);
+    if (!t) {
+      t = { refs: 0, handlers: new Set(), ready: false, seq: 0, unsubscribeTimer: null };
+      this.#topics.set(topic, t);
+    }
+    t.refs++;
+    t.handlers.add(handler);
+    if (t.unsubscribeTimer !== null) {
+      clearTimeout(t.unsubscribeTimer);
+      t.unsubscribeTimer = null;
+    } else if (t.refs === 1) this.#announce([topic]);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.#release(topic, handler);
+    };
+  }
+
+  onStatus(listener: (s: StreamStatus) => void): () => void {
+    this.#statusListeners.add(listener);
+    listener(this.#status);
+    return () => this.#statusListeners.delete(listener);
+  }
+
+  getStatus(): StreamStatus {
+    return this.#status;
+  }
+
+  /**
+   * The token or the worker may have changed: a new scope means another channel and leader.
+   * `resync`: another worker's feed replaces what was shown; the banner says Resynced once every
+   * topic held has its snapshot from the new one.
+   */
+  rescope(resync = false): void {
+    if (this.#o.scope() === this.#scope) {
+      // Same feed (the same token set again, after a refusal, say): the leader reconnects.
+      this.#lead?.client.reconnectNow();
+      return;
+    }
+    this.#leave();
+    for (const t of this.#topics.values()) t.ready = false;
+    this.#resyncPending = resync && this.#topics.size > 0;
+    this.#setLink(WAITING);
+    this.#join();
+  }
+
+  /** The page goes (or into the back-forward cache): the others stop relaying to it. */
+  suspend(): void {
+    this.#leave();
+  }
+
+  /** Back from the back-forward cache: every topic from a fresh snapshot. */
+  resume(): void {
+    if (this.#channel) return;
+    for (const t of this.#topics.values()) t.ready = false;
+    this.#setLink(WAITING);
+    this.#join();
+  }
+
+  dispose(): void {
+    if (this.#resyncedTimer !== null) clearTimeout(this.#resyncedTimer);
+    this.#resyncedTimer = null;
+    for (const t of this.#topics.values()) if (t.unsubscribeTimer !== null) clearTimeout(t.unsubscribeTimer);
+    this.#topics.clear();
+    this.#leave();
+    this.#setLink({ ...this.#link, state: 'idle' });
+  }
+
+  #join(): void {
+    this.#scope = this.#o.scope();
+    const name = `hloserve.feed:${this.#scope}`;
+    const channel = this.#o.openChannel(name);
+    this.#channel = channel;
+    channel.onmessage = (ev) => this.#onRelay(ev.data as RelayMessage);
+    this.#giveBack = this.#o.acquire(name, () => {
+      if (this.#channel === channel) this.#becomeLeader();
+    });
+    this.#announce([...this.#topics.keys()]);
+  }
+
+  #leave(): void {
+    if (this.#lead) {
+      this.#lead.offStatus();
+      this.#lead.client.dispose();
+      this.#lead = null;
+    } else this.#post({ type: 'bye', tab: this.#tab });
+    this.#giveBack?.();
+    this.#giveBack = null;
+    this.#channel?.close();
+    this.#channel = null;
+  }
+
+  #becomeLeader(): void {
+    const client = this.#o.createClient();
+    const lead = {
+      client,
+      wants: new Map([[this.#tab, new Set(this.#heldTopics())]]),
+      wire: new Map<string, () => void>(),
+      offStatus: () => {},
+    };
+    this.#lead = lead;
+    for (const t of this.#topics.values()) t.ready = false;
+    (lead as { offStatus: () => void }).offStatus = client.onStatus(({ watermark: _, ...link }) => {
+      // Only the connection's changes travel: each tab's watermark follows what it applies.
+      if (sameLink(link, this.#link)) return;
+      this.#setLink(link);
+      this.#post({ type: 'status', link });
+    });
+    this.#syncWire();
+    // The others tell the new leader what they hold.
+    this.#post({ type: 'leader' });
+  }
+
+  #heldTopics(): string[] {
+    return [...this.#topics].filter(([, t]) => t.refs > 0 || t.unsubscribeTimer !== null).map(([n]) => n);
+  }
+
+  /** Tells the leader (or, as the leader, itself) this tab's topics; `fresh` ones need a snapshot. */
+  #announce(fresh: string[]): void {
+    const topics = this.#heldTopics();
+    if (this.#lead) {
+      this.#lead.wants.set(this.#tab, new Set(topics));
+      this.#syncWire(fresh);
+    } else this.#post({ type: 'want', tab: this.#tab, topics, fresh });
+  }
+
+  #release(topic: string, handler: TopicHandler): void {
+    const t = this.#topics.get(topic);
+    if (!t) return;
+    t.handlers.delete(handler);
+    t.refs--;
+    if (t.refs > 0) return;
+    t.unsubscribeTimer = setTimeout(() => {
+      t.unsubscribeTimer = null;
+      if (t.refs > 0) return;
+      this.#topics.delete(topic);
+      this.#announce([]);
+    }, this.#o.unsubscribeDelayMs ?? 100);
+  }
+
+  /** Leader: the wire subscribes to the union of the tabs' topics; `fresh` ones get a new snapshot. */
+  #syncWire(fresh: readonly string[] = []): void {
+    const lead = this.#lead;
+    if (!lead) return;
+    const union = new Set<string>();
+    for (const topics of lead.wants.values()) for (const t of topics) union.add(t);
+    for (const [topic, off] of lead.wire)
+      if (!union.has(topic)) {
+        off();
+        lead.wire.delete(topic);
+      }
+    for (const topic of union) {
+      if (lead.wire.has(topic)) {
+        if (fresh.includes(topic)) lead.client.refresh(topic);
+        continue;
+      }
+      lead.wire.set(
+        topic,
+        lead.client.subscribe(topic, (msg) => {
+          this.#post({ type: 'msg', msg });
+          this.#deliver(msg);
+        }),
+      );
+    }
+  }
+
+  #onRelay(m: RelayMessage): void {
+    switch (m.type) {
+      case 'msg':
+        return this.#deliver(m.msg);
+      case 'status':
+        if (!this.#lead) this.#setLink(m.link);
+        return;
+      case 'leader':
+        if (this.#lead) return;
+        for (const t of this.#topics.values()) t.ready = false;
+        return this.#announce([...this.#topics.keys()]);
+      case 'want':
+        if (!this.#lead) return;
+        this.#lead.wants.set(m.tab, new Set(m.topics));
+        this.#syncWire(m.fresh);
+        // A tab that just came needs the connection state too.
+        return this.#post({ type: 'status', link: this.#link });
+      case 'bye':
+        if (!this.#lead) return;
+        this.#lead.wants.delete(m.tab);
+        return this.#syncWire();
+    }
+  }
+
+  #deliver(msg: StreamMessage): void {
+    const t = this.#topics.get(msg.topic);
+    if (!t) return;
+    if (msg.kind === 'snapshot') {
+      t.ready = true;
+      if (this.#resyncPending && [...this.#topics.values()].every((x) => x.ready)) this.#showResynced();
+    }
+    if (!t.ready) return;
+    t.seq = msg.seq;
+    let watermark = 0;
+    for (const x of this.#topics.values()) if (x.ready && x.seq > watermark) watermark = x.seq;
+    if (watermark !== this.#status.watermark) this.#setStatus({ ...this.#status, watermark });
+    for (const h of [...t.handlers]) h(msg);
+  }
+
+  #post(m: RelayMessage): void {
+    this.#channel?.postMessage(m);
+  }
+
+  #showResynced(): void {
+    this.#resyncPending = false;
+    if (this.#resyncedTimer !== null) clearTimeout(this.#resyncedTimer);
+    this.#resyncedTimer = setTimeout(() => {
+      this.#resyncedTimer = null;
+      this.#setLink(this.#link);
+    }, this.#o.resyncedHoldMs ?? 3000);
+    this.#setLink(this.#link);
+  }
+
+  #setLink(link: Link): void {
+    this.#link = link;
+    // Resynced is this tab's own news (its worker changed); any other state of the link wins over it.
+    const shown =
+      this.#resyncedTimer !== null && link.state === 'live' ? { ...link, state: 'resynced' as const } : link;
+    this.#setStatus({ ...shown, watermark: this.#status.watermark });
+  }
+
+  #setStatus(s: StreamStatus): void {
+    this.#status = s;
+    for (const l of [...this.#statusListeners]) l(s);
+  }
+}
