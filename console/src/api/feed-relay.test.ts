@@ -44,16 +44,21 @@ class FakeSocket implements SocketLike {
 
 /** BroadcastChannel's shape: delivered later (a task), to every other channel of the same name. */
 class Bus {
-  readonly channels = new Set<{ name: string; ch: ChannelLike }>();
+  readonly channels = new Set<{ name: string; ch: ChannelLike; heard: number }>();
   open(name: string): ChannelLike {
-    const entry = { name, ch: null as unknown as ChannelLike };
+    const entry = { name, ch: null as unknown as ChannelLike, heard: 0 };
     const channels = this.channels;
     entry.ch = {
       onmessage: null,
       postMessage(msg: unknown) {
         const copy = structuredClone(msg);
         for (const o of channels)
-          if (o !== entry && o.name === name) setTimeout(() => channels.has(o) && o.ch.onmessage?.({ data: copy }));
+          if (o !== entry && o.name === name)
+            setTimeout(() => {
+              if (!channels.has(o)) return;
+              o.heard++;
+              o.ch.onmessage?.({ data: copy });
+            });
       },
       close() {
         channels.delete(entry);
@@ -172,6 +177,39 @@ describe('feed relay: one socket per browser', () => {
     await settle();
     expect(got).toEqual(['snapshot4', 'delta5']);
     expect(a.getStatus().state).toBe('live'); // not shown as a resync to the tab that had it
+  });
+
+  test('a tab that holds no topic (hidden) listens on no message channel, and hears none', async () => {
+    const a = tab();
+    const hidden = tab();
+    const mine: ChannelLike[] = [];
+    const watched = new FeedRelay({
+      scope: () => feedScope(null, 'tok-admin'),
+      openChannel: (name) => {
+        const ch = bus.open(name);
+        mine.push(ch);
+        return ch;
+      },
+      acquire: locks.acquire,
+      createClient: () => {
+        throw new Error('not the leader');
+      },
+    });
+    const off = watched.subscribe('models', () => {});
+    a.subscribe('models', () => {});
+    await settle();
+    off();
+    await vi.advanceTimersByTimeAsync(200);
+    const s = sockets[0]!;
+    s.open();
+    s.push(snap('models', 1));
+    s.push(delta('models', 2));
+    await settle();
+    const heard = (chs: ChannelLike[]) =>
+      [...bus.channels].filter((e) => chs.includes(e.ch) && e.name.includes('#')).length;
+    expect(heard(mine)).toBe(0); // its topic channel closed with its last subscription
+    expect([...bus.channels].filter((e) => e.name.includes('#') && e.heard > 0)).toHaveLength(0);
+    expect(hidden.isLeader).toBe(false);
   });
 
   test('the last tab to let a topic go unsubscribes the wire (after the debounce)', async () => {

@@ -72,8 +72,7 @@ type RelayMessage =
   | { type: 'leader' }
   | { type: 'want'; tab: string; topics: string[]; fresh: string[] }
   | { type: 'bye'; tab: string }
-  | { type: 'status'; link: Link }
-  | { type: 'msg'; msg: StreamMessage };
+  | { type: 'status'; link: Link };
 
 export interface FeedRelayOptions {
   /** The scope of the feed this tab wants now (feedScope of the worker and token). */
@@ -121,7 +120,14 @@ export class FeedRelay {
   #resyncPending = false;
   #resyncedTimer: ReturnType<typeof setTimeout> | null = null;
   #scope = '';
+  /** The scope's control channel: leader, wishes, status. */
   #channel: ChannelLike | null = null;
+  #name = '';
+  /**
+   * One channel per topic for the feed's messages, open only for the topics this tab holds (and,
+   * on the leader, those the wire carries): a tab holding none (hidden) is never woken by them.
+   */
+  readonly #data = new Map<string, ChannelLike>();
   #giveBack: (() => void) | null = null;
   /** Set while this tab is the leader. */
   #lead: {
@@ -215,6 +221,7 @@ export class FeedRelay {
   #join(): void {
     this.#scope = this.#o.scope();
     const name = `hloserve.feed:${this.#scope}`;
+    this.#name = name;
     const channel = this.#o.openChannel(name);
     this.#channel = channel;
     channel.onmessage = (ev) => this.#onRelay(ev.data as RelayMessage);
@@ -234,6 +241,27 @@ export class FeedRelay {
     this.#giveBack = null;
     this.#channel?.close();
     this.#channel = null;
+    for (const ch of this.#data.values()) ch.close();
+    this.#data.clear();
+  }
+
+  /** Opens and closes the topics' message channels to match what this tab holds or relays. */
+  #syncData(): void {
+    if (this.#channel === null) return;
+    const needed = new Set(this.#heldTopics());
+    if (this.#lead) for (const t of this.#lead.wire.keys()) needed.add(t);
+    for (const [topic, ch] of this.#data)
+      if (!needed.has(topic)) {
+        ch.close();
+        this.#data.delete(topic);
+      }
+    for (const topic of needed) {
+      if (this.#data.has(topic)) continue;
+      const ch = this.#o.openChannel(`${this.#name}#${topic}`);
+      // The leader posts on the same object it would receive on: a channel never hears itself.
+      ch.onmessage = (ev) => this.#deliver(ev.data as StreamMessage);
+      this.#data.set(topic, ch);
+    }
   }
 
   #becomeLeader(): void {
@@ -267,7 +295,10 @@ export class FeedRelay {
     if (this.#lead) {
       this.#lead.wants.set(this.#tab, new Set(topics));
       this.#syncWire(fresh);
-    } else this.#post({ type: 'want', tab: this.#tab, topics, fresh });
+    } else {
+      this.#syncData(); // listening before the leader is asked, so its snapshot is not missed
+      this.#post({ type: 'want', tab: this.#tab, topics, fresh });
+    }
   }
 
   #release(topic: string, handler: TopicHandler): void {
@@ -303,17 +334,16 @@ export class FeedRelay {
       lead.wire.set(
         topic,
         lead.client.subscribe(topic, (msg) => {
-          this.#post({ type: 'msg', msg });
+          this.#data.get(topic)?.postMessage(msg);
           this.#deliver(msg);
         }),
       );
     }
+    this.#syncData();
   }
 
   #onRelay(m: RelayMessage): void {
     switch (m.type) {
-      case 'msg':
-        return this.#deliver(m.msg);
       case 'status':
         if (!this.#lead) this.#setLink(m.link);
         return;
