@@ -195,8 +195,9 @@ describe('feed relay: one socket per browser', () => {
         throw new Error('not the leader');
       },
     });
-    const off = watched.subscribe('models', () => {});
     a.subscribe('models', () => {});
+    await settle();
+    const off = watched.subscribe('models', () => {});
     await settle();
     off();
     await vi.advanceTimersByTimeAsync(200);
@@ -212,9 +213,37 @@ describe('feed relay: one socket per browser', () => {
     expect(hidden.isLeader).toBe(false);
   });
 
+  test('a leader whose page hides (no topic left) hands the socket to a tab that shows one', async () => {
+    const a = tab();
+    const b = tab();
+    const offA = a.subscribe('models', () => {});
+    await settle();
+    const got: string[] = [];
+    b.subscribe('queues', (m) => got.push(`${m.kind}${m.seq}`));
+    await settle();
+    sockets[0]!.open();
+    await settle();
+    expect(sockets[0]!.ops().sort()).toEqual(['+models', '+queues']);
+    offA(); // a's page hidden: its last topic goes
+    await vi.advanceTimersByTimeAsync(200);
+    await settle();
+    expect(a.isLeader).toBe(false);
+    expect(b.isLeader).toBe(true);
+    expect(sockets).toHaveLength(2);
+    const s = sockets[1]!;
+    s.open();
+    await settle();
+    expect(s.ops()).toEqual(['+queues']);
+    s.push(snap('queues', 3));
+    await settle();
+    expect(got).toEqual(['snapshot3']);
+    expect(b.getStatus().state).toBe('live');
+  });
+
   test('the last tab to let a topic go unsubscribes the wire (after the debounce)', async () => {
     const a = tab();
     const b = tab();
+    a.subscribe('models', () => {});
     const offA = a.subscribe('metrics', () => {});
     const offB = b.subscribe('metrics', () => {});
     await settle();
@@ -223,11 +252,12 @@ describe('feed relay: one socket per browser', () => {
     await settle();
     offB();
     await vi.advanceTimersByTimeAsync(200);
-    expect(s.ops()).toEqual(['+metrics']);
+    expect(s.ops().sort()).toEqual(['+metrics', '+models']);
     offA();
-    await vi.advanceTimersByTimeAsync(200);
+    await vi.advanceTimersByTimeAsync(300);
     await settle();
-    expect(s.ops()).toEqual(['+metrics', '-metrics']);
+    expect(s.ops().sort()).toEqual(['+metrics', '+models', '-metrics']);
+    expect(s.readyState).toBe(1);
   });
 
   test('the leader goes: another tab opens the socket within moments and every tab gets fresh snapshots', async () => {

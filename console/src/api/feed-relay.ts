@@ -225,18 +225,39 @@ export class FeedRelay {
     const channel = this.#o.openChannel(name);
     this.#channel = channel;
     channel.onmessage = (ev) => this.#onRelay(ev.data as RelayMessage);
-    this.#giveBack = this.#o.acquire(name, () => {
-      if (this.#channel === channel) this.#becomeLeader();
-    });
     this.#announce([...this.#topics.keys()]);
   }
 
+  /**
+   * Only a tab that holds topics stands for leader, and a leader whose own topics are gone (its
+   * page hidden) steps down: the socket then lives in a shown tab, and a hidden one does nothing.
+   */
+  #candidacy(): void {
+    const channel = this.#channel;
+    if (channel === null) return;
+    const wants = this.#heldTopics().length > 0;
+    if (wants && this.#giveBack === null)
+      this.#giveBack = this.#o.acquire(this.#name, () => {
+        if (this.#channel === channel) this.#becomeLeader();
+      });
+    else if (!wants && this.#giveBack !== null) {
+      this.#stepDown();
+      this.#giveBack();
+      this.#giveBack = null;
+      this.#syncData();
+    }
+  }
+
+  #stepDown(): void {
+    if (!this.#lead) return;
+    this.#lead.offStatus();
+    this.#lead.client.dispose();
+    this.#lead = null;
+  }
+
   #leave(): void {
-    if (this.#lead) {
-      this.#lead.offStatus();
-      this.#lead.client.dispose();
-      this.#lead = null;
-    } else this.#post({ type: 'bye', tab: this.#tab });
+    if (this.#lead) this.#stepDown();
+    else this.#post({ type: 'bye', tab: this.#tab });
     this.#giveBack?.();
     this.#giveBack = null;
     this.#channel?.close();
@@ -274,7 +295,11 @@ export class FeedRelay {
     };
     this.#lead = lead;
     for (const t of this.#topics.values()) t.ready = false;
+    // Taking over a live feed: the new socket's first connect is not news to the tabs.
+    let takeover = this.#link.state === 'live' || this.#link.state === 'resynced';
     (lead as { offStatus: () => void }).offStatus = client.onStatus(({ watermark: _, ...link }) => {
+      if (takeover && (link.state === 'idle' || link.state === 'connecting')) return;
+      takeover = false;
       // Only the connection's changes travel: each tab's watermark follows what it applies.
       if (sameLink(link, this.#link)) return;
       this.#setLink(link);
@@ -299,6 +324,7 @@ export class FeedRelay {
       this.#syncData(); // listening before the leader is asked, so its snapshot is not missed
       this.#post({ type: 'want', tab: this.#tab, topics, fresh });
     }
+    this.#candidacy();
   }
 
   #release(topic: string, handler: TopicHandler): void {
