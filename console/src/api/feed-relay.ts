@@ -83,6 +83,8 @@ export interface FeedRelayOptions {
   readonly createClient: () => StreamClient;
   readonly tabId?: string;
   readonly unsubscribeDelayMs?: number;
+  /** How long a leader whose page hid keeps the socket before handing it over. */
+  readonly stepDownDelayMs?: number;
   /** How long Resynced is shown after a change of worker. */
   readonly resyncedHoldMs?: number;
 }
@@ -129,6 +131,7 @@ export class FeedRelay {
    */
   readonly #data = new Map<string, ChannelLike>();
   #giveBack: (() => void) | null = null;
+  #stepDownTimer: ReturnType<typeof setTimeout> | null = null;
   /** Set while this tab is the leader. */
   #lead: {
     readonly client: StreamClient;
@@ -236,19 +239,35 @@ export class FeedRelay {
     const channel = this.#channel;
     if (channel === null) return;
     const wants = this.#heldTopics().length > 0;
+    if (wants && this.#stepDownTimer !== null) {
+      clearTimeout(this.#stepDownTimer);
+      this.#stepDownTimer = null;
+    }
     if (wants && this.#giveBack === null)
       this.#giveBack = this.#o.acquire(this.#name, () => {
         if (this.#channel === channel) this.#becomeLeader();
       });
     else if (!wants && this.#giveBack !== null) {
-      this.#stepDown();
-      this.#giveBack();
-      this.#giveBack = null;
-      this.#syncData();
+      // A candidate withdraws at once; a leader waits a moment, so a quick switch between tabs, or
+      // many tabs hidden one after another, hands the socket over once, to a tab still shown.
+      if (!this.#lead) return this.#withdraw();
+      this.#stepDownTimer ??= setTimeout(() => {
+        this.#stepDownTimer = null;
+        if (this.#heldTopics().length === 0) this.#withdraw();
+      }, this.#o.stepDownDelayMs ?? 2000);
     }
   }
 
+  #withdraw(): void {
+    this.#stepDown();
+    this.#giveBack?.();
+    this.#giveBack = null;
+    this.#syncData();
+  }
+
   #stepDown(): void {
+    if (this.#stepDownTimer !== null) clearTimeout(this.#stepDownTimer);
+    this.#stepDownTimer = null;
     if (!this.#lead) return;
     this.#lead.offStatus();
     this.#lead.client.dispose();
