@@ -132,6 +132,7 @@ export class FeedRelay {
   readonly #data = new Map<string, ChannelLike>();
   #giveBack: (() => void) | null = null;
   #stepDownTimer: ReturnType<typeof setTimeout> | null = null;
+  #statusReply: ReturnType<typeof setTimeout> | null = null;
   /** Set while this tab is the leader. */
   #lead: {
     readonly client: StreamClient;
@@ -268,6 +269,8 @@ export class FeedRelay {
   #stepDown(): void {
     if (this.#stepDownTimer !== null) clearTimeout(this.#stepDownTimer);
     this.#stepDownTimer = null;
+    if (this.#statusReply !== null) clearTimeout(this.#statusReply);
+    this.#statusReply = null;
     if (!this.#lead) return;
     this.#lead.offStatus();
     this.#lead.client.dispose();
@@ -395,13 +398,22 @@ export class FeedRelay {
       case 'leader':
         if (this.#lead) return;
         for (const t of this.#topics.values()) t.ready = false;
+        // A tab holding nothing (hidden) has nothing to tell: it stays asleep.
+        if (this.#heldTopics().length === 0) return;
         return this.#announce([...this.#topics.keys()]);
-      case 'want':
+      case 'want': {
         if (!this.#lead) return;
+        const known = this.#lead.wants.has(m.tab);
         this.#lead.wants.set(m.tab, new Set(m.topics));
         this.#syncWire(m.fresh);
-        // A tab that just came needs the connection state too.
-        return this.#post({ type: 'status', link: this.#link });
+        // A tab that just came needs the connection state too: one post for those that come together.
+        if (!known && !this.#statusReply)
+          this.#statusReply = setTimeout(() => {
+            this.#statusReply = null;
+            this.#post({ type: 'status', link: this.#link });
+          }, 50);
+        return;
+      }
       case 'bye':
         if (!this.#lead) return;
         this.#lead.wants.delete(m.tab);
