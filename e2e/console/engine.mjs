@@ -18,7 +18,7 @@ const engineRoot = resolve(process.env.HLOSERVE_E2E_ENGINE_ROOT ?? repoRoot);
  * @param {{ timeoutMs?: number, dir?: string, consolePort?: number, env?: Record<string, string>, args?: string[] }} [o]
  *   a `dir` and `consolePort` from a previous start restart the same engine: same database, same
  *   address; `env` adds HLOSERVE_* overrides (e.g. HLOSERVE_MODEL_CONTROL_MODE).
- * @returns {Promise<{ consoleUrl: string, consolePort: number, httpUrl: string, grpcPort: number,
+ * @returns {Promise<{ consoleUrl: string, consolePort: number, httpUrl: string, metricsUrl: string, grpcPort: number,
  *   pid: number, dir: string, logs: string[], stop: (o?: { keep?: boolean }) => Promise<void> }>}
  */
 async function startEngine(o = {}) {
@@ -75,7 +75,7 @@ ${logs.join('\n')}`),
           const rec = JSON.parse(line);
           if (rec.msg === 'listening' && typeof rec.console === 'number') {
             clearTimeout(timer);
-            res({ console: rec.console, http: rec.http, grpc: rec.grpc });
+            res({ console: rec.console, http: rec.http, grpc: rec.grpc, metrics: rec.metrics });
           }
         } catch {
           // not a log record
@@ -93,6 +93,7 @@ ${logs.join('\n')}`),
     consoleUrl: `http://127.0.0.1:${ports.console}`,
     consolePort: ports.console,
     httpUrl: `http://127.0.0.1:${ports.http}`,
+    metricsUrl: `http://127.0.0.1:${ports.metrics}`,
     grpcPort: ports.grpc,
     pid: child.pid,
     dir,

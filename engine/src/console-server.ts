@@ -67,6 +67,7 @@ export async function startConsoleServer(
     throw err;
   }
   const c = control;
+  worker.metrics.trackFeedClients(() => c.context.hub.clientCount);
   return {
     app: c.app,
     control: c,

@@ -59,6 +59,7 @@ export class Metrics {
   readonly #latency: PlainHistogram<'model'>;
   readonly #batchSize: PlainHistogram<'model'>;
   #inflightNow: () => number = () => 0;
+  #feedClientsNow: () => number = () => 0;
   #compileCacheNow: () => CompileCacheCounts | null = () => null;
   readonly #weightLoads: Counter<'model'>;
   readonly #weightEvictions: Counter<'model'>;
@@ -210,6 +211,15 @@ export class Metrics {
         this.set(inflightNow());
       },
     });
+    const feedClientsNow = (): number => this.#feedClientsNow();
+    new Gauge({
+      name: 'hloserve_console_feed_clients',
+      help: "Open connections to the console's live feed (WebSocket /api/v1/stream)",
+      registers: r,
+      collect(this: Gauge) {
+        this.set(feedClientsNow());
+      },
+    });
     const compileCacheNow = (): CompileCacheCounts | null => this.#compileCacheNow();
     const cacheCounters: ReadonlyArray<readonly [string, string, keyof CompileCacheCounts]> = [
       ['hloserve_compile_cache_hits_total', 'Executables loaded from the compiled-executable cache', 'hits'],
@@ -291,6 +301,11 @@ export class Metrics {
   /** Where the compile-cache metrics read their values when scraped. */
   trackCompileCache(read: () => CompileCacheCounts | null): void {
     this.#compileCacheNow = read;
+  }
+
+  /** Where the feed-clients gauge reads its value when scraped (the console's feed hub). */
+  trackFeedClients(read: () => number): void {
+    this.#feedClientsNow = read;
   }
 
   /** Where the in-flight gauge reads its value when scraped (the worker's own counter). */

@@ -84,4 +84,14 @@ suite('metrics: per-dispatch and gauge values published at scrape time', () => {
     text = await m.text();
     assert.equal(value(text, 'hloserve_inflight_requests'), 0);
   });
+
+  test("the console feed's connections read from its hub when scraped (0 with no console)", async () => {
+    const m = new Metrics({ defaultMetrics: false });
+    assert.equal(value(await m.text(), 'hloserve_console_feed_clients'), 0);
+    let clients = 2;
+    m.trackFeedClients(() => clients);
+    assert.equal(value(await m.text(), 'hloserve_console_feed_clients'), 2);
+    clients = 1;
+    assert.equal(value(await m.text(), 'hloserve_console_feed_clients'), 1);
+  });
 });

@@ -156,6 +156,17 @@ export class StreamClient {
     return [...this.topics.keys()];
   }
 
+  /**
+   * Asks for a fresh snapshot of a topic held (another tab of the browser took it, through the
+   * relay); not a resync: the state shown stays as it is until the snapshot replaces it.
+   */
+  refresh(topic: string): void {
+    const t = this.topics.get(topic);
+    if (!t || t.seq === null || t.awaitingSnapshot) return; // one is on the way already
+    t.seq = null;
+    this.sendSubscribe(topic, t);
+  }
+
   /** Drops the socket and reconnects at once: after a token change, for one. */
   reconnectNow(): void {
     this.clearReconnect();

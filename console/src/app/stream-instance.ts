@@ -1,5 +1,6 @@
 import { notifyManager } from '@tanstack/react-query';
 import { FeedPacer } from '../api/feed-pacer.js';
+import { feedScope, FeedRelay, webLock, type ChannelLike, type LockManagerLike } from '../api/feed-relay.js';
 import { routes } from '../api/routes.js';
 import { StreamClient, type SocketLike } from '../api/stream.js';
 import { tokenStore } from '../api/token-store.js';
@@ -12,13 +13,36 @@ function streamUrl(): string {
   return `${proto}//${location.host}${withWorker(routes.stream)}`;
 }
 
-/** The console's one WebSocket. */
-export const stream = new StreamClient({
-  url: streamUrl,
-  // A browser WebSocket has the shape SocketLike names; its handler types are only narrower.
-  createSocket: (url) => new WebSocket(url) as unknown as SocketLike,
-  token: () => tokenStore.get(),
-});
+const wireClient = () =>
+  new StreamClient({
+    url: streamUrl,
+    // A browser WebSocket has the shape SocketLike names; its handler types are only narrower.
+    createSocket: (url) => new WebSocket(url) as unknown as SocketLike,
+    token: () => tokenStore.get(),
+  });
+
+/** What the screens read the feed through: a tab's own socket, or the browser's one through the relay. */
+export type FeedSource = Pick<StreamClient, 'subscribe' | 'onStatus' | 'getStatus'>;
+
+const locks = (globalThis.navigator as { locks?: LockManagerLike } | undefined)?.locks;
+const relay =
+  locks && typeof BroadcastChannel === 'function'
+    ? new FeedRelay({
+        scope: () => feedScope(currentWorker(), tokenStore.get()),
+        openChannel: (name) => new BroadcastChannel(name) as unknown as ChannelLike,
+        acquire: webLock(locks),
+        createClient: wireClient,
+      })
+    : null;
+// Without Web Locks or BroadcastChannel each tab keeps its own socket.
+const own = relay === null ? wireClient() : null;
+
+/** The console's live feed: one WebSocket per browser (per worker and token), shared by its tabs. */
+export const stream: FeedSource = relay ?? own!;
+if (relay) {
+  addEventListener('pagehide', () => relay.suspend());
+  addEventListener('pageshow', (e) => e.persisted && relay.resume());
+}
 
 /**
  * How often live data may reach the screen: feed messages are folded into the cache together, at
@@ -32,7 +56,7 @@ let watermark = 0;
 pacer.onFlush(() => (watermark = stream.getStatus().watermark));
 export const shownWatermark = (): number => watermark;
 
-tokenStore.subscribe(() => stream.reconnectNow());
+tokenStore.subscribe(() => (relay ? relay.rescope() : own!.reconnectNow()));
 
 // Another worker chosen (the picker, back, forward): its feed from a fresh snapshot, as a resync.
 let feedWorker = currentWorker();
@@ -40,7 +64,8 @@ onLocationChange(() => {
   const now = currentWorker();
   if (now === feedWorker) return;
   feedWorker = now;
-  stream.switchSource();
+  if (relay) relay.rescope(true);
+  else own!.switchSource();
 });
 
 // The feed refusing the token means the token is gone: back to sign-in, as a 401 does.

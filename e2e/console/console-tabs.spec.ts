@@ -1,0 +1,112 @@
+/**
+ * Many console tabs in one browser share one live feed: the real engine counts its feed
+ * connections (hloserve_console_feed_clients on its metrics port) while pages of one browser
+ * context, as the tabs of one window, watch it.
+ */
+import { expect, test, type BrowserContext, type Page } from '@playwright/test';
+import { ConsolePage } from './ConsolePage.js';
+import { setupTokenFromLogs, startEngine } from './engine.mjs';
+
+type Engine = Awaited<ReturnType<typeof startEngine>>;
+
+let engine: Engine;
+let admin: string;
+
+test.describe.configure({ mode: 'serial' });
+
+test.beforeAll(async () => {
+  test.setTimeout(240_000);
+  engine = await startEngine();
+  const r = await fetch(`${engine.consoleUrl}/api/v1/setup`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ setupToken: setupTokenFromLogs(engine.logs) }),
+  });
+  expect(r.ok, await r.clone().text()).toBe(true);
+  admin = ((await r.json()) as { data: { token: string } }).data.token;
+});
+
+test.afterAll(async () => {
+  await engine?.stop();
+});
+
+/** The engine's own count of open feed connections. */
+async function feedClients(): Promise<number> {
+  const text = await (await fetch(`${engine.metricsUrl}/metrics`)).text();
+  const m = /^hloserve_console_feed_clients (\d+)/m.exec(text);
+  if (!m) throw new Error('no hloserve_console_feed_clients on /metrics');
+  return Number(m[1]);
+}
+
+/** The banner's watermark: the highest feed seq the page has applied. */
+async function seqOf(page: Page): Promise<number> {
+  const text = await page.getByTestId('connection-banner').locator('.muted').innerText();
+  return Number(/seq (\d+)/.exec(text)?.[1] ?? NaN);
+}
+
+/** Every page's watermark moves on: the feed's messages reach each of them. */
+async function expectLiveUpdates(pages: readonly Page[]): Promise<void> {
+  const before = await Promise.all(pages.map(seqOf));
+  for (const [i, page] of pages.entries())
+    await expect.poll(() => seqOf(page), { timeout: 15_000 }).toBeGreaterThan(before[i]!);
+}
+
+async function openTabs(context: BrowserContext, n: number, token: string): Promise<Page[]> {
+  await context.addInitScript((t) => localStorage.setItem('hloserve.token', t), token);
+  const pages: Page[] = [];
+  for (let i = 0; i < n; i++) {
+    const page = await context.newPage();
+    const c = new ConsolePage(page, engine.consoleUrl);
+    await c.open('/');
+    await c.expectLive();
+    pages.push(page);
+  }
+  return pages;
+}
+
+test('four tabs of one browser hold one feed connection, and each shows the live updates', async ({ browser }) => {
+  expect(await feedClients()).toBe(0);
+  const context = await browser.newContext();
+  const pages = await openTabs(context, 4, admin);
+  await expect.poll(feedClients).toBe(1);
+  await expectLiveUpdates(pages);
+  await context.close();
+  await expect.poll(feedClients).toBe(0);
+});
+
+test('closing the tab that holds the feed hands it to another within seconds; the others stay live', async ({
+  browser,
+}) => {
+  const context = await browser.newContext();
+  const pages = await openTabs(context, 3, admin);
+  await expect.poll(feedClients).toBe(1);
+  // The first tab took the lock first: it holds the socket.
+  await pages[0]!.close();
+  const rest = pages.slice(1);
+  await expect.poll(feedClients, { timeout: 5_000 }).toBe(1);
+  for (const page of rest) await new ConsolePage(page, engine.consoleUrl).expectLive();
+  await expectLiveUpdates(rest);
+  await context.close();
+  await expect.poll(feedClients).toBe(0);
+});
+
+test('a tab signed in with another token gets a feed of its own', async ({ browser, request }) => {
+  const created = await request.post(`${engine.consoleUrl}/api/v1/tokens`, {
+    headers: { authorization: `Bearer ${admin}` },
+    data: { name: 'tabs-viewer', scope: 'viewer' },
+  });
+  expect(created.status()).toBe(201);
+  const viewer = ((await created.json()) as { data: { token: string } }).data.token;
+  const context = await browser.newContext();
+  const [adminTab] = await openTabs(context, 1, admin);
+  const viewerTab = await context.newPage();
+  // This page's sign-in replaces the browser's stored token; the admin tab keeps the feed it opened.
+  await viewerTab.addInitScript((t) => localStorage.setItem('hloserve.token', t), viewer);
+  const c = new ConsolePage(viewerTab, engine.consoleUrl);
+  await c.open('/');
+  await c.expectLive();
+  await expect(viewerTab.getByTestId('read-only')).toBeVisible();
+  await expect.poll(feedClients).toBe(2);
+  await expectLiveUpdates([adminTab!, viewerTab]);
+  await context.close();
+});
