@@ -123,8 +123,8 @@ export class Runtime {
   /**
    * The mmap threshold the addon fixed for glibc's malloc (bytes; 0: left to the libc or to the
    * operator's MALLOC_MMAP_THRESHOLD_). Fixed at glibc's ceiling, an execution's multi-MiB scratch
-   * comes from the heap instead of being mapped and faulted in on every run, and glibc does not
-   * move the threshold (nor the trim threshold with it) as a compile's blocks are freed.
+   * comes from the heap instead of being mapped and faulted in on every run; while a model build
+   * runs on the background threads it drops to 1 MiB, so a compile's blocks do not fragment the heap.
    */
   static get mallocMmapThreshold(): number {
     return binding().mallocMmapThreshold;

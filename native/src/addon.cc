@@ -86,7 +86,7 @@ Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
   // threads lazily from the first thread that compiles and they inherit that thread's priority,
   // which is why every compile goes through this pool.
   const ThreadPriority priority = ParseThreadPriority(std::getenv("HLOSERVE_BACKGROUND_PRIORITY"), ThreadPriority::kIdle);
-  data->background = std::make_unique<TaskPool>(2, priority);
+  data->background = std::make_unique<TaskPool>(2, priority, /*build=*/true);
   data->completions = Napi::ThreadSafeFunction::New(env, Napi::Function::New(env, [](const Napi::CallbackInfo&) {}),
                                                     "hloserve-pjrt", 0, 1);
   data->completions.Unref(env);

@@ -1,5 +1,7 @@
 #include "task_pool.h"
 
+#include "malloc_tuning.h"
+
 #include <cstring>
 
 #if defined(__linux__)
@@ -55,7 +57,8 @@ ThreadPriority ParseThreadPriority(const char* text, ThreadPriority fallback) {
   return fallback;
 }
 
-TaskPool::TaskPool(size_t threads, ThreadPriority priority) : priority_(priority), applied_(priority) {
+TaskPool::TaskPool(size_t threads, ThreadPriority priority, bool build)
+    : priority_(priority), build_(build), applied_(priority) {
   threads_.reserve(threads);
   for (size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { Loop(); });
   // Wait until every thread has set its priority, so applied_priority() is final.
@@ -108,7 +111,12 @@ void TaskPool::Loop() {
       task = std::move(queue_.front());
       queue_.pop_front();
     }
-    task();
+    if (build_) {
+      MallocBuildScope scope;
+      task();
+    } else {
+      task();
+    }
   }
 }
 

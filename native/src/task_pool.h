@@ -31,7 +31,8 @@ ThreadPriority ParseThreadPriority(const char* text, ThreadPriority fallback);
 
 class TaskPool {
  public:
-  explicit TaskPool(size_t threads, ThreadPriority priority = ThreadPriority::kNormal);
+  // `build`: every task runs inside a MallocBuildScope (the background pool's model builds).
+  explicit TaskPool(size_t threads, ThreadPriority priority = ThreadPriority::kNormal, bool build = false);
   ~TaskPool();
   TaskPool(const TaskPool&) = delete;
   TaskPool& operator=(const TaskPool&) = delete;
@@ -50,6 +51,7 @@ class TaskPool {
   std::vector<std::thread> threads_;
   bool stopping_ = false;
   const ThreadPriority priority_;
+  const bool build_;
   ThreadPriority applied_;
   size_t started_ = 0;
 };
