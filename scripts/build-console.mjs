@@ -2,19 +2,11 @@
 // the last build, so `npm run build` stays fast when only the server changed.
 // HLOSERVE_SKIP_CONSOLE=1 skips it; --force rebuilds regardless.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
+import { newest } from './newest-mtime.mjs';
 import { join } from 'node:path';
 
 if (process.env.HLOSERVE_SKIP_CONSOLE === '1') process.exit(0);
-
-function newest(path) {
-  if (!existsSync(path)) return 0;
-  const st = statSync(path);
-  if (!st.isDirectory()) return st.mtimeMs;
-  let m = 0;
-  for (const name of readdirSync(path)) m = Math.max(m, newest(join(path, name)));
-  return m;
-}
 
 const stamp = join('console', 'dist', 'index.html');
 const inputs = [

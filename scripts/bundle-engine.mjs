@@ -15,7 +15,8 @@
 // Run by `npm run build` after tsc; skipped when no input is newer than the bundle. The output
 // directory is emptied first, so no code cache outlives the bundle it was made from.
 import { build } from 'esbuild';
-import { copyFileSync, existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { newest } from './newest-mtime.mjs';
 import { rm } from 'node:fs/promises';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -38,15 +39,6 @@ const EXTERNAL = [
   '@fastify/ajv-compiler',
   '@fastify/fast-json-stringify-compiler',
 ];
-
-function newest(path) {
-  if (!existsSync(path)) return 0;
-  const st = statSync(path);
-  if (!st.isDirectory()) return st.mtimeMs;
-  let m = 0;
-  for (const name of readdirSync(path)) m = Math.max(m, newest(join(path, name)));
-  return m;
-}
 
 const inputs = [
   'scripts/bundle-engine.mjs',
