@@ -14,6 +14,7 @@
  */
 import type { StreamClient, StreamStatus, TopicHandler } from './stream.js';
 import type { StreamMessage } from './types.js';
+import { releaseTopic } from './topic-refs.js';
 
 /** The part of a BroadcastChannel the relay uses. */
 export interface ChannelLike {
@@ -350,17 +351,7 @@ export class FeedRelay {
   }
 
   #release(topic: string, handler: TopicHandler): void {
-    const t = this.#topics.get(topic);
-    if (!t) return;
-    t.handlers.delete(handler);
-    t.refs--;
-    if (t.refs > 0) return;
-    t.unsubscribeTimer = setTimeout(() => {
-      t.unsubscribeTimer = null;
-      if (t.refs > 0) return;
-      this.#topics.delete(topic);
-      this.#announce([]);
-    }, this.#o.unsubscribeDelayMs ?? 100);
+    releaseTopic(this.#topics, topic, handler, this.#o.unsubscribeDelayMs ?? 100, () => this.#announce([]));
   }
 
   /** Leader: the wire subscribes to the union of the tabs' topics; `fresh` ones get a new snapshot. */

@@ -11,6 +11,7 @@
  * socket closes with 4401/4403 when the token or the origin is refused: no reconnect then.
  */
 import type { StreamMessage } from './types.js';
+import { releaseTopic } from './topic-refs.js';
 
 /** The part of a WebSocket the client uses, so tests can hand it a fake. */
 export interface SocketLike {
@@ -200,17 +201,9 @@ export class StreamClient {
   }
 
   private release(topic: string, handler: TopicHandler): void {
-    const t = this.topics.get(topic);
-    if (!t) return;
-    t.handlers.delete(handler);
-    t.refs--;
-    if (t.refs > 0) return;
-    t.unsubscribeTimer = setTimeout(() => {
-      t.unsubscribeTimer = null;
-      if (t.refs > 0) return;
-      this.topics.delete(topic);
-      this.send({ type: 'unsubscribe', topics: [topic] });
-    }, this.opts.unsubscribeDelayMs);
+    releaseTopic(this.topics, topic, handler, this.opts.unsubscribeDelayMs, () =>
+      this.send({ type: 'unsubscribe', topics: [topic] }),
+    );
   }
 
   private ensureConnected(): void {
