@@ -1,8 +1,7 @@
 """Drives a running hloserve with Triton's own Python clients (gRPC and HTTP) over every example
 bundle that has a reference.safetensors, plus system shared memory, and prints one JSON report.
 
-usage: infer_examples.py GRPC_URL HTTP_URL MODELS_DIR [--no-stream]
-(--no-stream: leave out ModelStreamInfer, for an endpoint that does not serve it: the gateway)
+usage: infer_examples.py GRPC_URL HTTP_URL MODELS_DIR
 """
 import json
 import os
@@ -19,7 +18,6 @@ from tritonclient.utils import InferenceServerException
 from refdata import WIRE, reference, rel_error
 
 grpc_url, http_url, models_dir = sys.argv[1:4]
-streaming = "--no-stream" not in sys.argv[4:]
 report = {"checks": [], "models": {}}
 
 
@@ -77,36 +75,35 @@ for model in sorted(os.listdir(models_dir)):
     # ModelStreamInfer (bidi): three requests on one stream, answers through the callback as they
     # complete; a request for an unknown model answers an error for that request only.
     answers = queue.Queue()
-    if streaming:
-        g.start_stream(callback=lambda result, error: answers.put((result, error)))
-        try:
-            ins = []
-            for name, arr in inputs.items():
-                i = grpcclient.InferInput(name, list(arr.shape), WIRE[arr.dtype])
-                i.set_data_from_numpy(np.ascontiguousarray(arr))
-                ins.append(i)
-            outs = [grpcclient.InferRequestedOutput(n) for n in outputs]
-            for k in range(3):
-                g.async_stream_infer(model, ins, outputs=outs, request_id=f"stream-{model}-{k}")
-            ids = set()
-            for _ in range(3):
-                result, error = answers.get(timeout=120)
-                if error is not None:
-                    check(f"{model}: stream answer", False, error)
-                    continue
-                ids.add(result.get_response().id)
-                for name, want in outputs.items():
-                    err = rel_error(result.as_numpy(name), want)
-                    res[f"grpc:stream:{name}"] = max(err, res.get(f"grpc:stream:{name}", 0))
-            check(f"{model}: stream answered every request", ids == {f"stream-{model}-{k}" for k in range(3)}, ids)
-            g.async_stream_infer("no-such-model", ins, outputs=outs, request_id="stream-missing")
+    g.start_stream(callback=lambda result, error: answers.put((result, error)))
+    try:
+        ins = []
+        for name, arr in inputs.items():
+            i = grpcclient.InferInput(name, list(arr.shape), WIRE[arr.dtype])
+            i.set_data_from_numpy(np.ascontiguousarray(arr))
+            ins.append(i)
+        outs = [grpcclient.InferRequestedOutput(n) for n in outputs]
+        for k in range(3):
+            g.async_stream_infer(model, ins, outputs=outs, request_id=f"stream-{model}-{k}")
+        ids = set()
+        for _ in range(3):
             result, error = answers.get(timeout=120)
-            check(f"{model}: stream answers an unknown model's request with an error", result is None and error is not None and "no-such-model" in str(error), error)
-            g.async_stream_infer(model, ins, outputs=outs, request_id="stream-after")
-            result, error = answers.get(timeout=120)
-            check(f"{model}: the stream lives on after an error", error is None and result.get_response().id == "stream-after", error)
-        finally:
-            g.stop_stream()
+            if error is not None:
+                check(f"{model}: stream answer", False, error)
+                continue
+            ids.add(result.get_response().id)
+            for name, want in outputs.items():
+                err = rel_error(result.as_numpy(name), want)
+                res[f"grpc:stream:{name}"] = max(err, res.get(f"grpc:stream:{name}", 0))
+        check(f"{model}: stream answered every request", ids == {f"stream-{model}-{k}" for k in range(3)}, ids)
+        g.async_stream_infer("no-such-model", ins, outputs=outs, request_id="stream-missing")
+        result, error = answers.get(timeout=120)
+        check(f"{model}: stream answers an unknown model's request with an error", result is None and error is not None and "no-such-model" in str(error), error)
+        g.async_stream_infer(model, ins, outputs=outs, request_id="stream-after")
+        result, error = answers.get(timeout=120)
+        check(f"{model}: the stream lives on after an error", error is None and result.get_response().id == "stream-after", error)
+    finally:
+        g.stop_stream()
     # system shared memory: inputs and outputs through /dev/shm regions
     tag = uuid.uuid4().hex[:8]
     in_bytes = sum(a.nbytes for a in inputs.values())

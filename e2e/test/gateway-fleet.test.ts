@@ -35,13 +35,8 @@ suite('three CPU workers behind the supervisor and the gateway, one endpoint', (
     rmSync(state, { recursive: true, force: true });
   });
 
-  test("Triton's Python clients pass every check through the gateway (gRPC, HTTP, system shared memory)", async () => {
-    const report = runPython<Report>('infer_examples.py', [
-      server.grpcUrl(),
-      server.httpUrl(),
-      examplesDir,
-      '--no-stream', // the gateway serves unary methods only
-    ]);
+  test("Triton's Python clients pass every check through the gateway (gRPC, its bidi stream, HTTP, system shared memory)", async () => {
+    const report = runPython<Report>('infer_examples.py', [server.grpcUrl(), server.httpUrl(), examplesDir]);
     const failed = report.checks.filter((c) => !c.ok);
     assert.deepEqual(failed, []);
     for (const [model, errs] of Object.entries(report.models)) {
@@ -108,7 +103,7 @@ suite('three CPU workers behind the supervisor and the gateway, one endpoint', (
     assert.equal(((await act.json()) as { code: string }).code, 'HLO_ERR_FAILED_PRECONDITION');
   });
 
-  test('perf_analyzer through the one endpoint: zero errors, inline and shared memory', () => {
+  test('perf_analyzer through the one endpoint: zero errors, inline, shared memory and streaming', () => {
     const common = [
       '-m',
       'mlp',
@@ -121,7 +116,7 @@ suite('three CPU workers behind the supervisor and the gateway, one endpoint', (
       '--request-count',
       '1500',
     ];
-    for (const extra of [[], ['--shared-memory', 'system', '--output-shared-memory-size', '4096']]) {
+    for (const extra of [[], ['--shared-memory', 'system', '--output-shared-memory-size', '4096'], ['--streaming']]) {
       const r = runPerfAnalyzer([...common, ...extra]);
       assert.equal(r.status, 0, r.output);
       assert.doesNotMatch(r.output, /error|failed/i);

@@ -23,10 +23,12 @@ import type { Gateway } from './gateway.js';
 import {
   type FrameServerHandle,
   listenGrpcFrames,
+  type MethodHandler,
   type UnaryCall,
   type UnaryHandler,
 } from '@hloserve/common/h2/frame-server';
 import { peekInfer } from './routing/infer-peek.js';
+import { streamInferHandler } from './stream-infer.js';
 import { type GatewayTls, secureOptions } from './tls.js';
 import type { RawAnswer } from './worker-client.js';
 
@@ -152,7 +154,7 @@ export function buildGatewayImplementation(gw: Gateway): Implementation {
     traceSetting: anyWorker('TraceSetting'),
     logSettings: anyWorker('LogSettings'),
     // The hot path: the body's bytes go to the worker as they came (gateway.infer reads only the
-    // model name and batch extent); ModelStreamInfer is not registered, so it answers UNIMPLEMENTED.
+    // model name and batch extent). ModelStreamInfer routes each of its messages the same way.
     modelInfer: (call) =>
       gw.infer({ body: call.request, deadlineMs: call.deadlineMs, metadata: call.metadata, onCancel: call.onCancel }),
   };
@@ -168,12 +170,13 @@ export async function startGatewayGrpc(
   port: number,
   tls: GatewayTls | null = null,
 ): Promise<GatewayGrpcHandle> {
-  const methods = new Map<string, UnaryHandler>();
+  const methods = new Map<string, MethodHandler>();
   const impl = buildGatewayImplementation(gw);
   for (const [key, m] of Object.entries(GRPCInferenceService)) {
     const handler = impl[key];
     if (handler && !m.requestStream) methods.set(m.path, handler);
   }
+  methods.set(GRPCInferenceService.modelStreamInfer.path, streamInferHandler(gw));
   methods.set(HEALTH_CHECK, () =>
     okBody(
       HealthCheckResponse.encode({

@@ -10,6 +10,7 @@ import {
   Metadata,
   Server,
   ServerCredentials,
+  type ClientDuplexStream,
   type ServerUnaryCall,
   type sendUnaryData,
   status as Status,
@@ -19,6 +20,7 @@ import {
   GRPCInferenceServiceClient,
   ModelInferRequest,
   ModelInferResponse,
+  ModelStreamInferResponse,
   RepositoryIndexResponse,
   ServerReadyResponse,
 } from '@hloserve/proto';
@@ -121,6 +123,7 @@ interface InferClient {
     opts: { deadline?: Date },
     cb: (err: { code: number; details: string } | null, res?: ModelInferResponse) => void,
   ): void;
+  modelStreamInfer(md?: Metadata): ClientDuplexStream<ModelInferRequest, ModelStreamInferResponse>;
   close(): void;
 }
 
@@ -252,6 +255,81 @@ suite('the gateway proxy against fault-injecting workers', () => {
     const over = await infer('only0', undefined, undefined, new Uint8Array(33 * 2 ** 20));
     assert.equal(over.code, Status.RESOURCE_EXHAUSTED, over.details);
     assert.equal(w0.calls, before, 'never forwarded');
+  });
+
+  test('ModelStreamInfer: each message is routed on its own; a refused one answers error_message and the stream goes on', async () => {
+    w1.behave = (req) => (req.id === 'bad' ? { code: Status.INVALID_ARGUMENT, details: 'worker says no' } : null);
+    const md = new Metadata();
+    md.set('authorization', 'Bearer streamed');
+    const stream = client.modelStreamInfer(md);
+    const answers: ModelStreamInferResponse[] = [];
+    stream.on('data', (m: ModelStreamInferResponse) => answers.push(m));
+    const ended = new Promise<void>((resolve, reject) => {
+      stream.on('end', resolve);
+      stream.on('error', reject);
+    });
+    const msg = (model: string, id: string) =>
+      ModelInferRequest.fromPartial({ modelName: model, id, inputs: [{ name: 'x', datatype: 'FP32', shape: [1] }] });
+    for (const [m, id] of [
+      ['both', 'a'],
+      ['both', 'b'],
+      ['only0', 'c'],
+      ['nope', 'd'],
+    ] as const)
+      stream.write(msg(m, id));
+    stream.end();
+    await ended;
+    const ids = answers.filter((a) => a.inferResponse).map((a) => a.inferResponse!.id);
+    assert.equal(ids.length, 3);
+    assert.ok(ids.includes('w0:c'), ids.join());
+    assert.ok(ids.some((i) => i.startsWith('w0:')) && ids.some((i) => i.startsWith('w1:')), `spread: ${ids.join()}`);
+    const errors = answers.filter((a) => a.errorMessage !== '').map((a) => a.errorMessage);
+    assert.equal(errors.length, 1);
+    assert.match(errors[0]!, /nope/);
+    assert.equal(w0.lastAuth, 'Bearer streamed');
+
+    // A worker's refusal is that message's error; the messages after it are still answered.
+    const s2 = client.modelStreamInfer();
+    const got: ModelStreamInferResponse[] = [];
+    s2.on('data', (m: ModelStreamInferResponse) => got.push(m));
+    const done2 = new Promise<void>((resolve, reject) => {
+      s2.on('end', resolve);
+      s2.on('error', reject);
+    });
+    for (const id of ['bad', 'bad', 'ok1', 'ok2']) s2.write(msg('both', id));
+    s2.end();
+    await done2;
+    w1.behave = () => null;
+    assert.equal(got.length, 4);
+    const errs = got.filter((a) => a.errorMessage !== '');
+    assert.equal(errs.length, 1, 'one of the two bad ones reached w1');
+    assert.equal(errs[0]!.errorMessage, 'worker says no');
+    assert.equal(
+      got.filter((a) => a.inferResponse?.id.endsWith('ok1') || a.inferResponse?.id.endsWith('ok2')).length,
+      2,
+    );
+  });
+
+  test('ModelStreamInfer: cancelling the stream cancels the forwards still in flight', async () => {
+    w0.behave = () => 'hang';
+    const stream = client.modelStreamInfer();
+    const closed = new Promise<number>((resolve) => stream.on('error', (e: { code: number }) => resolve(e.code)));
+    stream.write(
+      ModelInferRequest.fromPartial({
+        modelName: 'only0',
+        id: 'h',
+        inputs: [{ name: 'x', datatype: 'FP32', shape: [1] }],
+      }),
+    );
+    const t0 = Date.now();
+    const inFlight = (): number => gw.gateway.metrics.inFlight;
+    while (inFlight() === 0 && Date.now() - t0 < 5000) await new Promise((r) => setTimeout(r, 5));
+    assert.equal(inFlight(), 1, 'the message is in flight at the worker');
+    stream.cancel();
+    assert.equal(await closed, Status.CANCELLED);
+    while (inFlight() !== 0 && Date.now() - t0 < 5000) await new Promise((r) => setTimeout(r, 5));
+    w0.behave = () => null;
+    assert.equal(inFlight(), 0, 'the forward was cancelled, not left to hang');
   });
 
   test("the client's metadata (a bearer token) reaches the worker", async () => {

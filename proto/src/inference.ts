@@ -111,6 +111,14 @@ export function encodeModelStreamInferResponseChunks(msg: ModelStreamInferRespon
   };
 }
 
+/**
+ * A ModelStreamInferResponse around a ModelInferResponse that is already encoded (a proxy's
+ * answer from a worker), without decoding it: the field's header, then the bytes as they came.
+ */
+export function streamInferResponseAround(encoded: Uint8Array): Buffer {
+  return Buffer.concat([fieldHeader(TAG_STREAM_RESPONSE, encoded.byteLength), encoded]);
+}
+
 /** ModelInferRequest -> wire bytes, raw inputs copied once. */
 export function encodeModelInferRequest(msg: ModelInferRequest): Buffer {
   return concat(encodeModelInferRequestChunks(msg));
