@@ -104,6 +104,12 @@ const MAX_HEADER_LIST_BYTES = 64 * 1024;
  */
 const MAX_STREAMS_PER_CONNECTION = 4096;
 /**
+ * Answer bytes one stream may have waiting for the client (its window, then the socket) before the
+ * server stops crediting that stream's receive window: a bidi client that keeps sending and never
+ * reads its answers is then held by flow control instead of growing the server's memory.
+ */
+const STREAM_BACKLOG_BYTES = 8 * 2 ** 20;
+/**
  * A connection that has not sent its preface and SETTINGS by then is closed: a socket that never
  * speaks would otherwise hold a descriptor and its buffers for as long as the peer likes.
  */
@@ -386,6 +392,19 @@ export async function listenGrpcFrames(
         conn.fail(err);
       }
     };
+    // Answers backed up behind a client that does not read: stop crediting its window, so it can
+    // send no more requests until it has taken its answers (memory stays bounded).
+    const holdUntilDrained = (): void => {
+      conn.holdCredit(s);
+      const check = (): void => {
+        s.onDrain = () => {};
+        if (ended || s.resetCode !== -1) return;
+        if (s.queuedBytes > 0) s.onDrain = check;
+        else if (conn.socketBacklog > STREAM_BACKLOG_BYTES / 2) conn.socket.once('drain', check);
+        else conn.releaseCredit(s);
+      };
+      check();
+    };
     const call: StreamCall = {
       metadata,
       deadlineMs,
@@ -406,7 +425,9 @@ export async function listenGrpcFrames(
           conn.uncork();
         } catch (err) {
           conn.fail(err);
+          return;
         }
+        if (!s.creditHeld && s.queuedBytes + conn.socketBacklog > STREAM_BACKLOG_BYTES) holdUntilDrained();
       },
       finish,
       get ended() {

@@ -20,12 +20,14 @@ import {
   FRAME_HEADERS,
   FRAME_PING,
   FRAME_SETTINGS,
+  FRAME_WINDOW_UPDATE,
   frame,
   FrameReader,
   settingsFrame,
+  windowUpdateFrame,
 } from '../../src/h2/frame/frame-codec.js';
 import { encodeHeaders, HpackDecoder } from '../../src/h2/frame/hpack.js';
-import { listenGrpcFrames, type UnaryHandler } from '../../src/h2/frame-server.js';
+import { listenGrpcFrames, type StreamHandler, type UnaryHandler } from '../../src/h2/frame-server.js';
 import type { RawAnswer } from '../../src/h2/grpc-wire.js';
 
 const PATH = '/test.Echo/Unary';
@@ -219,6 +221,59 @@ suite('the frame server and a client that never speaks', () => {
       assert.equal(spoke.destroyed, false, 'a client that sent its preface and SETTINGS is kept');
       spoke.destroy();
     } finally {
+      await gw.close(100);
+    }
+  });
+});
+
+suite('the frame server and a bidi client that sends but never reads', () => {
+  test("its answers back up, the server stops crediting the stream's window, and credits it once they drain", async () => {
+    const ANSWER = Buffer.alloc(64 * 1024, 7);
+    const bidi: StreamHandler = (call) => {
+      call.onMessage = () => call.write(ANSWER);
+    };
+    const BIDI = '/test.Echo/Bidi';
+    const gw = await listenGrpcFrames(new Map([[BIDI, { stream: bidi }]]), '127.0.0.1', 0, { maxRecvBytes: 1 << 20 });
+    const sock = connect(gw.port, '127.0.0.1');
+    const f = frames(sock);
+    try {
+      const block = encodeHeaders([
+        ':method',
+        'POST',
+        ':scheme',
+        'http',
+        ':path',
+        BIDI,
+        ':authority',
+        'test',
+        'content-type',
+        'application/grpc',
+        'te',
+        'trailers',
+      ]);
+      // 512 requests of 8 KiB with their prefix: the 4 MiB the server's SETTINGS let a stream send.
+      const req = Buffer.alloc(8192);
+      req.writeUInt32BE(8192 - 5, 1);
+      const out = [CLIENT_PREFACE, settingsFrame([]), frame(FRAME_HEADERS, FLAG_END_HEADERS, 1, block)];
+      for (let i = 0; i < 512; i++) out.push(frame(FRAME_DATA, 0, 1, req));
+      // Frames are handled in order: the PING's answer says every request before it was.
+      out.push(frame(FRAME_PING, 0, 0, Buffer.from('all-sent')));
+      sock.write(Buffer.concat(out));
+      await f.until((x) => x.type === FRAME_PING && (x.flags & FLAG_ACK) !== 0);
+      const credits = () => f.seen.filter((x) => x.type === FRAME_WINDOW_UPDATE && x.id === 1);
+      // The client's default 64 KiB window took the first answer; 511 more (32 MiB) are held.
+      assert.equal(credits().length, 0, 'no credit for the stream while 32 MiB of answers wait');
+
+      // The client reads: it opens its windows; everything flows, and the stream is credited again.
+      sock.write(Buffer.concat([windowUpdateFrame(0, 2 ** 30), windowUpdateFrame(1, 2 ** 30)]));
+      await f.until((x) => x.type === FRAME_WINDOW_UPDATE && x.id === 1);
+      assert.equal(credits()[0]!.payload.readUInt32BE(0), 4 * 2 ** 20, 'all that arrived while held');
+      sock.write(frame(FRAME_DATA, FLAG_END_STREAM, 1));
+      await f.until((x) => x.type === FRAME_HEADERS && x.id === 1 && (x.flags & FLAG_END_STREAM) !== 0);
+      const bytes = f.seen.filter((x) => x.type === FRAME_DATA && x.id === 1).reduce((n, x) => n + x.payload.length, 0);
+      assert.equal(bytes, 512 * (5 + ANSWER.length), 'every answer arrived');
+    } finally {
+      sock.destroy();
       await gw.close(100);
     }
   });

@@ -77,7 +77,11 @@ export class H2Stream {
   queue: Buffer[] | null = null;
   queuedTrailers: Buffer | null = null;
   queuedEnd = false;
+  /** Bytes of DATA in `queue`. */
+  queuedBytes = 0;
   recvUnacked = 0;
+  /** While set, what the peer sends on this stream is not credited back (holdCredit). */
+  creditHeld = false;
   localClosed = false;
   remoteClosed = false;
   /** Set when the stream ended by RST_STREAM (either side) or the connection went away. */
@@ -86,6 +90,8 @@ export class H2Stream {
   onData: (chunk: Buffer, endStream: boolean) => void = noop;
   /** The peer reset the stream, or the connection closed under it (`code` is the RST or GOAWAY code, -1 when the socket just went). */
   onReset: (code: number, why: string) => void = noop;
+  /** Everything queued for the peer's window has been written to the socket. */
+  onDrain: () => void = noop;
 
   constructor(
     readonly id: number,
@@ -394,7 +400,7 @@ export class H2Connection {
     if (end) this.remoteEnded(s);
     else {
       s.recvUnacked += len;
-      if (s.recvUnacked >= this.opts.streamWindow / 2) {
+      if (s.recvUnacked >= this.opts.streamWindow / 2 && !s.creditHeld) {
         this.socket.write(windowUpdateFrame(id, s.recvUnacked));
         s.recvUnacked = 0;
       }
@@ -510,6 +516,7 @@ export class H2Connection {
     } else {
       s.queue = [data];
     }
+    s.queuedBytes += data.length;
     s.queuedEnd = endStream;
     s.queuedTrailers = trailers;
     this.flushStream(s);
@@ -550,11 +557,13 @@ export class H2Connection {
       }
       s.sendWindow -= n;
       this.sendWindow -= n;
+      s.queuedBytes -= n;
       if (n === head.length) q.shift();
       else q[0] = head.subarray(n);
     }
     s.queue = null;
     this.blocked.delete(s);
+    s.onDrain();
     if (s.queuedTrailers !== null) {
       const t = s.queuedTrailers;
       s.queuedTrailers = null;
@@ -578,6 +587,29 @@ export class H2Connection {
       s.remoteClosed = true;
       this.forget(s);
     }
+  }
+
+  /**
+   * Stops crediting the peer's window for this stream: it may send what it was already given and
+   * no more. For a stream whose answers back up (a client that sends but does not read), this is
+   * the flow control that keeps the server's memory bounded.
+   */
+  holdCredit(s: H2Stream): void {
+    s.creditHeld = true;
+  }
+
+  /** Credits what arrived while the credit was held, so the peer may send again. */
+  releaseCredit(s: H2Stream): void {
+    if (!s.creditHeld) return;
+    s.creditHeld = false;
+    if (this.closed || s.remoteClosed || s.recvUnacked === 0) return;
+    this.socket.write(windowUpdateFrame(s.id, s.recvUnacked));
+    s.recvUnacked = 0;
+  }
+
+  /** Bytes written to the socket that it has not handed to the kernel yet. */
+  get socketBacklog(): number {
+    return this.socket.writableLength;
   }
 
   /** Ends a stream with RST_STREAM and forgets it (its owner is told through onReset). */
