@@ -25,6 +25,16 @@ def check(name, ok, detail=""):
     report["checks"].append({"name": name, "ok": bool(ok), "detail": str(detail)[:500]})
 
 
+def request_tensors(mod, inputs, outputs):
+    """The inline inputs (numpy arrays by name) and requested outputs of one request, for grpcclient or httpclient."""
+    ins = []
+    for name, arr in inputs.items():
+        i = mod.InferInput(name, list(arr.shape), WIRE[arr.dtype])
+        i.set_data_from_numpy(np.ascontiguousarray(arr))
+        ins.append(i)
+    return ins, [mod.InferRequestedOutput(n) for n in outputs]
+
+
 g = grpcclient.InferenceServerClient(grpc_url)
 h = httpclient.InferenceServerClient(http_url)
 check("grpc live", g.is_server_live())
@@ -58,12 +68,7 @@ for model in sorted(os.listdir(models_dir)):
     cfg = g.get_model_config(model, as_json=True)
     check(f"{model}: config has max_batch_size", "max_batch_size" in cfg.get("config", {}), cfg)
     for proto, client, mod in (("grpc", g, grpcclient), ("http", h, httpclient)):
-        ins = []
-        for name, arr in inputs.items():
-            i = mod.InferInput(name, list(arr.shape), WIRE[arr.dtype])
-            i.set_data_from_numpy(np.ascontiguousarray(arr))
-            ins.append(i)
-        outs = [mod.InferRequestedOutput(n) for n in outputs]
+        ins, outs = request_tensors(mod, inputs, outputs)
         r = client.infer(model, ins, outputs=outs, request_id=f"{proto}-{model}")
         for name, want in outputs.items():
             got = r.as_numpy(name)
@@ -77,12 +82,7 @@ for model in sorted(os.listdir(models_dir)):
     answers = queue.Queue()
     g.start_stream(callback=lambda result, error: answers.put((result, error)))
     try:
-        ins = []
-        for name, arr in inputs.items():
-            i = grpcclient.InferInput(name, list(arr.shape), WIRE[arr.dtype])
-            i.set_data_from_numpy(np.ascontiguousarray(arr))
-            ins.append(i)
-        outs = [grpcclient.InferRequestedOutput(n) for n in outputs]
+        ins, outs = request_tensors(grpcclient, inputs, outputs)
         for k in range(3):
             g.async_stream_infer(model, ins, outputs=outs, request_id=f"stream-{model}-{k}")
         ids = set()

@@ -55,6 +55,23 @@ function frames(sock: Socket) {
   };
 }
 
+/** A gRPC request's header block for `path`. */
+const requestHeaders = (path: string): Buffer =>
+  encodeHeaders([
+    ':method',
+    'POST',
+    ':scheme',
+    'http',
+    ':path',
+    path,
+    ':authority',
+    'test',
+    'content-type',
+    'application/grpc',
+    'te',
+    'trailers',
+  ]);
+
 const echo: UnaryHandler = (c): RawAnswer => ({ ok: true, body: c.request });
 
 suite('the frame server, byte by byte', () => {
@@ -62,20 +79,7 @@ suite('the frame server, byte by byte', () => {
     const gw = await listenGrpcFrames(new Map([[PATH, echo]]), '127.0.0.1', 0, { maxRecvBytes: 1 << 20 });
     const sock = connect(gw.port, '127.0.0.1');
     const f = frames(sock);
-    const block = encodeHeaders([
-      ':method',
-      'POST',
-      ':scheme',
-      'http',
-      ':path',
-      PATH,
-      ':authority',
-      'test',
-      'content-type',
-      'application/grpc',
-      'te',
-      'trailers',
-    ]);
+    const block = requestHeaders(PATH);
     const msg = Buffer.from([0, 0, 0, 0, 3, 0x61, 0x62, 0x63]);
     const padded = Buffer.concat([Buffer.from([4]), msg, Buffer.alloc(4)]);
     sock.write(
@@ -237,20 +241,7 @@ suite('the frame server and a bidi client that sends but never reads', () => {
     const sock = connect(gw.port, '127.0.0.1');
     const f = frames(sock);
     try {
-      const block = encodeHeaders([
-        ':method',
-        'POST',
-        ':scheme',
-        'http',
-        ':path',
-        BIDI,
-        ':authority',
-        'test',
-        'content-type',
-        'application/grpc',
-        'te',
-        'trailers',
-      ]);
+      const block = requestHeaders(BIDI);
       // 512 requests of 8 KiB with their prefix: the 4 MiB the server's SETTINGS let a stream send.
       const req = Buffer.alloc(8192);
       req.writeUInt32BE(8192 - 5, 1);
