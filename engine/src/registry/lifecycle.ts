@@ -56,7 +56,7 @@ export interface HookRuntime {
 
 const NO_WEIGHTS: WeightSource = { path: null, argumentOrder: [] };
 
-/** Where a build's time went (the `model ready` / `model reloaded` log line): hooks and files, compile or cache load, weights, warmup. */
+/** Where a build's time went (the `model ready` / `model reloaded` log line): module files (a meta model: its hooks), compile or cache load, weights, warmup. A model's hooks load beside these. */
 interface BuildPhases {
   readSeconds: number;
   compileSeconds: number;
@@ -261,12 +261,18 @@ export class Lifecycle {
       t = now;
       return s;
     };
-    const hooks = await this.#loadHooks(bundle);
     if (bundle.kind === 'meta') {
+      const hooks = await this.#loadHooks(bundle);
       phases.readSeconds = lap();
       await callees;
       return this.#buildMeta(bundle, hooks!, signature);
     }
+    // A model's hooks load in their pool's thread (a fresh thread starts first) while its modules
+    // are read, loaded or compiled, its weights uploaded and warmed: the two share nothing until
+    // the version is made, and one after the other made a hooked model the last of a start to
+    // serve (bench/RESULTS.md, session 12).
+    const hooksLoading = this.#loadHooks(bundle);
+    hooksLoading.catch(() => undefined);
     const modules = new Map<number, Uint8Array>();
     await Promise.all(bundle.modules.map(async (m) => modules.set(m.batchSize, await readFile(m.path))));
     phases.readSeconds = lap();
@@ -310,6 +316,7 @@ export class Lifecycle {
         lease.release();
       }
       phases.warmupSeconds = lap();
+      const hooks = await hooksLoading;
       const build = new ModelBuild(
         compiled,
         { key, source, bytes },
@@ -337,9 +344,13 @@ export class Lifecycle {
     }
   }
 
-  /** The bundle's hooks module, imported once in the pool; null without hooks. */
-  async #loadHooks(bundle: Bundle): Promise<ModelHooks | null> {
-    if (!bundle.hooks) return null;
+  /**
+   * The bundle's hooks module, imported once in the pool; null without hooks. A server that refuses
+   * hooks throws at once (not from the promise), so such a bundle is refused before anything of it
+   * is read or compiled.
+   */
+  #loadHooks(bundle: Bundle): Promise<ModelHooks | null> {
+    if (!bundle.hooks) return Promise.resolve(null);
     const rt = this.#d.hooks;
     if (rt === null)
       throw new ServeError(
