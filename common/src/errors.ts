@@ -3,7 +3,7 @@
  * carrying one of these codes; transports map it to the wire in one place (toGrpcStatus /
  * toHttpStatus). Codes are stable: never reuse a retired one.
  */
-import { status as GrpcStatus } from '@grpc/grpc-js';
+import { GrpcStatus } from './grpc-status.js';
 
 export interface ErrorSpec {
   readonly grpc: GrpcStatus;

@@ -16,6 +16,7 @@ import {
   toServeError,
   type ErrorCode,
 } from '@hloserve/common/errors';
+import { GrpcStatus } from '@hloserve/common/grpc-status';
 
 const docs = resolve(fileURLToPath(import.meta.url), '..', '..', '..', '..', 'docs', 'errors.md');
 
@@ -47,6 +48,13 @@ suite('the error catalogue', () => {
     assert.equal(toServeError(pjrt).code, 'HLO_ERR_RUNTIME');
     assert.equal(toServeError(new TypeError('boom')).code, 'HLO_ERR_INTERNAL');
     assert.equal(toServeError('a string').message, 'a string');
+  });
+
+  test("its gRPC codes are grpc-js's: the table written out in grpc-status.ts matches the enum", () => {
+    const names = Object.keys(status).filter((k) => Number.isNaN(Number(k)));
+    assert.deepEqual(Object.keys(GrpcStatus).sort(), names.sort());
+    for (const name of names)
+      assert.equal(GrpcStatus[name as keyof typeof GrpcStatus], status[name as keyof typeof status], name);
   });
 
   test('docs/errors.md lists exactly the catalogue', () => {

@@ -41,8 +41,9 @@ export async function serve(
   listenerModules.catch(() => undefined);
   const { worker, loaded, dispatched } = await begun;
   // The console's modules (its web server, state database, migrations) are imported once the
-  // models' loads have started: importing them holds the JS thread for long stretches, and the
-  // loads need it only briefly between steps that run on the addon's threads.
+  // models' loads have handed their modules to the compiler (Worker.loadRepository): importing
+  // them holds the JS thread for long stretches, and the loads need it only briefly between steps
+  // that run on other threads.
   const consoleModule = ep.consolePort >= 0 ? dispatched.then(() => import('./console-server.js')) : null;
   consoleModule?.catch(() => undefined);
   // Observed now, awaited below: a repository that cannot be read fails the start.
@@ -68,6 +69,9 @@ export async function serve(
   try {
     const [{ startGrpcServer }, { buildHttpServer }, { startMetricsServer }, { addControlService }] =
       await listenerModules;
+    // Started once the models' loads have handed their modules to the compiler, as the console is:
+    // building the servers holds the JS thread, and the loads' file reads would wait for it.
+    await dispatched;
     grpc = await startGrpcServer(worker, ep.host, ep.grpcPort, (server) => addControlService(server, control), tls);
     http = buildHttpServer(worker, {
       maxJsonBytes: ep.maxJsonBytes,

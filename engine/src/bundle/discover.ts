@@ -28,30 +28,37 @@ export async function discoverBundles(repoDir: string, options: DiscoverOptions 
     });
   }
   const include = options.include?.length ? new Set(options.include) : null;
-  const out: DiscoveredBundle[] = [];
-  for (const name of names.sort()) {
-    // Dot-directories are editor/VCS/upload scratch space, never models.
-    if (name.startsWith('.') || (include && !include.has(name))) continue;
-    const dir = join(repoDir, name);
-    // stat, not the dirent type: bundles may be symlinks to directories elsewhere.
-    const isDir = await stat(dir).then(
-      (s) => s.isDirectory(),
-      () => false,
-    );
-    if (!isDir) continue;
-    const hasManifest = await stat(join(dir, MANIFEST_FILE)).then(
-      (s) => s.isFile(),
-      () => false,
-    );
-    if (!hasManifest) continue;
-    try {
-      out.push({ name, dir, ok: true, bundle: await loadBundle(dir) });
-    } catch (err) {
-      const error = err instanceof ServeError ? err : wrap(dir, err);
-      out.push({ name, dir, ok: false, error });
-    }
+  // Every bundle is looked at side by side: each takes a dozen file system calls one after another,
+  // and a start waits for the whole repository before its models load.
+  const found = await Promise.all(
+    names
+      // Dot-directories are editor/VCS/upload scratch space, never models.
+      .filter((name) => !name.startsWith('.') && (!include || include.has(name)))
+      .map((name) => discoverOne(repoDir, name)),
+  );
+  return found.filter((d): d is DiscoveredBundle => d !== null).sort((a, b) => (a.name < b.name ? -1 : 1));
+}
+
+/** One subdirectory: null when it is not a directory or has no manifest. */
+async function discoverOne(repoDir: string, name: string): Promise<DiscoveredBundle | null> {
+  const dir = join(repoDir, name);
+  // stat, not the dirent type: bundles may be symlinks to directories elsewhere.
+  const isDir = await stat(dir).then(
+    (s) => s.isDirectory(),
+    () => false,
+  );
+  if (!isDir) return null;
+  const hasManifest = await stat(join(dir, MANIFEST_FILE)).then(
+    (s) => s.isFile(),
+    () => false,
+  );
+  if (!hasManifest) return null;
+  try {
+    return { name, dir, ok: true, bundle: await loadBundle(dir) };
+  } catch (err) {
+    const error = err instanceof ServeError ? err : wrap(dir, err);
+    return { name, dir, ok: false, error };
   }
-  return out;
 }
 
 function wrap(dir: string, err: unknown): ServeError {

@@ -146,13 +146,35 @@ export class ExecutableCache {
    * runtime.compile(code, options), answered from disk when an entry for the same key is there.
    * Every caller gets its own Executable (and disposes it); concurrent calls for one key compile
    * once and the others load what that compile serialized. Compile errors reach every caller.
+   * `queued` is called once, when the load or compile has been handed to the runtime's threads or
+   * waits on another caller's compile, and at the latest before the promise settles.
    */
-  async compile(runtime: Runtime, code: Uint8Array, options: CompileOptions = {}): Promise<Executable> {
+  async compile(
+    runtime: Runtime,
+    code: Uint8Array,
+    options: CompileOptions = {},
+    queued?: () => void,
+  ): Promise<Executable> {
+    const once = callOnce(queued);
+    try {
+      return await this.#compile(runtime, code, options, once);
+    } finally {
+      once();
+    }
+  }
+
+  async #compile(
+    runtime: Runtime,
+    code: Uint8Array,
+    options: CompileOptions,
+    queued: (() => void) | undefined,
+  ): Promise<Executable> {
     options.signal?.throwIfAborted();
     const key = await this.keyOf(runtime, code);
     const loadOptions = { signature: options.signature ?? programSignature(code) ?? undefined };
     const pending = this.#pending.get(key);
     if (pending) {
+      queued?.();
       const serialized = await pending;
       if (serialized) {
         const exe = await runtime.deserializeAndLoad(serialized, loadOptions).catch(() => null);
@@ -173,7 +195,7 @@ export class ExecutableCache {
     shared.catch(() => undefined);
     this.#pending.set(key, shared);
     try {
-      const [exe, serialized] = await this.#loadOrCompile(key, runtime, code, options, loadOptions);
+      const [exe, serialized] = await this.#loadOrCompile(key, runtime, code, options, loadOptions, queued);
       settle(serialized);
       return exe;
     } catch (err) {
@@ -190,11 +212,14 @@ export class ExecutableCache {
     code: Uint8Array,
     options: CompileOptions,
     loadOptions: CompileOptions,
+    queued: (() => void) | undefined,
   ): Promise<[Executable, Uint8Array | null]> {
     const read = await this.#read(key);
     if ('payload' in read) {
       try {
-        const exe = await runtime.deserializeAndLoad(read.payload, loadOptions);
+        const loading = runtime.deserializeAndLoad(read.payload, loadOptions);
+        queued?.();
+        const exe = await loading;
         this.#counts.hits++;
         this.#fromDisk.add(exe);
         await this.#touch(key);
@@ -206,7 +231,9 @@ export class ExecutableCache {
       await this.#reject(key, read.bad);
     }
     this.#counts.misses++;
-    const exe = await runtime.compile(code, options);
+    const compiling = runtime.compile(code, options);
+    queued?.();
+    const exe = await compiling;
     let serialized: Uint8Array | null = null;
     try {
       serialized = await exe.serialize();
@@ -323,6 +350,16 @@ export class ExecutableCache {
     }
     return v;
   }
+}
+
+/** `fn` (if any) as a function that calls it the first time only. */
+export function callOnce(fn: (() => void) | undefined): () => void {
+  let called = fn === undefined;
+  return () => {
+    if (called) return;
+    called = true;
+    fn!();
+  };
 }
 
 /**

@@ -10,7 +10,7 @@ import { DTYPE_BYTES, type DType } from '@hloserve/native/dtype';
 import type { Manifest } from '../bundle/manifest.js';
 import { ServeError } from '@hloserve/common/errors';
 import type { HostTensor } from '../tensor.js';
-import type { ExecutableCache } from '../device/executable-cache.js';
+import { callOnce, type ExecutableCache } from '../device/executable-cache.js';
 
 /** A weight tensor's type, in the executable's argument order. */
 export interface WeightSpec {
@@ -90,22 +90,46 @@ export class CompiledModel {
 
   /**
    * Compiles every module (through `cache` when given: an unchanged module loads from disk).
-   * Bytecode modules are checked against the manifest's signature.
+   * Bytecode modules are checked against the manifest's signature. `queued` is called once, when
+   * every cache load and the first compile have been handed to the runtime's threads, and at the
+   * latest before the promise settles.
    */
   static async compile(
     runtime: Runtime,
     src: ModelSource,
     signal?: AbortSignal,
     cache?: ExecutableCache | null,
+    queued?: () => void,
+  ): Promise<CompiledModel> {
+    const once = callOnce(queued);
+    try {
+      return await CompiledModel.#compile(runtime, src, signal, cache, once);
+    } finally {
+      once();
+    }
+  }
+
+  static async #compile(
+    runtime: Runtime,
+    src: ModelSource,
+    signal: AbortSignal | undefined,
+    cache: ExecutableCache | null | undefined,
+    queued: () => void,
   ): Promise<CompiledModel> {
     const executables = new Map<number, Executable>();
     const fromCache = new Set<number>();
-    const one = async (batch: number, code: Uint8Array): Promise<void> => {
+    const one = async (batch: number, code: Uint8Array, onQueued?: () => void): Promise<void> => {
       signal?.throwIfAborted();
       const signature = isMlirBytecode(code) ? expectedSignature(src, batch) : undefined;
       try {
         const options = signature ? { signature } : {};
-        const exe = await (cache ? cache.compile(runtime, code, options) : runtime.compile(code, options));
+        let pending: Promise<Executable>;
+        if (cache) pending = cache.compile(runtime, code, options, onQueued);
+        else {
+          pending = runtime.compile(code, options);
+          onQueued?.();
+        }
+        const exe = await pending;
         executables.set(batch, exe);
         if (cache?.loadedFromDisk(exe)) fromCache.add(batch);
       } catch (err) {
@@ -123,10 +147,23 @@ export class CompiledModel {
       // trip through a JS thread that a start keeps busy with imports. Compiles go one at a time:
       // they are CPU-heavy and parallel ones only fight for the same cores.
       const held = cache ? await Promise.all(modules.map(([, code]) => cache.holds(runtime, code))) : [];
-      const loads = await Promise.allSettled(modules.filter((_, i) => held[i]).map(([b, code]) => one(b, code)));
+      const toLoad = modules.filter((_, i) => held[i]);
+      const toCompile = modules.filter((_, i) => !held[i]);
+      // `queued` once every load is on its way and, when there are compiles, the first of them.
+      let waiting = toLoad.length + (toCompile.length > 0 ? 1 : 0);
+      const counted = (): (() => void) =>
+        callOnce(() => {
+          if (--waiting === 0) queued();
+        });
+      if (waiting === 0) queued();
+      const firstCompile = toCompile.length > 0 ? counted() : undefined;
+      const loads = await Promise.allSettled(toLoad.map(([b, code]) => one(b, code, counted())));
       const failed = loads.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-      if (failed) throw failed.reason;
-      for (const [i, [batch, code]] of modules.entries()) if (!held[i]) await one(batch, code);
+      if (failed) {
+        firstCompile?.();
+        throw failed.reason;
+      }
+      for (const [i, [batch, code]] of toCompile.entries()) await one(batch, code, i === 0 ? firstCompile : undefined);
     } catch (err) {
       for (const e of executables.values()) e.dispose();
       throw err;

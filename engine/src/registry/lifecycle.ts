@@ -41,7 +41,12 @@ export interface LifecycleDeps {
    * How a version's modules become executables; default CompiledModel.compile. The worker passes
    * one that goes through its compiled-executable cache.
    */
-  readonly compile?: (runtime: Runtime, src: ModelSource, signal?: AbortSignal) => Promise<CompiledModel>;
+  readonly compile?: (
+    runtime: Runtime,
+    src: ModelSource,
+    signal?: AbortSignal,
+    queued?: () => void,
+  ) => Promise<CompiledModel>;
 }
 
 /** The pools hook calls run in and their limits. Meta models' run() has its own pool, so a
@@ -54,9 +59,25 @@ export interface HookRuntime {
   readonly cacheDir: string;
 }
 
+/** What a start passes to each load of its startup set. */
+export interface StartupLoad {
+  /**
+   * For a meta model: what its check of the models it calls waits for once its hooks have loaded
+   * (a start loads a meta model's hooks beside the models it calls, and checks them once they have
+   * loaded).
+   */
+  readonly callees?: Promise<unknown>;
+  /**
+   * Called once this load has handed its modules to the compiler (cache loads and compiles are on
+   * their way to the addon's threads), or has ended before that; a meta model's at once. It may
+   * be called more than once (wrap it in callOnce).
+   */
+  readonly onQueued?: () => void;
+}
+
 const NO_WEIGHTS: WeightSource = { path: null, argumentOrder: [] };
 
-/** Where a build's time went (the `model ready` / `model reloaded` log line): hooks and files, compile or cache load, weights, warmup. */
+/** Where a build's time went (the `model ready` / `model reloaded` log line): module files (a meta model: its hooks), compile or cache load, weights, warmup. A model's hooks load beside these. */
 interface BuildPhases {
   readSeconds: number;
   compileSeconds: number;
@@ -109,15 +130,14 @@ export class Lifecycle {
   /**
    * Loads `bundle` as its model's new version. With a version serving, that one keeps serving
    * throughout and stays if this fails (the slot's reason says why); without one the slot is
-   * UNAVAILABLE on failure. Rejects with the failure either way. `callees`, for a meta model:
-   * what its check of the models it calls waits for once its hooks have loaded (a start loads a
-   * meta model's hooks beside the models it calls, and checks them once they have loaded).
+   * UNAVAILABLE on failure. Rejects with the failure either way. `start`: what a start adds for a
+   * model of its startup set (StartupLoad).
    */
-  load(bundle: Bundle, signal?: AbortSignal, callees?: Promise<unknown>): Promise<ModelVersion> {
-    return this.serialized(bundle.name, () => this.#loadNow(bundle, signal, callees));
+  load(bundle: Bundle, signal?: AbortSignal, start?: StartupLoad): Promise<ModelVersion> {
+    return this.serialized(bundle.name, () => this.#loadNow(bundle, signal, start));
   }
 
-  async #loadNow(bundle: Bundle, signal?: AbortSignal, callees?: Promise<unknown>): Promise<ModelVersion> {
+  async #loadNow(bundle: Bundle, signal?: AbortSignal, start?: StartupLoad): Promise<ModelVersion> {
     const d = this.#d;
     const name = bundle.name;
     const slot = d.registry.ensure(name);
@@ -132,9 +152,11 @@ export class Lifecycle {
     let costs: ReadonlyMap<number, number>;
     const phases: BuildPhases = { readSeconds: 0, compileSeconds: 0, weightsSeconds: 0, warmupSeconds: 0 };
     try {
-      ({ version, costs } = await this.#build(bundle, sig?.files ?? '', signal, phases, callees));
+      ({ version, costs } = await this.#build(bundle, sig?.files ?? '', signal, phases, start));
     } catch (err) {
       throw this.#fail(slot, toServeError(err));
+    } finally {
+      start?.onQueued?.();
     }
     // The swap: one synchronous step, so a request is admitted either before (old) or after (new).
     // A meta model is never queued itself: its sub-models are.
@@ -249,7 +271,7 @@ export class Lifecycle {
     signature: string,
     signal: AbortSignal | undefined,
     phases: BuildPhases,
-    callees?: Promise<unknown>,
+    start?: StartupLoad,
   ): Promise<{ version: ModelVersion; costs: ReadonlyMap<number, number> }> {
     const d = this.#d;
     const name = bundle.name;
@@ -261,18 +283,30 @@ export class Lifecycle {
       t = now;
       return s;
     };
-    const hooks = await this.#loadHooks(bundle);
     if (bundle.kind === 'meta') {
+      start?.onQueued?.();
+      const hooks = await this.#loadHooks(bundle);
       phases.readSeconds = lap();
-      await callees;
+      await start?.callees;
       return this.#buildMeta(bundle, hooks!, signature);
     }
+    // A model's hooks load in their pool's thread (a fresh thread starts first) while its modules
+    // are read, loaded or compiled, its weights uploaded and warmed: the two share nothing until
+    // the version is made, and one after the other made a hooked model the last of a start to
+    // serve (bench/RESULTS.md, session 12).
+    const hooksLoading = this.#loadHooks(bundle);
+    hooksLoading.catch(() => undefined);
     const modules = new Map<number, Uint8Array>();
     await Promise.all(bundle.modules.map(async (m) => modules.set(m.batchSize, await readFile(m.path))));
     phases.readSeconds = lap();
     const weights = (bundle.weights?.tensors ?? []).map((t) => ({ name: t.name, dtype: t.dtype, shape: t.shape }));
-    const compile = d.compile ?? ((rt, src, sig) => CompiledModel.compile(rt, src, sig));
-    const compiled = await compile(d.runtime, { name, manifest: bundle.manifest, modules, weights }, signal);
+    const compile = d.compile ?? ((rt, src, sig, queued) => CompiledModel.compile(rt, src, sig, null, queued));
+    const compiled = await compile(
+      d.runtime,
+      { name, manifest: bundle.manifest, modules, weights },
+      signal,
+      start?.onQueued,
+    );
     phases.compileSeconds = lap();
     d.metrics.compiles.inc({ model: name }, modules.size);
     const generation = this.nextGeneration();
@@ -310,6 +344,7 @@ export class Lifecycle {
         lease.release();
       }
       phases.warmupSeconds = lap();
+      const hooks = await hooksLoading;
       const build = new ModelBuild(
         compiled,
         { key, source, bytes },
@@ -337,9 +372,13 @@ export class Lifecycle {
     }
   }
 
-  /** The bundle's hooks module, imported once in the pool; null without hooks. */
-  async #loadHooks(bundle: Bundle): Promise<ModelHooks | null> {
-    if (!bundle.hooks) return null;
+  /**
+   * The bundle's hooks module, imported once in the pool; null without hooks. A server that refuses
+   * hooks throws at once (not from the promise), so such a bundle is refused before anything of it
+   * is read or compiled.
+   */
+  #loadHooks(bundle: Bundle): Promise<ModelHooks | null> {
+    if (!bundle.hooks) return Promise.resolve(null);
     const rt = this.#d.hooks;
     if (rt === null)
       throw new ServeError(

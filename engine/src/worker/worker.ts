@@ -29,7 +29,7 @@ import { LifecycleEvents } from '../registry/lifecycle-events.js';
 import { Policy } from '../registry/policy.js';
 import { type ModelSlot, Registry } from '../registry/registry.js';
 import { RepositoryWatcher } from '../registry/repository-watcher.js';
-import { type ExecutableCache, openExecutableCache } from '../device/executable-cache.js';
+import { callOnce, type ExecutableCache, openExecutableCache } from '../device/executable-cache.js';
 import { CompiledModel } from '../model/compiled-model.js';
 import { Scheduler, type RequestTiming } from '../scheduler/scheduler.js';
 import type { HostTensor } from '../tensor.js';
@@ -222,7 +222,7 @@ export class Worker implements InferenceService {
       fitWeights: (bytes) => this.#fitArena(bytes),
       unloadGraceMs: s.modelUnloadGraceSeconds * 1000,
       hooks: this.#hooks,
-      compile: (rt, src, sig) => CompiledModel.compile(rt, src, sig, compileCache),
+      compile: (rt, src, sig, queued) => CompiledModel.compile(rt, src, sig, compileCache, queued),
     });
   }
 
@@ -340,8 +340,8 @@ export class Worker implements InferenceService {
   /**
    * Loads the startup set: every bundle of the repository (models_include applies) in static and
    * dynamic mode; in explicit mode only the models models_include names (none when it is empty).
-   * One bad bundle stops none. `onDispatched` is called once every model's load has been started
-   * (their files read and executables queued on the addon's threads meanwhile).
+   * One bad bundle stops none. `onDispatched` is called once every model's load has handed its
+   * modules to the compiler (or ended before that).
    */
   async loadRepository(
     onDispatched?: () => void,
@@ -363,12 +363,19 @@ export class Worker implements InferenceService {
     // Side by side: compiles and executable loads queue on the runtime's background threads while
     // another model's files, weights and warmup proceed. A meta model's hooks load meanwhile, and
     // it checks the models it calls once they have loaded. A failure is recorded on its slot (the
-    // lifecycle) and does not stop the others.
+    // lifecycle) and does not stop the others. `onDispatched` waits until every load has handed
+    // its modules to the compiler: what the caller does next (serve() imports and starts the
+    // console, long stretches of the JS thread) would otherwise hold the loads' file reads back.
+    let toQueue = bundles.length;
+    const queued = (): (() => void) =>
+      callOnce(() => {
+        if (--toQueue === 0) onDispatched?.();
+      });
     const load = (b: Bundle, callees?: Promise<unknown>) =>
-      this.lifecycle.load(b, undefined, callees).catch(() => undefined);
+      this.lifecycle.load(b, undefined, { callees, onQueued: queued() }).catch(() => undefined);
     const models = Promise.all(bundles.filter((b) => b.kind !== 'meta').map((b) => load(b)));
     const metas = Promise.all(bundles.filter((b) => b.kind === 'meta').map((b) => load(b, models)));
-    onDispatched?.();
+    if (toQueue === 0) onDispatched?.();
     await Promise.all([models, metas]);
   }
 

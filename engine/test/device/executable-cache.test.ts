@@ -177,6 +177,54 @@ suite('ExecutableCache on the CPU plugin', () => {
     for (const e of exes) e.dispose();
   });
 
+  test('queued: called once, when the load or compile is handed over, before the executable arrives', async () => {
+    const cache = await open();
+    const events: string[] = [];
+    const track = (label: string, p: Promise<Executable>) =>
+      p.then((e) => {
+        events.push(`${label} settled`);
+        return e;
+      });
+    // A miss (compiles), then the same key from a restarted cache (loads from disk), then two
+    // concurrent callers of one new key (the second waits on the first's compile).
+    const compiled = await track(
+      'miss',
+      cache.compile(rt, scaled(5), {}, () => events.push('miss queued')),
+    );
+    const restarted = await open();
+    const loaded = await track(
+      'hit',
+      restarted.compile(rt, scaled(5), {}, () => events.push('hit queued')),
+    );
+    assert.equal(restarted.loadedFromDisk(loaded), true);
+    const pair = await Promise.all([
+      track(
+        'first',
+        cache.compile(rt, scaled(6), {}, () => events.push('first queued')),
+      ),
+      track(
+        'second',
+        cache.compile(rt, scaled(6), {}, () => events.push('second queued')),
+      ),
+    ]);
+    assert.deepEqual(events.slice(0, 4), ['miss queued', 'miss settled', 'hit queued', 'hit settled']);
+    for (const who of ['first', 'second']) {
+      assert.equal(events.filter((e) => e === `${who} queued`).length, 1, who);
+      assert.ok(events.indexOf(`${who} queued`) < events.indexOf(`${who} settled`), who);
+    }
+    for (const e of [compiled, loaded, ...pair]) e.dispose();
+  });
+
+  test('queued: called once even when the compile fails', async () => {
+    const cache = await open();
+    let calls = 0;
+    await assert.rejects(
+      cache.compile(rt, Buffer.from('module { this is not mlir }'), {}, () => calls++),
+      PjrtError,
+    );
+    assert.equal(calls, 1);
+  });
+
   test('EXPECTED FAILURE - a compile error reaches every concurrent caller and nothing is stored', async () => {
     const cache = await open();
     const bad = Buffer.from('module { this is not mlir }');

@@ -89,6 +89,33 @@ suite('a worker restarted with a warm compile cache compiles nothing', () => {
     await warm.stop(false);
   });
 
+  test('a warm start signals dispatch once, while the models still load, before the set has loaded', async () => {
+    const settings = workerSettings(defaultConfig(examples));
+    const { worker, loaded, dispatched } = await Worker.begin({
+      modelRepo: examples,
+      settings: {
+        ...settings,
+        cacheDir,
+        compileCache: { maxBytes: 256 << 20 },
+        // A plain model, a model with hooks and a meta model calling it.
+        modelsInclude: ['mlp', 'grader', 'two-stage'],
+      },
+      log: createLogger('silent'),
+      runtime,
+    });
+    let settled = false;
+    void loaded.then(() => (settled = true));
+    await dispatched;
+    // Each load has handed its executables over, and none is serving yet: what serve() does next
+    // (listeners, the console) runs while they load.
+    assert.equal(settled, false);
+    for (const name of ['mlp', 'grader', 'two-stage']) assert.equal(worker.registry.get(name)?.state, 'LOADING', name);
+    await loaded;
+    for (const name of ['mlp', 'grader', 'two-stage']) assert.equal(worker.registry.get(name)?.state, 'READY', name);
+    assert.ok(worker.compileCache!.stats().hits > 0);
+    await worker.stop(false);
+  });
+
   test('max_bytes 0 turns the cache off', async () => {
     await rm(join(cacheDir, 'executables'), { recursive: true, force: true });
     const w = await start(0);

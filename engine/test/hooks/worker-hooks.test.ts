@@ -217,6 +217,37 @@ suite('a worker serving bundles with hooks', () => {
   });
 });
 
+suite('hooks that load beside the executables', () => {
+  test('a hooks module that does not import fails its model, and what was compiled and uploaded for it is freed', async () => {
+    const repo = await tempDir('hloserve-hookfail-');
+    try {
+      await writeMlpBundle(repo, 'plain');
+      await writeMlpBundle(repo, 'broken', {
+        'manifest.yaml': MLP_MANIFEST,
+        'model.mjs': 'export function preprocess(x) { return x; }\nthrow new Error("no import for you");\n',
+      });
+      const worker = await startWorker(repo);
+      try {
+        const broken = worker.repositoryIndex(false).find((m) => m.name === 'broken');
+        assert.equal(broken?.state, 'UNAVAILABLE');
+        assert.match(broken?.reason ?? '', /does not load: .*no import for you/);
+        // Only the plain model's executables and weights are alive: the broken one's, compiled and
+        // uploaded while its hooks failed, were freed.
+        const plain = worker.registry.get('plain')!.current!;
+        // (Executables are freed on a background thread: wait for the ledger to say so.)
+        for (let i = 0; i < 100 && worker.runtime.ledger().liveExecutables > plain.batchSizes.length; i++)
+          await new Promise((r) => setTimeout(r, 20));
+        assert.equal(worker.runtime.ledger().liveExecutables, plain.batchSizes.length);
+        assert.deepEqual((await worker.infer(request('plain', 1), ctx())).outputs[0]!.shape, [1, 3]);
+      } finally {
+        await worker.stop(false);
+      }
+    } finally {
+      await removeDir(repo);
+    }
+  });
+});
+
 suite('hooks.enabled: false', () => {
   test('refuses bundles with hooks, with the reason, and serves the rest', async () => {
     const repo = await tempDir('hloserve-nohooks-');
