@@ -31,13 +31,8 @@ struct State {
 };
 State& st = *new State();
 
-void Nudge(int cpu) {
+void Nudge() {
 #if defined(__linux__)
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  CPU_SET(cpu, &one);
-  // Pinned: each CPU must see its own wake-ups; a free thread would be placed wherever is idlest.
-  pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
   timespec next{};
   clock_gettime(CLOCK_MONOTONIC, &next);
   for (;;) {
@@ -58,8 +53,6 @@ void Nudge(int cpu) {
     clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, nullptr);
     st.nudges.fetch_add(1, std::memory_order_relaxed);
   }
-#else
-  (void)cpu;
 #endif
 }
 
@@ -77,7 +70,15 @@ int StartBuildNudger(int64_t period_us) {
   CPU_ZERO(&allowed);
   if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return 0;
   for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (CPU_ISSET(cpu, &allowed)) st.threads.emplace_back(Nudge, cpu);
+    if (!CPU_ISSET(cpu, &allowed)) continue;
+    st.threads.emplace_back(Nudge);
+    // Set here, not by the thread itself, so both hold once this returns. Pinned: each CPU must see
+    // its own wake-ups; a free thread would be placed wherever is idlest.
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    pthread_setaffinity_np(st.threads.back().native_handle(), sizeof(one), &one);
+    pthread_setname_np(st.threads.back().native_handle(), "hlo-nudge");
   }
   return static_cast<int>(st.threads.size());
 #else
