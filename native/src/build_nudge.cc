@@ -1,6 +1,7 @@
 #include "build_nudge.h"
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -31,26 +32,29 @@ struct State {
 };
 State& st = *new State();
 
+// When serving work was last issued (steady_clock ns); read by the nudge threads without a lock.
+std::atomic<int64_t> last_serving_ns{0};
+// Nudge at full rate while serving work was issued this recently; check this often otherwise.
+constexpr int64_t kServingRecentNs = 20'000'000;
+constexpr int64_t kQuietCheckNs = 5'000'000;
+
+int64_t SteadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 void Nudge() {
 #if defined(__linux__)
-  timespec next{};
-  clock_gettime(CLOCK_MONOTONIC, &next);
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(st.mu);
-      if (st.builds == 0 && !st.stopping) {
-        st.cv.wait(lock, [] { return st.builds > 0 || st.stopping; });
-        clock_gettime(CLOCK_MONOTONIC, &next);
-      }
+      st.cv.wait(lock, [] { return st.builds > 0 || st.stopping; });
       if (st.stopping) return;
     }
-    // Absolute deadlines: the period does not stretch by the time each wake-up takes.
-    next.tv_nsec += st.period_ns;
-    while (next.tv_nsec >= 1000000000L) {
-      next.tv_nsec -= 1000000000L;
-      ++next.tv_sec;
-    }
-    clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, nullptr);
+    const bool serving = SteadyNs() - last_serving_ns.load(std::memory_order_relaxed) < kServingRecentNs;
+    const int64_t ns = serving ? st.period_ns : kQuietCheckNs;
+    const timespec d{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+    clock_nanosleep(CLOCK_MONOTONIC, 0, &d, nullptr);
     st.nudges.fetch_add(1, std::memory_order_relaxed);
   }
 #endif
@@ -100,6 +104,8 @@ void StopBuildNudger() {
     if (t.joinable()) t.join();
   }
 }
+
+void NoteServingActivity() { last_serving_ns.store(SteadyNs(), std::memory_order_relaxed); }
 
 uint64_t BuildNudges() { return st.nudges.load(std::memory_order_relaxed); }
 
