@@ -83,6 +83,12 @@ int StartBuildNudger(int64_t period_us) {
     CPU_SET(cpu, &one);
     pthread_setaffinity_np(st.threads.back().native_handle(), sizeof(one), &one);
     pthread_setname_np(st.threads.back().native_handle(), "hlo-nudge");
+    // SCHED_BATCH: a waking batch thread preempts a SCHED_IDLE one but never a normal one, so a
+    // nudge that lands on a CPU running a serving thread waits for it instead of switching it out
+    // (at SCHED_OTHER, A's median rose 20 % during reloads, bench/RESULTS.md session 12).
+    sched_param batch{};
+    batch.sched_priority = 0;
+    pthread_setschedparam(st.threads.back().native_handle(), SCHED_BATCH, &batch);
   }
   return static_cast<int>(st.threads.size());
 #else

@@ -5,9 +5,10 @@
 // when the scheduler next picks, and Linux's EEVDF picks the idle thread again whenever the woken
 // one has used more than its share (negative lag): the next pick is then the scheduler tick, up
 // to 4 ms later at HZ=250. A reload of model B made model A's requests wait 1-8 ms that way (p99
-// 4x its level alone; perf trace in bench/RESULTS.md, session 12). A nudge is a normal thread
+// 4x its level alone; perf trace in bench/RESULTS.md, session 12). A nudge is a non-idle thread
 // waking on that CPU: the idle thread is preempted, its runtime charged, and the waiting serving
-// thread, now eligible, runs. Only while a build runs, so a server not building pays nothing.
+// thread, now eligible, runs. The nudge threads run at SCHED_BATCH, which preempts an idle thread
+// but never a normal one. Only while a build runs, so a server not building pays nothing.
 #pragma once
 
 #include <cstdint>

@@ -68,14 +68,14 @@ suite('build nudger: serving threads woken behind a lowered compile thread run w
   });
   after(() => rt.dispose());
 
-  test('one nudge thread per CPU, at normal priority, pinned to its CPU', { skip: !linux }, () => {
+  test('one nudge thread per CPU, at SCHED_BATCH, pinned to its CPU', { skip: !linux }, () => {
     if (Runtime.backgroundPriority === 'normal') return; // nothing runs lowered: no nudger
     assert.equal(Runtime.buildNudgeMicros, 250);
     const ts = nudgeThreads();
     assert.equal(ts.length, availableParallelism());
-    // SCHED_OTHER (0): a nudge thread started from a SCHED_IDLE thread would inherit SCHED_IDLE,
-    // and waking it would no longer preempt the compile threads.
-    for (const t of ts) assert.equal(t.policy, 0);
+    // SCHED_BATCH (3): it preempts SCHED_IDLE compile threads and never a serving thread. One
+    // started from a SCHED_IDLE thread would inherit SCHED_IDLE and preempt nothing.
+    for (const t of ts) assert.equal(t.policy, 3);
     assert.deepEqual(ts.map((t) => t.cpus).sort(), [...new Set(ts.map((t) => t.cpus))].sort());
     for (const t of ts) assert.match(t.cpus, /^\d+$/);
   });
