@@ -161,7 +161,7 @@ export interface NativeBinding {
   readonly backgroundPriority: 'idle' | 'nice' | 'normal';
   /**
    * How often (µs) each CPU is nudged while a build runs on lowered background threads
-   * (HLOSERVE_BUILD_NUDGE_US, default 250); 0: off, or the background threads run at 'normal'.
+   * (HLOSERVE_BUILD_NUDGE_US, default 1000); 0: off, or the background threads run at 'normal'.
    */
   readonly buildNudgeMicros: number;
   /** Nudges so far, over the process's life. */

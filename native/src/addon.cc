@@ -14,7 +14,7 @@ namespace hlo {
 namespace {
 
 // How often each CPU is nudged while a build runs (see build_nudge.h): bench/RESULTS.md, session 12.
-constexpr int64_t kBuildNudgeMicros = 250;
+constexpr int64_t kBuildNudgeMicros = 1000;
 
 Napi::Value AttributeToJs(Napi::Env env, const AttributeValue& v) {
   if (auto* s = std::get_if<std::string>(&v)) return Napi::String::New(env, *s);

@@ -27,7 +27,7 @@ uint64_t BuildNudges();
 
 // Called as each serving execution is issued: nudging at full rate is for builds that overlap
 // serving work; a build with nothing serving is checked on every 5 ms only (a wake-up costs
-// 20-60 µs of CPU on this project's VM, 8% of a CPU at 250 µs).
+// 20-60 µs of CPU on this project's VM: 1.5 % of a CPU at 1 ms, 6 % at 250 µs).
 void NoteServingActivity();
 
 // Held by each build task on the background pool: nudging runs while any is held.
