@@ -14,7 +14,9 @@
 // KServe RepositoryModelLoad RPC and the dynamic-mode watcher take), CPU plugin.
 //
 // Usage: npm run build && node --expose-gc bench/lifecycle.mjs [--cycles 3] [--concurrency 2]
-//          [--rounds 3] [--priorities idle,normal] [--reloads 50]
+//          [--rounds 3] [--priorities idle,normal] [--nudges 250,0] [--reloads 50]
+// --nudges: build-nudge periods in µs (HLOSERVE_BUILD_NUDGE_US; 0 = off), alternated within each
+// priority like the priorities are, so each setting sees the same machine load.
 import { spawnSync } from 'node:child_process';
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -34,6 +36,11 @@ const concurrency = Number(arg('--concurrency', '2'));
 const reloads = Number(arg('--reloads', '50'));
 const rounds = Number(arg('--rounds', '3'));
 const priorities = arg('--priorities', 'idle,normal').split(',');
+const nudges = arg('--nudges', '');
+const variants = priorities.flatMap((p) =>
+  nudges === '' ? [{ priority: p, nudge: null }] : nudges.split(',').map((n) => ({ priority: p, nudge: n })),
+);
+const variantName = (v) => (v.nudge === null ? v.priority : `${v.priority}/nudge=${v.nudge}`);
 const child = process.argv.includes('--child');
 
 if (!child) {
@@ -42,9 +49,10 @@ if (!child) {
     `# A = mlp (batch 1, ${concurrency} closed-loop callers), B = mlp copy reloaded (compiling), resting as long after each; ${cycles} reloads per round`,
   );
   const script = fileURLToPath(import.meta.url);
-  const results = new Map(priorities.map((p) => [p, []]));
+  const results = new Map(variants.map((v) => [variantName(v), []]));
   for (let r = 1; r <= rounds; r++) {
-    for (const priority of r % 2 === 1 ? priorities : [...priorities].reverse()) {
+    for (const variant of r % 2 === 1 ? variants : [...variants].reverse()) {
+      const { priority } = variant;
       const out = spawnSync(
         process.execPath,
         [
@@ -59,7 +67,11 @@ if (!child) {
           '0',
         ],
         {
-          env: { ...process.env, HLOSERVE_BACKGROUND_PRIORITY: priority },
+          env: {
+            ...process.env,
+            HLOSERVE_BACKGROUND_PRIORITY: priority,
+            ...(variant.nudge === null ? {} : { HLOSERVE_BUILD_NUDGE_US: variant.nudge }),
+          },
           encoding: 'utf8',
           stdio: ['ignore', 'pipe', 'inherit'],
         },
@@ -67,18 +79,18 @@ if (!child) {
       const line = out.stdout.split('\n').find((l) => l.startsWith('{'));
       if (!line) throw new Error(`round ${r} (${priority}) printed no result: ${out.stdout}`);
       const res = JSON.parse(line);
-      results.get(priority).push(res);
+      results.get(variantName(variant)).push(res);
       const row = (label, x) =>
         `${label} p50 ${fmt(x.p50)} p90 ${fmt(x.p90)} p99 ${fmt(x.p99)} us (n=${x.n}, failures ${x.failures})`;
       console.log(
-        `round ${r} background=${res.applied.padEnd(6)} ${row('alone', res.alone)} | ${row('during', res.during)} | B reloads ${res.during.background} (${fmt(res.during.reloadS, 1)} s each) | p99 ratio ${fmt(res.during.p99 / res.alone.p99, 2)} p90 ratio ${fmt(res.during.p90 / res.alone.p90, 2)}`,
+        `round ${r} background=${res.applied.padEnd(6)} nudge=${res.nudgeUs}us ${row('alone', res.alone)} | ${row('during', res.during)} | B reloads ${res.during.background} (${fmt(res.during.reloadS, 1)} s each) | p99 ratio ${fmt(res.during.p99 / res.alone.p99, 2)} p90 ratio ${fmt(res.during.p90 / res.alone.p90, 2)}`,
       );
     }
   }
   const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   for (const [p, rs] of results) {
     console.log(
-      `median over ${rs.length} rounds, background=${p}: p99 ratio ${fmt(median(rs.map((x) => x.during.p99 / x.alone.p99)), 2)}, p90 ratio ${fmt(median(rs.map((x) => x.during.p90 / x.alone.p90)), 2)}, reload ${fmt(median(rs.map((x) => x.during.reloadS)), 1)} s`,
+      `median over ${rs.length} rounds, ${p}: p99 ratio ${fmt(median(rs.map((x) => x.during.p99 / x.alone.p99)), 2)}, p90 ratio ${fmt(median(rs.map((x) => x.during.p90 / x.alone.p90)), 2)}, reload ${fmt(median(rs.map((x) => x.during.reloadS)), 1)} s`,
     );
   }
   if (reloads === 0) process.exit(0);
@@ -174,7 +186,9 @@ if (child) {
   await measureA(0, 3); // warm
   const { alone, during } = await measureA(cycles);
   const { Runtime } = await import('../native/dist/lib/index.js');
-  console.log(JSON.stringify({ applied: Runtime.backgroundPriority, alone, during }));
+  console.log(
+    JSON.stringify({ applied: Runtime.backgroundPriority, nudgeUs: Runtime.buildNudgeMicros ?? 0, alone, during }),
+  );
   await worker.stop(false);
   rmSync(repo, { recursive: true, force: true });
   process.exit(0);

@@ -7,6 +7,7 @@
         "src/addon_data.cc",
         "src/arena_wrap.cc",
         "src/buffer_wrap.cc",
+        "src/build_nudge.cc",
         "src/client_wrap.cc",
         "src/device_arena.cc",
         "src/executable_wrap.cc",

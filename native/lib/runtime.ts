@@ -121,6 +121,21 @@ export class Runtime {
   }
 
   /**
+   * While a build runs on the lowered background threads, each CPU is woken this often (µs) by a
+   * thread that sleeps again at once, so a serving thread woken behind a SCHED_IDLE compile thread
+   * runs within that time instead of at the next scheduler tick (up to 4 ms). 0: off
+   * (HLOSERVE_BUILD_NUDGE_US=0, or background priority 'normal').
+   */
+  static get buildNudgeMicros(): number {
+    return binding().buildNudgeMicros;
+  }
+
+  /** Nudges so far (see buildNudgeMicros). */
+  static buildNudges(): number {
+    return binding().buildNudges();
+  }
+
+  /**
    * The mmap threshold the addon fixed for glibc's malloc (bytes; 0: left to the libc or to the
    * operator's MALLOC_MMAP_THRESHOLD_). Fixed at glibc's ceiling, an execution's multi-MiB scratch
    * comes from the heap instead of being mapped and faulted in on every run; while a model build

@@ -31,6 +31,7 @@ struct AddonData {
   std::unique_ptr<TaskPool> background;
   int inflight = 0;  // JS thread only
   bool tearing_down = false;
+  bool nudging = false;  // this instance started (or joined) the build nudger
   std::mutex clients_mu;
   std::set<std::shared_ptr<ClientState>> clients;
 

@@ -2,6 +2,7 @@
 #include <numeric>
 
 #include "addon_data.h"
+#include "build_nudge.h"
 #include "shm_io.h"
 #include "tensor_helper.h"
 #include "wraps.h"
@@ -332,10 +333,12 @@ Napi::Value OutputsToJs(Napi::Env env, ExecuteJob& job) {
 Napi::Value ExecutableWrap::Execute(const Napi::CallbackInfo& info) {
   KeepAlive keep;
   auto job = PrepareJob(info, Live(info.Env()), keep);
+  const Lane lane = LaneOf(info[3]);
+  if (lane == Lane::kServing) NoteServingActivity();
   AsyncOp op;
   op.work = [job]() -> Status { return RunAndRelease(*job); };
   op.finish = [job, keep](Napi::Env env) -> Napi::Value { return OutputsToJs(env, *job); };
-  return RunAsync(info.Env(), std::move(op), LaneOf(info[3]));
+  return RunAsync(info.Env(), std::move(op), lane);
 }
 
 // executeInline(args, deviceIndex, download) -> outputs: the same execution on the calling (JS)
@@ -347,6 +350,7 @@ Napi::Value ExecutableWrap::ExecuteInline(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   KeepAlive keep;
   auto job = PrepareJob(info, Live(env), keep);
+  NoteServingActivity();
   Status s;
   try {
     s = RunAndRelease(*job);

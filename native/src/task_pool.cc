@@ -1,5 +1,6 @@
 #include "task_pool.h"
 
+#include "build_nudge.h"
 #include "malloc_tuning.h"
 
 #include <cstring>
@@ -113,6 +114,7 @@ void TaskPool::Loop() {
     }
     if (build_) {
       MallocBuildScope scope;
+      BuildNudgeScope nudge;
       task();
     } else {
       task();

@@ -275,6 +275,7 @@ export class Worker implements InferenceService {
       weightBudgetBytes: Number.isFinite(budget) ? budget : 'unlimited',
       deviceArena: usesDeviceArena(rt, runtime, budget),
       backgroundPriority: Runtime.backgroundPriority,
+      buildNudgeMicros: Runtime.buildNudgeMicros,
       mallocMmapThreshold: Runtime.mallocMmapThreshold,
     });
     const w = new Worker(o, runtime, budget, await compileCache);

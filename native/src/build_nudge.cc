@@ -1,0 +1,131 @@
+#include "build_nudge.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#if defined(__linux__)
+#include <pthread.h>
+#include <sched.h>
+#include <time.h>
+#endif
+
+namespace hlo {
+
+namespace {
+
+// Never destroyed: a process that exits without the addon's teardown (process.exit) must not run
+// the destructors of a vector of joinable threads (std::terminate) or of a condition variable
+// those threads wait on.
+struct State {
+  std::mutex mu;
+  std::condition_variable cv;
+  int builds = 0;
+  int users = 0;  // addon instances (one per Node environment) that started the nudger
+  bool stopping = false;
+  int64_t period_ns = 0;
+  std::vector<std::thread> threads;
+  std::atomic<uint64_t> nudges{0};
+};
+State& st = *new State();
+
+// When serving work was last issued (steady_clock ns); read by the nudge threads without a lock.
+std::atomic<int64_t> last_serving_ns{0};
+// Nudge at full rate while serving work was issued this recently; check this often otherwise.
+constexpr int64_t kServingRecentNs = 20'000'000;
+constexpr int64_t kQuietCheckNs = 5'000'000;
+
+int64_t SteadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void Nudge() {
+#if defined(__linux__)
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(st.mu);
+      st.cv.wait(lock, [] { return st.builds > 0 || st.stopping; });
+      if (st.stopping) return;
+    }
+    const bool serving = SteadyNs() - last_serving_ns.load(std::memory_order_relaxed) < kServingRecentNs;
+    const int64_t ns = serving ? st.period_ns : kQuietCheckNs;
+    const timespec d{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+    clock_nanosleep(CLOCK_MONOTONIC, 0, &d, nullptr);
+    st.nudges.fetch_add(1, std::memory_order_relaxed);
+  }
+#endif
+}
+
+}  // namespace
+
+int StartBuildNudger(int64_t period_us) {
+#if defined(__linux__)
+  if (period_us <= 0) return 0;
+  std::lock_guard<std::mutex> lock(st.mu);
+  ++st.users;
+  if (!st.threads.empty()) return static_cast<int>(st.threads.size());
+  st.period_ns = period_us * 1000;
+  st.stopping = false;
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return 0;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &allowed)) continue;
+    st.threads.emplace_back(Nudge);
+    // Set here, not by the thread itself, so both hold once this returns. Pinned: each CPU must see
+    // its own wake-ups; a free thread would be placed wherever is idlest.
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    pthread_setaffinity_np(st.threads.back().native_handle(), sizeof(one), &one);
+    pthread_setname_np(st.threads.back().native_handle(), "hlo-nudge");
+    // SCHED_BATCH: a waking batch thread preempts a SCHED_IDLE one but never a normal one, so a
+    // nudge that lands on a CPU running a serving thread waits for it instead of switching it out
+    // (at SCHED_OTHER, A's median rose 20 % during reloads, bench/RESULTS.md session 12).
+    sched_param batch{};
+    batch.sched_priority = 0;
+    pthread_setschedparam(st.threads.back().native_handle(), SCHED_BATCH, &batch);
+  }
+  return static_cast<int>(st.threads.size());
+#else
+  (void)period_us;
+  return 0;
+#endif
+}
+
+void StopBuildNudger() {
+  std::vector<std::thread> joining;
+  {
+    std::lock_guard<std::mutex> lock(st.mu);
+    if (st.users == 0 || --st.users > 0) return;
+    st.stopping = true;
+    joining.swap(st.threads);
+  }
+  st.cv.notify_all();
+  for (auto& t : joining) {
+    if (t.joinable()) t.join();
+  }
+}
+
+void NoteServingActivity() { last_serving_ns.store(SteadyNs(), std::memory_order_relaxed); }
+
+uint64_t BuildNudges() { return st.nudges.load(std::memory_order_relaxed); }
+
+BuildNudgeScope::BuildNudgeScope() {
+  {
+    std::lock_guard<std::mutex> lock(st.mu);
+    ++st.builds;
+  }
+  st.cv.notify_all();
+}
+
+BuildNudgeScope::~BuildNudgeScope() {
+  std::lock_guard<std::mutex> lock(st.mu);
+  --st.builds;
+}
+
+}  // namespace hlo

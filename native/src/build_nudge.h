@@ -1,0 +1,42 @@
+// While a model build runs on the lowered background threads, one thread per CPU wakes every
+// `period` and sleeps again at once, so each CPU passes through the scheduler that often.
+//
+// Why: a serving thread woken onto a CPU where a SCHED_IDLE compile thread runs gets the CPU only
+// when the scheduler next picks, and Linux's EEVDF picks the idle thread again whenever the woken
+// one has used more than its share (negative lag): the next pick is then the scheduler tick, up
+// to 4 ms later at HZ=250. A reload of model B made model A's requests wait 1-8 ms that way (p99
+// 4x its level alone; perf trace in bench/RESULTS.md, session 12). A nudge is a non-idle thread
+// waking on that CPU: the idle thread is preempted, its runtime charged, and the waiting serving
+// thread, now eligible, runs. The nudge threads run at SCHED_BATCH, which preempts an idle thread
+// but never a normal one. Only while a build runs, so a server not building pays nothing.
+#pragma once
+
+#include <cstdint>
+
+namespace hlo {
+
+// Starts the nudge threads (parked until a build begins). Call once, from a thread at the
+// process's normal priority (threads inherit their creator's policy, and a SCHED_IDLE thread
+// cannot create a normal one). `period_us` 0 = off. Returns the number of threads started.
+int StartBuildNudger(int64_t period_us);
+// Each StartBuildNudger that started or joined it calls this once at teardown; the last one stops
+// and joins the threads (one addon instance per Node environment, one nudger per process).
+void StopBuildNudger();
+// Nudges so far (tests read it to see the nudger runs during a build and stops after).
+uint64_t BuildNudges();
+
+// Called as each serving execution is issued: nudging at full rate is for builds that overlap
+// serving work; a build with nothing serving is checked on every 5 ms only (a wake-up costs
+// 20-60 µs of CPU on this project's VM: 1.5 % of a CPU at 1 ms, 6 % at 250 µs).
+void NoteServingActivity();
+
+// Held by each build task on the background pool: nudging runs while any is held.
+class BuildNudgeScope {
+ public:
+  BuildNudgeScope();
+  ~BuildNudgeScope();
+  BuildNudgeScope(const BuildNudgeScope&) = delete;
+  BuildNudgeScope& operator=(const BuildNudgeScope&) = delete;
+};
+
+}  // namespace hlo

@@ -1,0 +1,136 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { after, before, suite, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { hostArray, Runtime } from '../lib/index.js';
+import { DOT, randomF32 } from './programs.js';
+
+const linux = process.platform === 'linux';
+
+/** This process's nudge threads: scheduling policy and the CPUs each may run on (/proc). */
+function nudgeThreads(): { policy: number; cpus: string }[] {
+  const out: { policy: number; cpus: string }[] = [];
+  for (const tid of readdirSync('/proc/self/task')) {
+    try {
+      if (readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim() !== 'hlo-nudge') continue;
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      const status = readFileSync(`/proc/self/task/${tid}/status`, 'utf8');
+      out.push({
+        policy: Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[38]),
+        cpus: /Cpus_allowed_list:\s*(\S+)/.exec(status)?.[1] ?? '',
+      });
+    } catch {
+      continue; // the thread ended between the listing and the read
+    }
+  }
+  return out;
+}
+
+/** A program whose compile takes a few hundred ms of CPU (as in priority.test.ts). */
+function heavyProgram(n: number): string {
+  const t = 'tensor<1x16x16x8xf32>';
+  const k = 'tensor<3x3x8x8xf32>';
+  let body = '';
+  let prev = '%x';
+  for (let i = 0; i < n; i++) {
+    body += `    %s${i} = stablehlo.constant dense<${((i + 1) / 5).toFixed(4)}> : ${k}\n`;
+    body += `    %q${i} = stablehlo.multiply %k, %s${i} : ${k}\n`;
+    body += `    %c${i} = stablehlo.convolution(${prev}, %q${i}) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], window = {stride = [1, 1], pad = [[1, 1], [1, 1]]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (${t}, ${k}) -> ${t}\n`;
+    body += `    %t${i} = stablehlo.cosine %c${i} : ${t}\n`;
+    prev = `%t${i}`;
+  }
+  return `module {\n  func.func public @main(%x: ${t}, %k: ${k}) -> ${t} {\n${body}    return ${prev} : ${t}\n  }\n}`;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Runtime.buildNudgeMicros and the nudge threads' count in a fresh process with `env`. */
+function probe(env: Record<string, string>): { micros: number; threads: number } {
+  const index = fileURLToPath(new URL('../lib/index.js', import.meta.url));
+  const script = `const { Runtime } = await import(${JSON.stringify(index)});
+    const { readdirSync, readFileSync } = await import('node:fs');
+    const n = readdirSync('/proc/self/task').filter((t) => { try { return readFileSync('/proc/self/task/' + t + '/comm', 'utf8').trim() === 'hlo-nudge'; } catch { return false; } }).length;
+    console.log(JSON.stringify({ micros: Runtime.buildNudgeMicros, threads: n }));`;
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+  });
+  assert.equal(r.status, 0, r.stderr);
+  return JSON.parse(r.stdout.trim()) as { micros: number; threads: number };
+}
+
+suite('build nudger: serving threads woken behind a lowered compile thread run within the nudge period', () => {
+  let rt: Runtime;
+  before(async () => {
+    rt = await Runtime.create();
+  });
+  after(() => rt.dispose());
+
+  test('one nudge thread per CPU, at SCHED_BATCH, pinned to its CPU', { skip: !linux }, () => {
+    if (Runtime.backgroundPriority === 'normal') return; // nothing runs lowered: no nudger
+    assert.equal(Runtime.buildNudgeMicros, 1000);
+    const ts = nudgeThreads();
+    assert.equal(ts.length, availableParallelism());
+    // SCHED_BATCH (3): it preempts SCHED_IDLE compile threads and never a serving thread. One
+    // started from a SCHED_IDLE thread would inherit SCHED_IDLE and preempt nothing.
+    for (const t of ts) assert.equal(t.policy, 3);
+    assert.deepEqual(ts.map((t) => t.cpus).sort(), [...new Set(ts.map((t) => t.cpus))].sort());
+    for (const t of ts) assert.match(t.cpus, /^\d+$/);
+  });
+
+  test('nudges run while a compile runs and stop when it ends', { skip: !linux }, async () => {
+    if (Runtime.backgroundPriority === 'normal') return;
+    await sleep(20);
+    const idle0 = Runtime.buildNudges();
+    await sleep(100);
+    assert.equal(Runtime.buildNudges(), idle0, 'nudges while no build runs');
+    const exe = await rt.compile(heavyProgram(16));
+    const during = Runtime.buildNudges() - idle0;
+    exe.dispose();
+    // With no serving work each CPU is checked on every 5 ms: a compile of a few hundred ms gives
+    // tens to hundreds; 10 is far below any machine's.
+    assert.ok(during >= 10, `${during} nudges during the compile`);
+    await sleep(20);
+    const after0 = Runtime.buildNudges();
+    await sleep(100);
+    assert.equal(Runtime.buildNudges(), after0, 'nudges went on after the compile');
+  });
+
+  test('nudges at full rate only while serving executions overlap the build', { skip: !linux }, async () => {
+    if (Runtime.backgroundPriority === 'normal') return;
+    const dot = await rt.compile(DOT(4, 8, 4));
+    const args = [hostArray('f32', [4, 8], randomF32(32, 1)), hostArray('f32', [8, 4], randomF32(32, 2))];
+    /** Nudges per ms of one compile, with or without a serving loop beside it. */
+    const rate = async (serving: boolean): Promise<number> => {
+      let stop = false;
+      const loop = async () => {
+        while (!stop) await dot.run(args);
+      };
+      const n0 = Runtime.buildNudges();
+      const t0 = performance.now();
+      const caller = serving ? loop() : Promise.resolve();
+      const exe = await rt.compile(heavyProgram(12));
+      const r = (Runtime.buildNudges() - n0) / (performance.now() - t0);
+      stop = true;
+      await caller;
+      exe.dispose();
+      return r;
+    };
+    const quiet = await rate(false);
+    const busy = await rate(true);
+    dot.dispose();
+    // Nominally 1 ms against 5 ms per CPU: 5x. 2x leaves room for a loaded machine.
+    assert.ok(busy >= 2 * quiet, `nudges per ms: ${busy.toFixed(2)} serving, ${quiet.toFixed(2)} not`);
+  });
+
+  test('HLOSERVE_BUILD_NUDGE_US=0 turns it off; a period is taken as given', { skip: !linux }, () => {
+    assert.deepEqual(probe({ HLOSERVE_BUILD_NUDGE_US: '0' }), { micros: 0, threads: 0 });
+    assert.equal(probe({ HLOSERVE_BUILD_NUDGE_US: '1000', HLOSERVE_BACKGROUND_PRIORITY: 'idle' }).micros, 1000);
+  });
+
+  test('no nudger where the background threads run at normal priority', { skip: !linux }, () => {
+    assert.deepEqual(probe({ HLOSERVE_BACKGROUND_PRIORITY: 'normal' }), { micros: 0, threads: 0 });
+  });
+});
