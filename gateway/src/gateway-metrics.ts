@@ -1,5 +1,6 @@
 /** The gateway's own counters, exposed in Prometheus text. */
 import type { ModelPlacement } from './placement/lpt-packing.js';
+import type { CostFactors } from './placement/worker-feedback.js';
 
 export class GatewayMetrics {
   readonly requests = new Map<string, number>();
@@ -33,6 +34,7 @@ export class GatewayMetrics {
     routes: number;
     repacks: number;
     reweighs: number;
+    costFactors: CostFactors | null;
   }): string {
     const l: string[] = [];
     l.push('# HELP hloserve_gateway_requests_total Requests answered by the gateway, by protocol, model and status.');
@@ -88,6 +90,12 @@ export class GatewayMetrics {
     );
     l.push('# TYPE hloserve_gateway_reweighs_total counter');
     l.push(`hloserve_gateway_reweighs_total ${state.reweighs}`);
+    l.push(
+      "# HELP hloserve_gateway_replica_cost_factor A replica's measured device time over what its share of the model's load predicted (the re-weigh's feedback; 1 = as predicted).",
+    );
+    l.push('# TYPE hloserve_gateway_replica_cost_factor gauge');
+    for (const [m, row] of state.costFactors ?? [])
+      for (const [w, f] of row) l.push(`hloserve_gateway_replica_cost_factor{model="${m}",worker="${w}"} ${f}`);
     return l.join('\n') + '\n';
   }
 }

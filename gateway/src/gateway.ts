@@ -330,6 +330,7 @@ export class Gateway {
       routes: this.fleet.models().length,
       repacks: this.placement.repacks,
       reweighs: this.placement.reweighs,
+      costFactors: this.placement.feedback.factors(),
     });
     const workerTexts = await Promise.all(
       [...this.fleet.workers.values()].map(async (w) => {

@@ -10,6 +10,7 @@
  * estimate until others come, then windows are averaged by the compute each saw.
  */
 import { foldMean, meanOf, type WeightedMean } from './ewma.js';
+import type { WorkerWindow } from './worker-feedback.js';
 
 export interface ModelCounters {
   /** Requests served since the worker started (monotone while it lives). */
@@ -33,6 +34,7 @@ export class LoadEstimator {
   private lastMs = 0;
   private readonly models = new Map<string, ModelEstimate>();
   private readonly memory = new Map<string, number>();
+  private window: WorkerWindow = new Map();
 
   constructor(private readonly halflifeComputeSeconds: number) {}
 
@@ -43,9 +45,13 @@ export class LoadEstimator {
     this.last = sample;
     this.lastMs = nowMs;
     const perModel = new Map<string, { dReq: number; dCompute: number }>();
+    const window = new Map<string, Map<string, number>>();
     let fleetCompute = 0;
     for (const [worker, models] of sample) {
       const before = prev?.get(worker);
+      // A worker in both polls, not restarted between them: what it did in this window.
+      const own = new Map<string, number>();
+      let restarted = false;
       for (const [m, c] of models) {
         this.memory.set(m, Math.max(this.memory.get(m) ?? 0, c.weightBytes));
         const b = before?.get(m);
@@ -53,14 +59,20 @@ export class LoadEstimator {
         const dReq = c.requests - b.requests;
         const dCompute = c.computeSeconds - b.computeSeconds;
         // A worker that restarted counts from zero again: re-baseline, never a negative sample.
-        if (dReq < 0 || dCompute < 0) continue;
+        if (dReq < 0 || dCompute < 0) {
+          restarted = true;
+          continue;
+        }
+        own.set(m, dCompute);
         const acc = perModel.get(m) ?? { dReq: 0, dCompute: 0 };
         acc.dReq += dReq;
         acc.dCompute += dCompute;
         perModel.set(m, acc);
         fleetCompute += dCompute;
       }
+      if (before && !restarted) window.set(worker, own);
     }
+    this.window = window;
     if (prev === null || !(wallS > 0)) return 0;
     for (const [m, d] of perModel) {
       const e = this.models.get(m) ?? { load: null };
@@ -79,6 +91,11 @@ export class LoadEstimator {
       out.set(m, u > 0 ? u : 0);
     }
     return out;
+  }
+
+  /** Device-seconds per worker and model in the last window, for the workers live throughout it. */
+  lastWindow(): WorkerWindow {
+    return this.window;
   }
 
   weightBytes(): ReadonlyMap<string, number> {
