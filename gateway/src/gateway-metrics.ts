@@ -1,6 +1,5 @@
 /** The gateway's own counters, exposed in Prometheus text. */
 import type { ModelPlacement } from './placement/lpt-packing.js';
-import type { CostFactors } from './placement/worker-feedback.js';
 
 export class GatewayMetrics {
   readonly requests = new Map<string, number>();
@@ -34,7 +33,8 @@ export class GatewayMetrics {
     routes: number;
     repacks: number;
     reweighs: number;
-    costFactors: CostFactors | null;
+    replicaFactors: ReadonlyMap<string, ReadonlyMap<string, number>>;
+    workerFactors: ReadonlyMap<string, number>;
   }): string {
     const l: string[] = [];
     l.push('# HELP hloserve_gateway_requests_total Requests answered by the gateway, by protocol, model and status.');
@@ -94,8 +94,13 @@ export class GatewayMetrics {
       "# HELP hloserve_gateway_replica_cost_factor A replica's measured device time over what its share of the model's load predicted (the re-weigh's feedback; 1 = as predicted).",
     );
     l.push('# TYPE hloserve_gateway_replica_cost_factor gauge');
-    for (const [m, row] of state.costFactors ?? [])
+    for (const [m, row] of state.replicaFactors)
       for (const [w, f] of row) l.push(`hloserve_gateway_replica_cost_factor{model="${m}",worker="${w}"} ${f}`);
+    l.push(
+      "# HELP hloserve_gateway_worker_load_factor The re-weigh's integral correction of a worker's predicted load from its measured device time against its group's mean (1 = none).",
+    );
+    l.push('# TYPE hloserve_gateway_worker_load_factor gauge');
+    for (const [w, f] of state.workerFactors) l.push(`hloserve_gateway_worker_load_factor{worker="${w}"} ${f}`);
     return l.join('\n') + '\n';
   }
 }

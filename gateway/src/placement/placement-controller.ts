@@ -183,7 +183,7 @@ export class PlacementController {
       sets,
       pinned: new Set(this.pins.keys()),
       memoryLoad: this.last.memoryLoad,
-      factor: this.feedback.factors(),
+      factor: this.feedback.factor(),
     });
   }
 
@@ -211,7 +211,7 @@ export class PlacementController {
     let result = split ? computeSplitAssignment(input) : computeAssignment(input);
     // The fresh sets' weights corrected by what each worker measured (the packing predicts in
     // estimated load; the factors turn that into each worker's device time).
-    const factor = this.feedback.factors();
+    const factor = this.feedback.factor();
     if (split && factor)
       result = {
         ...reweigh({

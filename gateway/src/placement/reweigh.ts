@@ -10,7 +10,7 @@
  */
 import type { ModelPlacement, PackingResult } from './lpt-packing.js';
 import { waterFill } from './split-packing.js';
-import type { CostFactors } from './worker-feedback.js';
+import type { CostFactor } from './worker-feedback.js';
 
 export interface ReweighInput {
   /** Utilisation per model (rate x cost). */
@@ -22,8 +22,8 @@ export interface ReweighInput {
   readonly pinned?: ReadonlySet<string>;
   /** Bytes per worker, carried through (the sets do not change). */
   readonly memoryLoad: ReadonlyMap<string, number>;
-  /** Device time per unit of predicted share, per model and worker (worker-feedback.ts; absent: 1). */
-  readonly factor?: CostFactors | null;
+  /** Device time per unit of predicted share of a model on a worker (worker-feedback.ts; absent: 1). */
+  readonly factor?: CostFactor | null;
 }
 
 /**
@@ -55,7 +55,7 @@ const PASSES = 8;
 
 export function reweigh(input: ReweighInput): PackingResult {
   const cload = new Map<string, number>(input.workers.map((w) => [w, 0]));
-  const fac = (m: string, w: string): number => input.factor?.get(m)?.get(w) ?? 1;
+  const fac = (m: string, w: string): number => input.factor?.(m, w) ?? 1;
   const shares = new Map<string, Map<string, number>>();
   const u = (m: string): number => Math.max(0, input.utilisation.get(m) ?? 0);
   const models = [...input.utilisation.keys()].sort((a, b) => u(b) - u(a) || (a < b ? -1 : a > b ? 1 : 0));
@@ -75,7 +75,7 @@ export function reweigh(input: ReweighInput): PackingResult {
       const set = input.sets.get(m)!;
       if (set.length < 2) continue;
       add(m, shares.get(m)!, -1);
-      const s = input.factor?.has(m)
+      const s = input.factor
         ? scaledWaterFill(
             u(m),
             set,

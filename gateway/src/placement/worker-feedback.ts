@@ -1,28 +1,34 @@
 /**
  * Closing the loop on what each worker measured. The packing and the re-weigh predict a worker's
- * load from per-model estimates (a model's load is the fleet's total for it), but equal shares
- * of a model need not cost the same device time on every replica: a worker starved of CPU, a
- * slower device, or a batch size that changes with the share all make one replica's share cost
- * more than another's. Each poll window this measures, for every model on two or more live
- * workers, each replica's device time over what its share of the model's measured total
- * predicted: a cost factor per (model, worker), 1 where the replica cost exactly its share. The
- * re-weigh charges a share s of the model factor x s on that worker, so the shares level the
- * workers' measured device time, not their predicted shares. A model on one worker needs no
- * factor: its measured total is already that worker's device time.
+ * load from per-model estimates (a model's load is the fleet's total for it), but equal predicted
+ * loads need not give equal device time: a worker starved of CPU, a slower device, a batch size
+ * that changes with the share, or estimates that lag the traffic's mix all make one worker's
+ * measured time differ from what its shares predicted. Two corrections, each measured per poll
+ * window, make the re-weigh charge a share s of model m on worker w as
+ * workerFactor(w) x replicaFactor(m, w) x s:
  *
- * The factor is a measurement, not an accumulated correction, so it cannot wind up where the
- * replica sets leave no way to even the fleet out. It is smoothed (gain < 1: each window moves it
- * part of the way), a window within the dead band of the current factor leaves it alone (no
- * weights flapping on noise), and it is clamped. A down worker is absent from the window: its
- * factors keep their value, and the live replicas' shares are renormalised over the live ones,
- * as the router sends them. A replica that took almost nothing in the window is not measured.
+ * - replicaFactor: for a model on two or more live workers, each replica's device time over what
+ *   its share of the model's measured total predicted (1 where it cost exactly its share). A
+ *   direct measurement: it says which replica is dearer, independent of how the model's total
+ *   was estimated. A model on one worker has none: its total already is that worker's time.
+ * - workerFactor: an integral controller on the measured spread. Workers joined by split models
+ *   form a group (the re-weigh can move load between any two of them); a worker measured above its
+ *   group's mean has its factor raised by (measured / mean)^gain, one below has it lowered, and the
+ *   group's factors are renormalised to a geometric mean of 1, so they cannot drift together or
+ *   wind up where the sets leave nothing to move. It closes what the estimates miss.
+ *
+ * Damping (gain < 1), a dead band (a worker or replica within it keeps its factor: no chasing
+ * noise, no weights flapping) and a clamp keep it from oscillating. A down worker is absent from
+ * the window: it keeps its factors and is in no group; the live replicas' shares are
+ * renormalised over the live ones, as the router sends them. A replica that took almost nothing
+ * in the window is not measured.
  */
 import type { ModelPlacement } from './lpt-packing.js';
 
 export interface FeedbackSettings {
   /** How far one window moves a factor toward what it measured: 0 turns the feedback off. */
   readonly gain: number;
-  /** A window within this fraction of the current factor leaves it alone. */
+  /** A measured error within this fraction leaves a factor alone. */
   readonly deadBand: number;
   /** Factors stay within [1/limit, limit]. */
   readonly limit: number;
@@ -40,28 +46,38 @@ export const DEFAULT_FEEDBACK: FeedbackSettings = {
 /** One poll window: worker -> model -> device-seconds done there (live workers only). */
 export type WorkerWindow = ReadonlyMap<string, ReadonlyMap<string, number>>;
 
-/** Device time per unit of predicted share, per model and worker; absent means 1. */
-export type CostFactors = ReadonlyMap<string, ReadonlyMap<string, number>>;
+/** Device time per unit of predicted share of `model` on `worker`. */
+export type CostFactor = (model: string, worker: string) => number;
 
 export class WorkerFeedback {
-  private readonly cost = new Map<string, Map<string, number>>();
+  private readonly replica = new Map<string, Map<string, number>>();
+  private readonly worker = new Map<string, number>();
   /** Windows in which some factor moved. */
   steps = 0;
 
   constructor(private readonly settings: FeedbackSettings) {}
 
-  factorOf(model: string, worker: string): number {
-    return this.cost.get(model)?.get(worker) ?? 1;
+  replicaFactor(model: string, worker: string): number {
+    return this.replica.get(model)?.get(worker) ?? 1;
   }
 
-  /** Every factor learnt, or null while there is none (nothing to correct). */
-  factors(): CostFactors | null {
-    return this.cost.size > 0 ? this.cost : null;
+  workerFactor(worker: string): number {
+    return this.worker.get(worker) ?? 1;
   }
 
-  /** Forgets the factors of a model (its replica set changed beyond recognition, or it left). */
-  forget(model: string): void {
-    this.cost.delete(model);
+  /** Every replica factor learnt (model -> worker -> factor). */
+  replicaFactors(): ReadonlyMap<string, ReadonlyMap<string, number>> {
+    return this.replica;
+  }
+
+  workerFactors(): ReadonlyMap<string, number> {
+    return this.worker;
+  }
+
+  /** The combined factor for the re-weigh, or null while nothing has been learnt. */
+  factor(): CostFactor | null {
+    if (this.replica.size === 0 && this.worker.size === 0) return null;
+    return (m, w) => this.workerFactor(w) * this.replicaFactor(m, w);
   }
 
   /**
@@ -71,29 +87,56 @@ export class WorkerFeedback {
   observe(window: WorkerWindow, inForce: ReadonlyMap<string, ModelPlacement> | null): boolean {
     const s = this.settings;
     if (!(s.gain > 0) || inForce === null) return false;
+    const clamp = (f: number): number => Math.min(s.limit, Math.max(1 / s.limit, f));
     let moved = false;
+    // Groups of live workers joined by split models (union-find over the replica sets).
+    const parent = new Map<string, string>();
+    const root = (w: string): string => {
+      let r = w;
+      while (parent.get(r) !== r) r = parent.get(r)!;
+      parent.set(w, r);
+      return r;
+    };
     for (const [m, p] of inForce) {
       const live = p.workers.map((w, i) => [w, p.weights[i] ?? 0] as const).filter(([w]) => window.has(w));
       if (live.length < 2) continue;
+      for (const [w] of live) if (!parent.has(w)) parent.set(w, w);
+      for (const [w] of live.slice(1)) parent.set(root(w), root(live[0]![0]));
       const wsum = live.reduce((a, [, x]) => a + x, 0);
       let total = 0;
       for (const [w] of live) total += window.get(w)!.get(m) ?? 0;
-      // Device time on workers outside the set (a retry, an unplaced moment) is not this set's.
       if (!(wsum > 0) || !(total > 0)) continue;
       for (const [w, x] of live) {
         const predicted = (total * x) / wsum;
         if (predicted < s.minComputeSeconds) continue;
-        // Relative to the model's measured total under these shares, which is the load the
-        // re-weigh multiplies the factor by: the shares' mean factor is 1 by construction.
+        // Relative to the model's measured total under these shares, the load the re-weigh
+        // multiplies the factor by: the shares' mean factor is 1 by construction.
         const target = (window.get(w)!.get(m) ?? 0) / predicted;
-        const old = this.factorOf(m, w);
+        const old = this.replicaFactor(m, w);
         if (Math.abs(target / old - 1) <= s.deadBand) continue;
-        const f = Math.min(s.limit, Math.max(1 / s.limit, old * (target / old) ** s.gain));
-        const row = this.cost.get(m) ?? new Map<string, number>();
-        row.set(w, f);
-        this.cost.set(m, row);
+        const row = this.replica.get(m) ?? new Map<string, number>();
+        row.set(w, clamp(old * (target / old) ** s.gain));
+        this.replica.set(m, row);
         moved = true;
       }
+    }
+    const groups = new Map<string, string[]>();
+    for (const w of parent.keys()) groups.set(root(w), [...(groups.get(root(w)) ?? []), w]);
+    const done = (w: string): number => [...window.get(w)!.values()].reduce((a, b) => a + b, 0);
+    for (const group of groups.values()) {
+      const mean = group.reduce((a, w) => a + done(w), 0) / group.length;
+      if (!(mean > 0) || mean * group.length < s.minComputeSeconds) continue;
+      let changed = false;
+      for (const w of group) {
+        const e = Math.max(done(w) / mean, 1 / s.limit);
+        if (Math.abs(e - 1) <= s.deadBand) continue;
+        this.worker.set(w, this.workerFactor(w) * e ** s.gain);
+        changed = true;
+      }
+      if (!changed) continue;
+      moved = true;
+      const g = Math.exp(group.reduce((a, w) => a + Math.log(this.workerFactor(w)), 0) / group.length);
+      for (const w of group) this.worker.set(w, clamp(this.workerFactor(w) / g));
     }
     if (moved) this.steps++;
     return moved;
