@@ -32,8 +32,13 @@ export interface FeedbackSettings {
   readonly deadBand: number;
   /** Factors stay within [1/limit, limit]. */
   readonly limit: number;
-  /** A replica whose predicted device time in the window is under this (seconds) is not measured. */
+  /** A replica whose predicted device time in a period is under this (seconds) is not measured. */
   readonly minComputeSeconds: number;
+  /**
+   * Fleet device-seconds a correction is measured over before the next: each correction's effect
+   * is seen whole before another is made, so measurement lag cannot make it overshoot.
+   */
+  readonly periodComputeSeconds: number;
 }
 
 export const DEFAULT_FEEDBACK: FeedbackSettings = {
@@ -41,6 +46,7 @@ export const DEFAULT_FEEDBACK: FeedbackSettings = {
   deadBand: 0.02,
   limit: 4,
   minComputeSeconds: 0.05,
+  periodComputeSeconds: 15,
 };
 
 /** One poll window: worker -> model -> device-seconds done there (live workers only). */
@@ -80,16 +86,66 @@ export class WorkerFeedback {
     return (m, w) => this.workerFactor(w) * this.replicaFactor(m, w);
   }
 
+  /** Device-seconds per worker, and per replica measured and predicted, since the last step. */
+  private period = {
+    total: 0,
+    worker: new Map<string, number>(),
+    measured: new Map<string, Map<string, number>>(),
+    predicted: new Map<string, Map<string, number>>(),
+    links: [] as string[][],
+  };
+
   /**
-   * Folds in one window, measured while `inForce` routed the traffic. Returns whether a factor
-   * moved.
+   * Folds in one window, measured while `inForce` routed the traffic; once a period's compute has
+   * been seen, corrects the factors. Returns whether a factor moved.
    */
   observe(window: WorkerWindow, inForce: ReadonlyMap<string, ModelPlacement> | null): boolean {
     const s = this.settings;
     if (!(s.gain > 0) || inForce === null) return false;
+    const per = this.period;
+    const add = (t: Map<string, Map<string, number>>, m: string, w: string, x: number): void => {
+      const row = t.get(m) ?? new Map<string, number>();
+      row.set(w, (row.get(w) ?? 0) + x);
+      t.set(m, row);
+    };
+    for (const [w, models] of window) {
+      const d = [...models.values()].reduce((a, b) => a + b, 0);
+      per.worker.set(w, (per.worker.get(w) ?? 0) + d);
+      per.total += d;
+    }
+    for (const [m, p] of inForce) {
+      const live = p.workers.map((w, i) => [w, p.weights[i] ?? 0] as const).filter(([w]) => window.has(w));
+      if (live.length < 2) continue;
+      per.links.push(live.map(([w]) => w));
+      const wsum = live.reduce((a, [, x]) => a + x, 0);
+      let total = 0;
+      for (const [w] of live) total += window.get(w)!.get(m) ?? 0;
+      // Device time on workers outside the set (a retry, an unplaced moment) is not this set's.
+      if (!(wsum > 0) || !(total > 0)) continue;
+      for (const [w, x] of live) {
+        add(per.measured, m, w, window.get(w)!.get(m) ?? 0);
+        add(per.predicted, m, w, (total * x) / wsum);
+      }
+    }
+    if (per.total < s.periodComputeSeconds) return false;
+    this.period = { total: 0, worker: new Map(), measured: new Map(), predicted: new Map(), links: [] };
     const clamp = (f: number): number => Math.min(s.limit, Math.max(1 / s.limit, f));
     let moved = false;
-    // Groups of live workers joined by split models (union-find over the replica sets).
+    for (const [m, row] of per.predicted) {
+      for (const [w, predicted] of row) {
+        if (predicted < s.minComputeSeconds) continue;
+        // Relative to the model's measured total under these shares, the load the re-weigh
+        // multiplies the factor by: the shares' mean factor is 1 by construction.
+        const target = per.measured.get(m)!.get(w)! / predicted;
+        const old = this.replicaFactor(m, w);
+        if (Math.abs(target / old - 1) <= s.deadBand) continue;
+        const r = this.replica.get(m) ?? new Map<string, number>();
+        r.set(w, clamp(old * (target / old) ** s.gain));
+        this.replica.set(m, r);
+        moved = true;
+      }
+    }
+    // Groups of workers joined by split models over the period (union-find), live throughout.
     const parent = new Map<string, string>();
     const root = (w: string): string => {
       let r = w;
@@ -97,35 +153,17 @@ export class WorkerFeedback {
       parent.set(w, r);
       return r;
     };
-    for (const [m, p] of inForce) {
-      const live = p.workers.map((w, i) => [w, p.weights[i] ?? 0] as const).filter(([w]) => window.has(w));
-      if (live.length < 2) continue;
-      for (const [w] of live) if (!parent.has(w)) parent.set(w, w);
-      for (const [w] of live.slice(1)) parent.set(root(w), root(live[0]![0]));
-      const wsum = live.reduce((a, [, x]) => a + x, 0);
-      let total = 0;
-      for (const [w] of live) total += window.get(w)!.get(m) ?? 0;
-      if (!(wsum > 0) || !(total > 0)) continue;
-      for (const [w, x] of live) {
-        const predicted = (total * x) / wsum;
-        if (predicted < s.minComputeSeconds) continue;
-        // Relative to the model's measured total under these shares, the load the re-weigh
-        // multiplies the factor by: the shares' mean factor is 1 by construction.
-        const target = (window.get(w)!.get(m) ?? 0) / predicted;
-        const old = this.replicaFactor(m, w);
-        if (Math.abs(target / old - 1) <= s.deadBand) continue;
-        const row = this.replica.get(m) ?? new Map<string, number>();
-        row.set(w, clamp(old * (target / old) ** s.gain));
-        this.replica.set(m, row);
-        moved = true;
-      }
+    for (const link of per.links) {
+      for (const w of link) if (!parent.has(w)) parent.set(w, w);
+      for (const w of link.slice(1)) parent.set(root(w), root(link[0]!));
     }
     const groups = new Map<string, string[]>();
-    for (const w of parent.keys()) groups.set(root(w), [...(groups.get(root(w)) ?? []), w]);
-    const done = (w: string): number => [...window.get(w)!.values()].reduce((a, b) => a + b, 0);
+    for (const w of parent.keys()) if (window.has(w)) groups.set(root(w), [...(groups.get(root(w)) ?? []), w]);
+    const done = (w: string): number => per.worker.get(w) ?? 0;
     for (const group of groups.values()) {
+      if (group.length < 2) continue;
       const mean = group.reduce((a, w) => a + done(w), 0) / group.length;
-      if (!(mean > 0) || mean * group.length < s.minComputeSeconds) continue;
+      if (!(mean > 0)) continue;
       let changed = false;
       for (const w of group) {
         const e = Math.max(done(w) / mean, 1 / s.limit);
