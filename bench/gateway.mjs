@@ -341,6 +341,12 @@ if (!process.argv.includes('--skip-measured-spread')) {
               /^hloserve_gateway_replica_cost_factor\{model="(\w+)",worker="(\w+)"\} (\S+)/gm,
             ),
           ].map((m) => `${m[1]}@${m[2]}:${fmt(Number(m[3]), 2)}`);
+          const wf = [
+            ...(await httpText(`http://127.0.0.1:${node.ports.metrics}/metrics`)).matchAll(
+              /^hloserve_gateway_worker_load_factor\{worker="(\w+)"\} (\S+)/gm,
+            ),
+          ].map((m) => `${m[1]}:${fmt(Number(m[2]), 2)}`);
+          factors.push(`; worker factors ${wf.join(' ') || 'none'}`);
           console.error(
             `lpt_packing run ${k + 1} placement (packings counted with the startup one): as the measured run began ${placedBefore}; at its end ${await placementNow()}; cost factors ${factors.join(' ') || 'none'}`,
           );
