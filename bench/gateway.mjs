@@ -17,6 +17,7 @@ import { SERVER_NODE_FLAGS } from '../engine/dist/src/node-flags.js';
 import { computeSplitAssignment } from '../gateway/dist/src/placement/split-packing.js';
 import { DEFAULT_PLACEMENT, PlacementController } from '../gateway/dist/src/placement/placement-controller.js';
 import { simulateFleet } from '../gateway/dist/src/testing/fleet-sim.js';
+import { DEFAULT_FEEDBACK } from '../gateway/dist/src/placement/worker-feedback.js';
 import { loadavg } from 'node:os';
 import { runPerfAnalyzer } from '../e2e/dist/src/perf-analyzer.js';
 import { repoRoot, startServer } from '../e2e/dist/src/server-process.js';
@@ -226,13 +227,13 @@ if (onlyLatency) process.exit(0);
     const replicas = new Map(
       [...demand].filter(([, x]) => x > mean * 0.5).map(([m, x]) => [m, Math.min(W, Math.ceil((2 * x) / mean))]),
     );
-    for (const gain of [0.5, 0]) {
+    for (const gain of [DEFAULT_FEEDBACK.gain, 0]) {
       const ctrl = new PlacementController({
         ...DEFAULT_PLACEMENT,
         firstRebalanceComputeSeconds: 5,
         rebalanceComputeSeconds: 30,
         replicas,
-        feedback: { gain, deadBand: 0.02, limit: 4, minComputeSeconds: 0.05 },
+        feedback: { ...DEFAULT_FEEDBACK, gain },
       });
       const tail = simulateFleet(ctrl, { speed, demand, noise: 0.03 }, 60)
         .slice(-20)

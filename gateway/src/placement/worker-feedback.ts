@@ -17,9 +17,12 @@
  *   group's factors are renormalised to a geometric mean of 1, so they cannot drift together or
  *   wind up where the sets leave nothing to move. It closes what the estimates miss.
  *
- * Damping (gain < 1), a dead band (a worker or replica within it keeps its factor: no chasing
- * noise, no weights flapping) and a clamp keep it from oscillating. A down worker is absent from
- * the window: it keeps its factors and is in no group; the live replicas' shares are
+ * Damping: each correction goes a quarter of the way (in log terms) to what was measured. On a
+ * worker that batches, a replica's cost per request grows with its share (each request is charged
+ * its batch's whole execution), so the measured error is about twice what the share change that
+ * caused it suggests; a gain of 1/4 per loop keeps the two loops together under 1. A dead band
+ * (a worker or replica within it keeps its factor: no chasing noise, no weights flapping) and a
+ * clamp keep it from oscillating. A down worker is absent from the window: it keeps its factors and is in no group; the live replicas' shares are
  * renormalised over the live ones, as the router sends them. A replica that took almost nothing
  * in the window is not measured.
  */
@@ -42,7 +45,7 @@ export interface FeedbackSettings {
 }
 
 export const DEFAULT_FEEDBACK: FeedbackSettings = {
-  gain: 0.5,
+  gain: 0.25,
   deadBand: 0.02,
   limit: 4,
   minComputeSeconds: 0.05,
