@@ -22,9 +22,9 @@
  * its batch's whole execution), so the measured error is about twice what the share change that
  * caused it suggests; a gain of 1/4 per loop keeps the two loops together under 1. A dead band
  * (a worker or replica within it keeps its factor: no chasing noise, no weights flapping) and a
- * clamp keep it from oscillating. A down worker is absent from the window: it keeps its factors and is in no group; the live replicas' shares are
- * renormalised over the live ones, as the router sends them. A replica that took almost nothing
- * in the window is not measured.
+ * clamp keep it from oscillating. A down worker is absent from the window: it keeps its factors
+ * and is in no group; the live replicas' shares are renormalised over the live ones, as the
+ * router sends them. A replica that took almost nothing in the window is not measured.
  */
 import type { ModelPlacement } from './lpt-packing.js';
 
