@@ -197,6 +197,39 @@ suite('feedback units', () => {
     assert.ok(fb.replicaFactor('hot', 'w1') <= 4);
   });
 
+  test("a worker holding only whole models that measures above its estimate scales those models' estimates", () => {
+    const fb = new WorkerFeedback({ ...FEEDBACK, periodComputeSeconds: 1 });
+    const inForce = new Map([
+      ['hot', { workers: ['w1', 'w2'], weights: [0.5, 0.5] }],
+      ['x', { workers: ['w0'], weights: [1] }],
+      ['y', { workers: ['w0'], weights: [1] }],
+    ]);
+    // Estimated: x + y = a third of the fleet. Measured: w0 did half of it (x and y contending).
+    const u = new Map([
+      ['hot', 2],
+      ['x', 0.5],
+      ['y', 0.5],
+    ]);
+    fb.observe(
+      new Map([
+        [
+          'w0',
+          new Map([
+            ['x', 2],
+            ['y', 2],
+          ]),
+        ],
+        ['w1', new Map([['hot', 2]])],
+        ['w2', new Map([['hot', 2]])],
+      ]),
+      inForce,
+      u,
+    );
+    assert.ok(fb.modelScale('x') > 1.1 && fb.modelScale('y') === fb.modelScale('x'), `${fb.modelScale('x')}`);
+    // The split model's workers are a group: the re-weigh's to even, not a scale.
+    assert.equal(fb.modelScale('hot'), 1);
+  });
+
   test('the scaled water-fill levels base + factor x share', () => {
     const base = new Map([
       ['a', 1],

@@ -145,7 +145,14 @@ export class PlacementController {
     if (!force && (this.accumulated < threshold || early)) return this.reweighed(models, workers);
     if (!force) this.trafficRepacks++;
     this.accumulated = 0;
-    return this.pack(this.estimator.utilisation(models), workers, memoryCap, true, force);
+    return this.pack(this.utilisation(models), workers, memoryCap, true, force);
+  }
+
+  /** The estimated load per model, whole models scaled by what their worker measured (feedback). */
+  private utilisation(models: readonly string[]): Map<string, number> {
+    const u = this.estimator.utilisation(models);
+    for (const [m, x] of u) u.set(m, x * this.feedback.modelScale(m));
+    return u;
   }
 
   /**
@@ -155,7 +162,7 @@ export class PlacementController {
    */
   private reweighed(models: readonly string[], workers: readonly string[]): PackingResult | null {
     if (this.trafficRepacks === 0 || this.last === null) return null;
-    const result = this.keptSets(this.estimator.utilisation(models), workers);
+    const result = this.keptSets(this.utilisation(models), workers);
     if (result === null) return null;
     this.last = result;
     this.reweighs++;

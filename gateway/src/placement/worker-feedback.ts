@@ -61,6 +61,7 @@ export type CostFactor = (model: string, worker: string) => number;
 export class WorkerFeedback {
   private readonly replica = new Map<string, Map<string, number>>();
   private readonly worker = new Map<string, number>();
+  private readonly model = new Map<string, number>();
   /** Windows in which some factor moved. */
   steps = 0;
 
@@ -83,6 +84,15 @@ export class WorkerFeedback {
     return this.worker;
   }
 
+  /** The measured correction of a whole model's estimated load (1 until measured otherwise). */
+  modelScale(model: string): number {
+    return this.model.get(model) ?? 1;
+  }
+
+  modelScales(): ReadonlyMap<string, number> {
+    return this.model;
+  }
+
   /** The combined factor for the re-weigh, or null while nothing has been learnt. */
   factor(): CostFactor | null {
     if (this.replica.size === 0 && this.worker.size === 0) return null;
@@ -102,7 +112,11 @@ export class WorkerFeedback {
    * Folds in one window, measured while `inForce` routed the traffic; once a period's compute has
    * been seen, corrects the factors. Returns whether a factor moved.
    */
-  observe(window: WorkerWindow, inForce: ReadonlyMap<string, ModelPlacement> | null): boolean {
+  observe(
+    window: WorkerWindow,
+    inForce: ReadonlyMap<string, ModelPlacement> | null,
+    utilisation?: ReadonlyMap<string, number>,
+  ): boolean {
     const s = this.settings;
     if (!(s.gain > 0) || inForce === null) return false;
     const per = this.period;
@@ -179,7 +193,55 @@ export class WorkerFeedback {
       const g = Math.exp(group.reduce((a, w) => a + Math.log(this.workerFactor(w)), 0) / group.length);
       for (const w of group) this.worker.set(w, clamp(this.workerFactor(w) / g));
     }
+    if (utilisation && this.scaleWholeModels(per.worker, inForce, utilisation, parent, window)) moved = true;
     if (moved) this.steps++;
+    return moved;
+  }
+
+  /**
+   * A worker in no group (it holds no split model) cannot shed load by re-weighing; only a repack
+   * moves its models, and a repack packs from the estimates. When such a worker's measured share
+   * of the period's device time differs from the share the estimates predicted for it, its models'
+   * estimates are scaled toward what it measured (exponent 2 x gain: a whole model's routing does
+   * not change with the scale, so there is no batching to double the error), so the packing sees
+   * the load it actually puts there: two models contending on one worker measure more than each
+   * did beside other work.
+   */
+  private scaleWholeModels(
+    measured: ReadonlyMap<string, number>,
+    inForce: ReadonlyMap<string, ModelPlacement>,
+    u: ReadonlyMap<string, number>,
+    grouped: ReadonlyMap<string, string>,
+    window: WorkerWindow,
+  ): boolean {
+    const s = this.settings;
+    const live = [...measured.keys()].filter((w) => window.has(w));
+    const predicted = new Map(live.map((w) => [w, 0]));
+    const onlyOn = new Map<string, string>();
+    for (const [m, p] of inForce) {
+      const on = p.workers.map((w, i) => [w, p.weights[i] ?? 0] as const).filter(([w]) => predicted.has(w));
+      const wsum = on.reduce((a, [, x]) => a + x, 0);
+      if (!(wsum > 0)) continue;
+      if (on.length === 1) onlyOn.set(m, on[0]![0]);
+      const um = (u.get(m) ?? 0) * this.modelScale(m);
+      for (const [w, x] of on)
+        predicted.set(w, predicted.get(w)! + (um * x * this.workerFactor(w) * this.replicaFactor(m, w)) / wsum);
+    }
+    const mTotal = live.reduce((a, w) => a + measured.get(w)!, 0);
+    const pTotal = [...predicted.values()].reduce((a, b) => a + b, 0);
+    if (!(mTotal > 0) || !(pTotal > 0) || live.length < 2) return false;
+    let moved = false;
+    for (const w of live) {
+      if (grouped.has(w) || !(predicted.get(w)! > 0)) continue;
+      const ratio = measured.get(w)! / mTotal / (predicted.get(w)! / pTotal);
+      if (!(ratio > 0) || Math.abs(ratio - 1) <= s.deadBand) continue;
+      for (const [m, on] of onlyOn) {
+        if (on !== w) continue;
+        const f = Math.min(s.limit, Math.max(1 / s.limit, this.modelScale(m) * ratio ** Math.min(1, 2 * s.gain)));
+        this.model.set(m, f);
+        moved = true;
+      }
+    }
     return moved;
   }
 }
