@@ -6,6 +6,8 @@
 // Usage: npm run build && nice -n 10 node bench/gateway.mjs [--rounds 3] [--skip-measured-spread]
 //   [--only-latency] [--skip-latency] [--baseline-cli PATH]: PATH is another build's gateway/dist/src/cli.js (e.g. an
 //   older commit's dist copied under tmp/), run as a third path in the same alternation.
+//   [--settle-runs 2]: traffic runs after the warm-up (both modes alike), so lpt_packing's per-window
+//   feedback has windows to act on before the measured run. [--measured-runs 1]: measured runs per start.
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { get } from 'node:http';
@@ -13,6 +15,10 @@ import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { SERVER_NODE_FLAGS } from '../engine/dist/src/node-flags.js';
 import { computeSplitAssignment } from '../gateway/dist/src/placement/split-packing.js';
+import { DEFAULT_PLACEMENT, PlacementController } from '../gateway/dist/src/placement/placement-controller.js';
+import { simulateFleet } from '../gateway/dist/src/testing/fleet-sim.js';
+import { DEFAULT_FEEDBACK } from '../gateway/dist/src/placement/worker-feedback.js';
+import { loadavg } from 'node:os';
 import { runPerfAnalyzer } from '../e2e/dist/src/perf-analyzer.js';
 import { repoRoot, startServer } from '../e2e/dist/src/server-process.js';
 import { fmt, machine } from './stats.mjs';
@@ -25,6 +31,9 @@ const rounds = Number(arg('rounds', '3'));
 const baselineCli = arg('baseline-cli', null);
 const onlyLatency = process.argv.includes('--only-latency');
 const skipLatency = process.argv.includes('--skip-latency');
+const settleRuns = Number(arg('settle-runs', '2'));
+const measuredRuns = Number(arg('measured-runs', '1'));
+const load1 = () => loadavg()[0].toFixed(1);
 
 console.log(`# bench/gateway, machine: ${machine()}`);
 
@@ -195,6 +204,47 @@ if (onlyLatency) process.exit(0);
   }
 }
 
+// 2a'. Work spread in closed loop: the controller against a simulated fleet whose workers differ
+// in speed (device time per unit of load uniform in [0.7, 1.3]), 3 % noise per window, 5 s polls,
+// Zipf(1) demand, the hottest models with an operator's count as above; the spread is measured
+// device time per window (max/mean), the mean of the last 20 of 60 windows, with the per-replica
+// feedback and without it (gain 0).
+{
+  console.log('\n## work spread in closed loop, simulated (workers of unequal speed, controller of gateway/)\n');
+  console.log('| workers | models | feedback | measured max/mean, last 20 of 60 windows (mean, worst) |');
+  console.log('|---|---|---|---|');
+  for (const [W, M] of [
+    [4, 24],
+    [8, 64],
+    [16, 200],
+  ]) {
+    let seed = 7 + W;
+    const rnd = () => ((seed = (seed * 16807) % 2147483647) - 1) / 2147483646;
+    const workers = Array.from({ length: W }, (_, i) => `w${String(i).padStart(2, '0')}`);
+    const speed = new Map(workers.map((w) => [w, 0.7 + 0.6 * rnd()]));
+    const demand = new Map(Array.from({ length: M }, (_, i) => [`m${i}`, (0.5 * W) / (i + 1) / Math.log(M)]));
+    const mean = [...demand.values()].reduce((a, b) => a + b, 0) / W;
+    const replicas = new Map(
+      [...demand].filter(([, x]) => x > mean * 0.5).map(([m, x]) => [m, Math.min(W, Math.ceil((2 * x) / mean))]),
+    );
+    for (const gain of [DEFAULT_FEEDBACK.gain, 0]) {
+      const ctrl = new PlacementController({
+        ...DEFAULT_PLACEMENT,
+        firstRebalanceComputeSeconds: 5,
+        rebalanceComputeSeconds: 30,
+        replicas,
+        feedback: { ...DEFAULT_FEEDBACK, gain },
+      });
+      const tail = simulateFleet(ctrl, { speed, demand, noise: 0.03 }, 60)
+        .slice(-20)
+        .map((x) => x.spread);
+      console.log(
+        `| ${W} | ${M} | ${gain > 0 ? 'on' : 'off'} | ${fmt(tail.reduce((a, b) => a + b, 0) / tail.length, 3)}, ${fmt(Math.max(...tail), 3)} |`,
+      );
+    }
+  }
+}
+
 // 2b. Work spread, measured: three workers behind the supervisor, skewed traffic on the three
 // example models, per-worker device time from each worker's statistics.
 if (!process.argv.includes('--skip-measured-spread')) {
@@ -203,8 +253,10 @@ if (!process.argv.includes('--skip-measured-spread')) {
   console.log(
     '\n## work spread, measured (3 CPU workers, perf_analyzer per model at concurrency mlp 8, fno 2, resnet 1)\n',
   );
-  console.log('| mode | compute s per worker (w0, w1, w2) | max/mean | models receiving traffic per worker |');
-  console.log('|---|---|---|---|');
+  console.log(
+    '| mode | run | load (1-min) at start, end | compute s per worker (w0, w1, w2) | max/mean | models receiving traffic per worker |',
+  );
+  console.log('|---|---|---|---|---|---|');
   for (const [mode, extra] of [
     ['round_robin', []],
     ['lpt_packing', ['--replicas', 'mlp=2']],
@@ -266,28 +318,44 @@ if (!process.argv.includes('--skip-measured-spread')) {
         await run();
         if (mode !== 'lpt_packing' || (await repacksNow()) >= 2) break;
       }
-      const before = await stats();
-      const placedBefore = await placementNow();
-      await run();
-      const after = await stats();
-      const perWorker = ['worker0', 'worker1', 'worker2'].map((w) => {
-        let s = 0;
-        let models = 0;
-        for (const [m, v] of after.get(w) ?? []) {
-          const d = v - (before.get(w)?.get(m) ?? 0);
-          s += d;
-          if (d > 0.01) models++;
+      for (let i = 0; i < settleRuns; i++) await run();
+      for (let k = 0; k < measuredRuns; k++) {
+        const loadStart = load1();
+        const before = await stats();
+        const placedBefore = await placementNow();
+        await run();
+        const after = await stats();
+        const perWorker = ['worker0', 'worker1', 'worker2'].map((w) => {
+          let s = 0;
+          let models = 0;
+          for (const [m, v] of after.get(w) ?? []) {
+            const d = v - (before.get(w)?.get(m) ?? 0);
+            s += d;
+            if (d > 0.01) models++;
+          }
+          return { s, models };
+        });
+        const mean = perWorker.reduce((a, b) => a + b.s, 0) / 3;
+        if (mode === 'lpt_packing') {
+          const factors = [
+            ...(await httpText(`http://127.0.0.1:${node.ports.metrics}/metrics`)).matchAll(
+              /^hloserve_gateway_replica_cost_factor\{model="(\w+)",worker="(\w+)"\} (\S+)/gm,
+            ),
+          ].map((m) => `${m[1]}@${m[2]}:${fmt(Number(m[3]), 2)}`);
+          const wf = [
+            ...(await httpText(`http://127.0.0.1:${node.ports.metrics}/metrics`)).matchAll(
+              /^hloserve_gateway_worker_load_factor\{worker="(\w+)"\} (\S+)/gm,
+            ),
+          ].map((m) => `${m[1]}:${fmt(Number(m[2]), 2)}`);
+          factors.push(`; worker factors ${wf.join(' ') || 'none'}`);
+          console.error(
+            `lpt_packing run ${k + 1} placement (packings counted with the startup one): as the measured run began ${placedBefore}; at its end ${await placementNow()}; cost factors ${factors.join(' ') || 'none'}`,
+          );
         }
-        return { s, models };
-      });
-      const mean = perWorker.reduce((a, b) => a + b.s, 0) / 3;
-      if (mode === 'lpt_packing')
-        console.error(
-          `lpt_packing placement (packings counted with the startup one): as the measured run began ${placedBefore}; at its end ${await placementNow()}`,
+        console.log(
+          `| ${mode} | ${k + 1} | ${loadStart}, ${load1()} | ${perWorker.map((p) => fmt(p.s, 2)).join(', ')} | ${fmt(Math.max(...perWorker.map((p) => p.s)) / mean, 3)} | ${perWorker.map((p) => p.models).join(', ')} |`,
         );
-      console.log(
-        `| ${mode} | ${perWorker.map((p) => fmt(p.s, 2)).join(', ')} | ${fmt(Math.max(...perWorker.map((p) => p.s)) / mean, 3)} | ${perWorker.map((p) => p.models).join(', ')} |`,
-      );
+      }
     } finally {
       await node.stop();
     }

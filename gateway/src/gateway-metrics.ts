@@ -33,6 +33,8 @@ export class GatewayMetrics {
     routes: number;
     repacks: number;
     reweighs: number;
+    replicaFactors: ReadonlyMap<string, ReadonlyMap<string, number>>;
+    workerFactors: ReadonlyMap<string, number>;
   }): string {
     const l: string[] = [];
     l.push('# HELP hloserve_gateway_requests_total Requests answered by the gateway, by protocol, model and status.');
@@ -88,6 +90,17 @@ export class GatewayMetrics {
     );
     l.push('# TYPE hloserve_gateway_reweighs_total counter');
     l.push(`hloserve_gateway_reweighs_total ${state.reweighs}`);
+    l.push(
+      "# HELP hloserve_gateway_replica_cost_factor A replica's measured device time over what its share of the model's load predicted (the re-weigh's feedback; 1 = as predicted).",
+    );
+    l.push('# TYPE hloserve_gateway_replica_cost_factor gauge');
+    for (const [m, row] of state.replicaFactors)
+      for (const [w, f] of row) l.push(`hloserve_gateway_replica_cost_factor{model="${m}",worker="${w}"} ${f}`);
+    l.push(
+      "# HELP hloserve_gateway_worker_load_factor The re-weigh's integral correction of a worker's predicted load from its measured device time against its group's mean (1 = none).",
+    );
+    l.push('# TYPE hloserve_gateway_worker_load_factor gauge');
+    for (const [w, f] of state.workerFactors) l.push(`hloserve_gateway_worker_load_factor{worker="${w}"} ${f}`);
     return l.join('\n') + '\n';
   }
 }

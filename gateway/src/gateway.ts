@@ -330,6 +330,8 @@ export class Gateway {
       routes: this.fleet.models().length,
       repacks: this.placement.repacks,
       reweighs: this.placement.reweighs,
+      replicaFactors: this.placement.feedback.replicaFactors(),
+      workerFactors: this.placement.feedback.workerFactors(),
     });
     const workerTexts = await Promise.all(
       [...this.fleet.workers.values()].map(async (w) => {

@@ -86,7 +86,7 @@ suite('measured load', () => {
     assert.ok(e.utilisation(['a']).get('a')! >= 0);
   });
 
-  test('load per window is compute over wall time; the first windows are averaged by their compute', () => {
+  test('load is compute over wall time, a ratio of discounted sums: windows count by the time they took', () => {
     const e = new LoadEstimator(300);
     e.observe(sample([['w0', 'a', 0, 0]]), 0);
     // A cold first window: few requests, each slow (weights loading); then the steady state.
@@ -95,7 +95,8 @@ suite('measured load', () => {
     // Both windows did 5 device-seconds in 5 s: the load is 1, whatever the rate and cost apart.
     assert.ok(Math.abs(e.utilisation(['a']).get('a')! - 1) < 1e-9);
     e.observe(sample([['w0', 'a', 1020, 20]]), 15_000);
-    // A third window at twice the load, as much compute as the first two together: halfway.
+    // A third window at twice the load, as much compute as the first two together: 20 device-s
+    // in 15 s, less the old windows' slight decay.
     const u = e.utilisation(['a']).get('a')!;
     assert.ok(u > 1.3 && u < 1.6, `u ${u}`);
   });

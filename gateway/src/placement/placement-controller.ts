@@ -1,12 +1,14 @@
 /**
  * When to repack: after a fixed amount of fleet compute (device-seconds), a smaller amount for
  * the first traffic-driven repack, never on an idle fleet. Placement is computed from measured
- * load (LoadEstimator), never from a file the operator maintains.
+ * load (LoadEstimator), never from a file the operator maintains; between and at repacks the
+ * weights are corrected by what each worker measured against the even share (WorkerFeedback).
  */
 import { LoadEstimator, type FleetSample } from './load-estimator.js';
 import { computeAssignment, type PackingInput, type PackingResult } from './lpt-packing.js';
 import { computeSplitAssignment } from './split-packing.js';
 import { reweigh } from './reweigh.js';
+import { DEFAULT_FEEDBACK, WorkerFeedback, type FeedbackSettings } from './worker-feedback.js';
 import type { OperatorPlacement } from '../control/placement-state.js';
 
 export interface PlacementSettings {
@@ -16,6 +18,8 @@ export interface PlacementSettings {
   readonly defaultReplicas: number;
   readonly replicas: ReadonlyMap<string, number>;
   readonly forbidMemoryOversubscription: boolean;
+  /** The per-worker feedback on measured device time (absent: DEFAULT_FEEDBACK). */
+  readonly feedback?: FeedbackSettings;
 }
 
 export const DEFAULT_PLACEMENT: PlacementSettings = {
@@ -29,6 +33,7 @@ export const DEFAULT_PLACEMENT: PlacementSettings = {
 
 export class PlacementController {
   readonly estimator: LoadEstimator;
+  readonly feedback: WorkerFeedback;
   private accumulated = 0;
   private trafficRepacks = 0;
   /** Polls that saw fleet compute. */
@@ -45,6 +50,7 @@ export class PlacementController {
 
   constructor(private readonly settings: PlacementSettings) {
     this.estimator = new LoadEstimator(settings.rebalanceComputeSeconds);
+    this.feedback = new WorkerFeedback(settings.feedback ?? DEFAULT_FEEDBACK);
     this.replicas = new Map(settings.replicas);
   }
 
@@ -126,6 +132,9 @@ export class PlacementController {
     force = false,
   ): PackingResult | null {
     const done = this.estimator.observe(sample, nowMs);
+    // Only weights the controller derived from measured load are corrected: the startup guess's
+    // imbalance is the packing's to fix, and a factor learnt from it would wind up.
+    if (this.trafficRepacks > 0) this.feedback.observe(this.estimator.lastWindow(), this.last?.placement ?? null);
     this.accumulated += done;
     if (done > 0) this.trafficPolls++;
     const threshold =
@@ -136,7 +145,14 @@ export class PlacementController {
     if (!force && (this.accumulated < threshold || early)) return this.reweighed(models, workers);
     if (!force) this.trafficRepacks++;
     this.accumulated = 0;
-    return this.pack(this.estimator.utilisation(models), workers, memoryCap, true, force);
+    return this.pack(this.utilisation(models), workers, memoryCap, true, force);
+  }
+
+  /** The estimated load per model, whole models scaled by what their worker measured (feedback). */
+  private utilisation(models: readonly string[]): Map<string, number> {
+    const u = this.estimator.utilisation(models);
+    for (const [m, x] of u) u.set(m, x * this.feedback.modelScale(m));
+    return u;
   }
 
   /**
@@ -146,7 +162,7 @@ export class PlacementController {
    */
   private reweighed(models: readonly string[], workers: readonly string[]): PackingResult | null {
     if (this.trafficRepacks === 0 || this.last === null) return null;
-    const result = this.keptSets(this.estimator.utilisation(models), workers);
+    const result = this.keptSets(this.utilisation(models), workers);
     if (result === null) return null;
     this.last = result;
     this.reweighs++;
@@ -174,6 +190,7 @@ export class PlacementController {
       sets,
       pinned: new Set(this.pins.keys()),
       memoryLoad: this.last.memoryLoad,
+      factor: this.feedback.factor(),
     });
   }
 
@@ -199,6 +216,21 @@ export class PlacementController {
     // Measured load may be split over workers (weighted replicas); the guess before any traffic
     // places whole models, since splitting a load nobody has measured balances nothing.
     let result = split ? computeSplitAssignment(input) : computeAssignment(input);
+    // The fresh sets' weights corrected by what each worker measured (the packing predicts in
+    // estimated load; the factors turn that into each worker's device time).
+    const factor = this.feedback.factor();
+    if (split && factor)
+      result = {
+        ...reweigh({
+          utilisation: u,
+          workers: input.workers,
+          sets: new Map([...result.placement].map(([m, p]) => [m, p.workers])),
+          pinned: new Set(this.pins.keys()),
+          memoryLoad: result.memoryLoad,
+          factor,
+        }),
+        held: result.held,
+      };
     // Hysteresis on replica sets: moving a replica moves weights between devices, changing a
     // weight moves nothing. A traffic repack keeps the replicas it has when, re-weighed, they
     // leave the busiest worker within the hysteresis of what the fresh packing would.
