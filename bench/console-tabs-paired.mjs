@@ -18,12 +18,14 @@
 //   that run gives is what this machine can resolve.
 // Usage: npm run build && nice -n 10 node bench/console-tabs-paired.mjs [--cycles 20]
 //   [--window-ms 6000] [--settle-ms 4000] [--tabs 20] [--hidden] [--control] [--build DIR] [--csv f]
+//   [--no-load]; or --from-csv f to re-analyse a run.
+// --no-load: no inference; the engine's own CPU with and without the tabs, and the browser's by process type.
 // --build DIR: the engine and console of another built checkout (its e2e/dist, engine/dist,
 //   console/dist), to measure an earlier commit with the same method.
 /* global fetch */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { perfAnalyzerBinary } from '../e2e/dist/src/perf-analyzer.js';
@@ -41,6 +43,7 @@ const hidden = process.argv.includes('--hidden');
 const control = process.argv.includes('--control');
 const buildDir = arg('build', null);
 const csvPath = arg('csv', null);
+const noLoad = process.argv.includes('--no-load');
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** CPU seconds (user + system) of every process, and each one's parent, from /proc. */
@@ -139,12 +142,12 @@ async function startEngine() {
   };
 }
 
-/** The load for the whole run: perf_analyzer with a measurement window longer than the run. */
+/** The load for the whole run: perf_analyzer never stable (its records are freed per 2 s window), killed at the end. */
 function startLoad(e) {
   const lib = process.env.HLOSERVE_PERF_ANALYZER_LD_PATH;
   if (!lib) throw new Error('set HLOSERVE_PERF_ANALYZER_LD_PATH (see bench/console-tabs.mjs)');
   const args = ['-m', 'mlp', '-u', e.server.grpcUrl(), '-i', 'grpc', '--concurrency-range', '16'];
-  const child = spawn(perfAnalyzerBinary(), [...args, '-p', '3600000', '-s', '100', '-r', '3'], {
+  const child = spawn(perfAnalyzerBinary(), [...args, '-p', '2000', '-s', '0.0001', '-r', '100000'], {
     stdio: 'ignore',
     env: { ...process.env, LD_LIBRARY_PATH: [lib, process.env.LD_LIBRARY_PATH].filter(Boolean).join(':') },
   });
@@ -188,6 +191,21 @@ async function measure(e, load, browserPid) {
   const m1 = machineJiffies();
   const s = (performance.now() - t0) / 1000;
   const cores = (pid) => (treeCpu(p1, pid) - treeCpu(p0, pid)) / s;
+  const byType = {};
+  for (const [pid, c] of p1.cpu) {
+    let inTree = false;
+    for (let p = pid; p > 1 && browserPid; p = p1.parent.get(p) ?? 0) if (p === browserPid) inTree = true;
+    if (!inTree) continue;
+    let type = 'driver';
+    try {
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      type = /--type=([^\s\0]+)/.exec(cmd)?.[1] ?? (cmd.includes('chrom') ? 'browser' : 'driver');
+      if (type === 'utility') type = /--utility-sub-type=([^\s\0]+)/.exec(cmd)?.[1] ?? type;
+    } catch {
+      // exited
+    }
+    byType[type] = (byType[type] ?? 0) + (c - (p0.cpu.get(pid) ?? 0)) / s;
+  }
   const engineCores = cores(e.server.child.pid);
   const rps = (n1 - n0) / s;
   return {
@@ -195,7 +213,8 @@ async function measure(e, load, browserPid) {
     engineCores,
     engineUsPerReq: (1e6 * engineCores) / rps,
     browserCores: cores(browserPid),
-    loadCores: cores(load.pid),
+    byType,
+    loadCores: cores(load?.pid ?? 0),
     machineBusy: (m1.busy - m0.busy) / (m1.total - m0.total),
     load1: loadavg()[0],
   };
@@ -207,7 +226,7 @@ async function main() {
     `# ${cycles} cycles, windows ${windowMs} ms, settle ${settleMs} ms, ${control ? 'CONTROL (no tabs in either phase)' : `${tabs} tabs${hidden ? ', all but one hidden' : ', all shown'}`}${buildDir ? `, build ${buildDir}` : ''}`,
   );
   const e = await startEngine();
-  const load = startLoad(e);
+  const load = noLoad ? null : startLoad(e);
   let tabsChild = null;
   const without = [];
   const withTabs = [];
@@ -229,37 +248,37 @@ async function main() {
       const w = withTabs[i];
       const o = (without[i].rps + without[i + 1].rps) / 2;
       const oUs = (without[i].engineUsPerReq + without[i + 1].engineUsPerReq) / 2;
+      if (noLoad) {
+        const types = Object.entries(w.byType)
+          .sort((a, b) => b[1] - a[1])
+          .map(([k, v]) => `${k} ${fmt(1000 * v, 1)}`)
+          .join(', ');
+        console.log(
+          `| ${i + 1} | engine cores without ${fmt(without[i + 1].engineCores, 4)}, with ${fmt(w.engineCores, 4)} | browser ${fmt(w.browserCores, 3)} cores (ms/s: ${types}) | load1 ${fmt(w.load1, 1)} |`,
+        );
+        continue;
+      }
       console.log(
         `| ${i + 1} | ${fmt(without[i + 1].rps, 0)} | ${fmt(w.rps, 0)} | ${fmt(w.rps / o, 3)} | ${fmt(oUs, 1)} / ${fmt(w.engineUsPerReq, 1)} | ${fmt(w.browserCores, 3)} | ${fmt(w.loadCores, 2)} | ${fmt(w.machineBusy, 3)} | ${fmt(w.load1, 1)} |`,
       );
     }
   } finally {
     await closeTabs(tabsChild);
-    load.kill('SIGTERM');
+    load?.kill('SIGTERM');
     await e.stop();
   }
-  const ratios = withTabs.map((w, i) => w.rps / ((without[i].rps + without[i + 1].rps) / 2));
-  const usRatios = withTabs.map(
-    (w, i) => w.engineUsPerReq / ((without[i].engineUsPerReq + without[i + 1].engineUsPerReq) / 2),
-  );
-  const ci = (xs, stat) => bootstrap(xs, stat).map((x) => fmt(x, 3));
-  const pct = (r) => fmt(100 * (1 - r), 1);
-  const mr = median(ratios);
-  const [lo, hi] = bootstrap(ratios, median);
-  console.log(
-    `\nthroughput with/without, ${ratios.length} pairs: median ${fmt(mr, 3)} (95 % CI ${fmt(lo, 3)}-${fmt(hi, 3)}; cost ${pct(mr)} %, CI ${pct(hi)} to ${pct(lo)} %); ` +
-      `mean ${fmt(mean(ratios), 3)} (CI ${ci(ratios, mean).join('-')}); ratios ${fmt(Math.min(...ratios), 3)}-${fmt(Math.max(...ratios), 3)}`,
-  );
-  console.log(
-    `engine CPU per request with/without: median ${fmt(median(usRatios), 3)} (CI ${ci(usRatios, median).join('-')}); ` +
-      `µs/req without ${fmt(median(without.map((x) => x.engineUsPerReq)), 1)}, with ${fmt(median(withTabs.map((x) => x.engineUsPerReq)), 1)}`,
-  );
-  const b = withTabs.map((x) => x.browserCores);
-  console.log(
-    `browser (Chromium and its driver) in the with windows: median ${fmt(median(b), 3)} cores (${fmt(Math.min(...b), 3)}-${fmt(Math.max(...b), 3)}); ` +
-      `engine cores without ${fmt(median(without.map((x) => x.engineCores)), 3)}, with ${fmt(median(withTabs.map((x) => x.engineCores)), 3)}; ` +
-      `machine busy ${fmt(median([...without, ...withTabs].map((x) => x.machineBusy)), 3)}; load1 ${fmt(Math.min(...withTabs.map((x) => x.load1)), 1)}-${fmt(Math.max(...withTabs.map((x) => x.load1)), 1)}`,
-  );
+  if (noLoad) {
+    const ew = withTabs.map((x) => x.engineCores);
+    const eo = without.map((x) => x.engineCores);
+    const diffs = withTabs.map((w, i) => w.engineCores - (without[i].engineCores + without[i + 1].engineCores) / 2);
+    console.log(
+      `\nidle engine (no inference): cores without ${fmt(median(eo), 4)}, with ${fmt(median(ew), 4)}; paired difference median ${fmt(1000 * median(diffs), 2)} ms/s ` +
+        `(CI ${bootstrap(diffs, median)
+          .map((x) => fmt(1000 * x, 2))
+          .join(' to ')}); browser ${fmt(median(withTabs.map((x) => x.browserCores)), 4)} cores`,
+    );
+    return;
+  }
   if (csvPath) {
     const rows = [
       ['phase', 'index', 'rps', 'engineCores', 'engineUsPerReq', 'browserCores', 'loadCores', 'machineBusy', 'load1'],
@@ -283,7 +302,59 @@ async function main() {
       );
     writeFileSync(csvPath, rows.map((r) => r.join(',')).join('\n') + '\n');
   }
-  console.log(`# cpus ${cpus().length}`);
+  report(without, withTabs);
 }
 
-await main();
+/**
+ * The paired figures. Each with-window against the mean of the without-windows either side:
+ * - measured: throughput with / without;
+ * - CPU-accounted: what the same pair predicts on a saturated machine, from CPU time alone: the
+ *   share of the cores the browser took from this run's processes (browser / (engine +
+ *   perf_analyzer + browser)) times the change in engine + generator CPU per request. It does not
+ *   move when other work on the machine takes cores from both phases, which the measured ratio does.
+ */
+function report(without, withTabs) {
+  const side = (i, f) => (f(without[i]) + f(without[i + 1])) / 2;
+  const ratios = withTabs.map((w, i) => w.rps / side(i, (x) => x.rps));
+  const usRatios = withTabs.map((w, i) => w.engineUsPerReq / side(i, (x) => x.engineUsPerReq));
+  const cpuPerReq = (x) => (x.engineCores + x.loadCores) / x.rps;
+  const accounted = withTabs.map(
+    (w, i) =>
+      (1 - w.browserCores / (w.engineCores + w.loadCores + w.browserCores)) * (side(i, cpuPerReq) / cpuPerReq(w)),
+  );
+  const ci = (xs, stat) => bootstrap(xs, stat).map((x) => fmt(x, 3));
+  const pct = (r) => fmt(100 * (1 - r), 1);
+  const mr = median(ratios);
+  const [lo, hi] = bootstrap(ratios, median);
+  console.log(
+    `\nthroughput with/without, ${ratios.length} pairs: median ${fmt(mr, 3)} (95 % CI ${fmt(lo, 3)}-${fmt(hi, 3)}; cost ${pct(mr)} %, CI ${pct(hi)} to ${pct(lo)} %); ` +
+      `mean ${fmt(mean(ratios), 3)} (CI ${ci(ratios, mean).join('-')}); ratios ${fmt(Math.min(...ratios), 3)}-${fmt(Math.max(...ratios), 3)}`,
+  );
+  console.log(
+    `engine CPU per request with/without: median ${fmt(median(usRatios), 3)} (CI ${ci(usRatios, median).join('-')}); ` +
+      `µs/req without ${fmt(median(without.map((x) => x.engineUsPerReq)), 1)}, with ${fmt(median(withTabs.map((x) => x.engineUsPerReq)), 1)}`,
+  );
+  const ma = median(accounted);
+  const [alo, ahi] = bootstrap(accounted, median);
+  console.log(
+    `CPU-accounted with/without: median ${fmt(ma, 3)} (95 % CI ${fmt(alo, 3)}-${fmt(ahi, 3)}; cost ${pct(ma)} %, CI ${pct(ahi)} to ${pct(alo)} %)`,
+  );
+  const b = withTabs.map((x) => x.browserCores);
+  console.log(
+    `browser (Chromium and its driver) in the with windows: median ${fmt(median(b), 3)} cores (${fmt(Math.min(...b), 3)}-${fmt(Math.max(...b), 3)}); ` +
+      `engine cores without ${fmt(median(without.map((x) => x.engineCores)), 3)}, with ${fmt(median(withTabs.map((x) => x.engineCores)), 3)}; ` +
+      `machine busy ${fmt(median([...without, ...withTabs].map((x) => x.machineBusy)), 3)}; load1 ${fmt(Math.min(...withTabs.map((x) => x.load1)), 1)}-${fmt(Math.max(...withTabs.map((x) => x.load1)), 1)}`,
+  );
+}
+
+const fromCsv = arg('from-csv', null);
+if (fromCsv) {
+  // Re-analyse a run's windows (written with --csv).
+  const [head, ...lines] = readFileSync(fromCsv, 'utf8').trim().split('\n');
+  const cols = head.split(',');
+  const rows = lines.map((l) => Object.fromEntries(l.split(',').map((v, i) => [cols[i], i < 1 ? v : Number(v)])));
+  report(
+    rows.filter((r) => r.phase === 'without'),
+    rows.filter((r) => r.phase === 'with'),
+  );
+} else await main();
