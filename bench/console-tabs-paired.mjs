@@ -17,7 +17,7 @@
 // --control: the same cycle with no tabs in either phase (without against without): the interval
 //   that run gives is what this machine can resolve.
 // Usage: npm run build && nice -n 10 node bench/console-tabs-paired.mjs [--cycles 20]
-//   [--window-ms 6000] [--settle-ms 4000] [--tabs 20] [--hidden] [--control] [--build DIR] [--csv f]
+//   [--window-ms 5000] [--settle-ms 4000] [--tabs 20] [--hidden] [--control] [--build DIR] [--csv f]
 //   [--no-load]; or --from-csv f to re-analyse a run.
 // --no-load: no inference; the engine's own CPU with and without the tabs, and the browser's by process type.
 // --build DIR: the engine and console of another built checkout (its e2e/dist, engine/dist,
@@ -36,7 +36,7 @@ const arg = (name, dflt) => {
   return i >= 0 ? process.argv[i + 1] : dflt;
 };
 const cycles = Number(arg('cycles', '20'));
-const windowMs = Number(arg('window-ms', '6000'));
+const windowMs = Number(arg('window-ms', '5000'));
 const settleMs = Number(arg('settle-ms', '4000'));
 const tabs = Number(arg('tabs', '20'));
 const hidden = process.argv.includes('--hidden');
@@ -165,6 +165,7 @@ function openTabs(e) {
       String(tabs),
       hidden ? '1' : '0',
       '0',
+      'parallel',
     ];
     const child = spawn(process.execPath, argv, { stdio: ['pipe', 'pipe', 'inherit'] });
     child.stdout.on('data', (d) => String(d).includes('ready') && resolve_(child));
@@ -220,6 +221,34 @@ async function measure(e, load, browserPid) {
   };
 }
 
+/** Every window so far (rewritten after each cycle, so a run cut short keeps what it measured). */
+function writeCsv(without, withTabs) {
+  if (!csvPath) return;
+  {
+    const rows = [
+      ['phase', 'index', 'rps', 'engineCores', 'engineUsPerReq', 'browserCores', 'loadCores', 'machineBusy', 'load1'],
+    ];
+    for (const [phase, xs] of [
+      ['without', without],
+      ['with', withTabs],
+    ])
+      xs.forEach((x, i) =>
+        rows.push([
+          phase,
+          i,
+          x.rps,
+          x.engineCores,
+          x.engineUsPerReq,
+          x.browserCores,
+          x.loadCores,
+          x.machineBusy,
+          x.load1,
+        ]),
+      );
+    writeFileSync(csvPath, rows.map((r) => r.join(',')).join('\n') + '\n');
+  }
+}
+
 async function main() {
   console.log(`# bench/console-tabs-paired, machine: ${machine()}`);
   console.log(
@@ -245,6 +274,7 @@ async function main() {
       tabsChild = null;
       await sleep(settleMs);
       without.push(await measure(e, load, 0));
+      writeCsv(without, withTabs);
       const w = withTabs[i];
       const o = (without[i].rps + without[i + 1].rps) / 2;
       const oUs = (without[i].engineUsPerReq + without[i + 1].engineUsPerReq) / 2;
@@ -279,29 +309,7 @@ async function main() {
     );
     return;
   }
-  if (csvPath) {
-    const rows = [
-      ['phase', 'index', 'rps', 'engineCores', 'engineUsPerReq', 'browserCores', 'loadCores', 'machineBusy', 'load1'],
-    ];
-    for (const [phase, xs] of [
-      ['without', without],
-      ['with', withTabs],
-    ])
-      xs.forEach((x, i) =>
-        rows.push([
-          phase,
-          i,
-          x.rps,
-          x.engineCores,
-          x.engineUsPerReq,
-          x.browserCores,
-          x.loadCores,
-          x.machineBusy,
-          x.load1,
-        ]),
-      );
-    writeFileSync(csvPath, rows.map((r) => r.join(',')).join('\n') + '\n');
-  }
+  writeCsv(without, withTabs);
   report(without, withTabs);
 }
 
