@@ -224,29 +224,27 @@ async function measure(e, load, browserPid) {
 /** Every window so far (rewritten after each cycle, so a run cut short keeps what it measured). */
 function writeCsv(without, withTabs) {
   if (!csvPath) return;
-  {
-    const rows = [
-      ['phase', 'index', 'rps', 'engineCores', 'engineUsPerReq', 'browserCores', 'loadCores', 'machineBusy', 'load1'],
-    ];
-    for (const [phase, xs] of [
-      ['without', without],
-      ['with', withTabs],
-    ])
-      xs.forEach((x, i) =>
-        rows.push([
-          phase,
-          i,
-          x.rps,
-          x.engineCores,
-          x.engineUsPerReq,
-          x.browserCores,
-          x.loadCores,
-          x.machineBusy,
-          x.load1,
-        ]),
-      );
-    writeFileSync(csvPath, rows.map((r) => r.join(',')).join('\n') + '\n');
-  }
+  const rows = [
+    ['phase', 'index', 'rps', 'engineCores', 'engineUsPerReq', 'browserCores', 'loadCores', 'machineBusy', 'load1'],
+  ];
+  for (const [phase, xs] of [
+    ['without', without],
+    ['with', withTabs],
+  ])
+    xs.forEach((x, i) =>
+      rows.push([
+        phase,
+        i,
+        x.rps,
+        x.engineCores,
+        x.engineUsPerReq,
+        x.browserCores,
+        x.loadCores,
+        x.machineBusy,
+        x.load1,
+      ]),
+    );
+  writeFileSync(csvPath, rows.map((r) => r.join(',')).join('\n') + '\n');
 }
 
 async function main() {
