@@ -9,8 +9,10 @@
 // - "with" (the tabs child of bench/console-tabs.mjs: 20 pages, --hidden as there) and "without"
 //   alternate many times; the tabs are opened and closed outside the windows, each window starting
 //   a settle time after the change (Chromium's start-up, the hidden leader's hand-over, its exit);
-// - each "with" window is paired with the mean of the "without" windows either side of it, which
-//   cancels a drift that is linear over one cycle; the report is the median of the paired ratios
+// - each cycle holds one "with" and one "without" window, which first drawn (seeded, --seed N), so
+//   other work that comes and goes with a period near the cycle's cannot line up with one phase;
+//   each "with" window is paired with the mean of the "without" windows next to it (one or two),
+//   which cancels a drift that is linear over that span; the report is the median of the paired ratios
 //   with a bootstrap 95 % interval (and the mean's), over many pairs;
 // - per window, from /proc: the engine's CPU (cores, and µs per request), the browser's process
 //   tree (cores), perf_analyzer's, and the machine's busy share and load average.
@@ -221,30 +223,22 @@ async function measure(e, load, browserPid) {
   };
 }
 
-/** Every window so far (rewritten after each cycle, so a run cut short keeps what it measured). */
-function writeCsv(without, withTabs) {
+/** Every window so far, in time order (rewritten after each, so a run cut short keeps what it measured). */
+function writeCsv(windows) {
   if (!csvPath) return;
-  const rows = [
-    ['phase', 'index', 'rps', 'engineCores', 'engineUsPerReq', 'browserCores', 'loadCores', 'machineBusy', 'load1'],
+  const cols = [
+    'phase',
+    'index',
+    'rps',
+    'engineCores',
+    'engineUsPerReq',
+    'browserCores',
+    'loadCores',
+    'machineBusy',
+    'load1',
   ];
-  for (const [phase, xs] of [
-    ['without', without],
-    ['with', withTabs],
-  ])
-    xs.forEach((x, i) =>
-      rows.push([
-        phase,
-        i,
-        x.rps,
-        x.engineCores,
-        x.engineUsPerReq,
-        x.browserCores,
-        x.loadCores,
-        x.machineBusy,
-        x.load1,
-      ]),
-    );
-  writeFileSync(csvPath, rows.map((r) => r.join(',')).join('\n') + '\n');
+  const rows = windows.map((x, i) => cols.map((c) => (c === 'index' ? i : x[c])));
+  writeFileSync(csvPath, [cols, ...rows].map((r) => r.join(',')).join('\n') + '\n');
 }
 
 async function main() {
@@ -255,78 +249,90 @@ async function main() {
   const e = await startEngine();
   const load = noLoad ? null : startLoad(e);
   let tabsChild = null;
-  const without = [];
-  const withTabs = [];
+  const windows = [];
+  // Which phase comes first in each cycle is drawn (seeded): other work on the machine that comes
+  // and goes with a period near the cycle's cannot then line up with one phase.
+  let seed = Number(arg('seed', '1'));
+  const coin = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31 < 0.5;
+  const phase = async (withTabsNow) => {
+    if (withTabsNow && !control) tabsChild = await openTabs(e);
+    await sleep(settleMs);
+    const m = await measure(e, load, tabsChild?.pid ?? 0);
+    await closeTabs(tabsChild);
+    tabsChild = null;
+    windows.push({ phase: withTabsNow ? 'with' : 'without', ...m });
+    writeCsv(windows);
+    const types = Object.entries(m.byType)
+      .sort((x, y) => y[1] - x[1])
+      .map(([k, v]) => `${k} ${fmt(1000 * v, 1)}`)
+      .join(', ');
+    console.log(
+      `| ${windows.length} | ${windows.at(-1).phase} | ${fmt(m.rps, 0)} | ${fmt(m.engineCores, 3)} | ${fmt(m.engineUsPerReq, 1)} | ` +
+        `${fmt(m.browserCores, 3)}${noLoad && types ? ` (ms/s: ${types})` : ''} | ${fmt(m.loadCores, 2)} | ${fmt(m.machineBusy, 3)} | ${fmt(m.load1, 1)} |`,
+    );
+  };
   try {
     await sleep(10_000); // the generator's ramp, compiled sizes, learned costs
-    without.push(await measure(e, load, 0));
     console.log(
-      '\n| cycle | without infer/s | with infer/s | paired ratio | engine µs/req without / with | browser cores | perf_analyzer cores | machine busy | load1 |',
+      '\n| window | phase | infer/s | engine cores | engine µs/req | browser cores | perf_analyzer cores | machine busy | load1 |',
     );
     console.log('|---|---|---|---|---|---|---|---|---|');
+    await phase(false);
     for (let i = 0; i < cycles; i++) {
-      if (!control) tabsChild = await openTabs(e);
-      await sleep(settleMs);
-      withTabs.push(await measure(e, load, tabsChild?.pid ?? 0));
-      await closeTabs(tabsChild);
-      tabsChild = null;
-      await sleep(settleMs);
-      without.push(await measure(e, load, 0));
-      writeCsv(without, withTabs);
-      const w = withTabs[i];
-      const o = (without[i].rps + without[i + 1].rps) / 2;
-      const oUs = (without[i].engineUsPerReq + without[i + 1].engineUsPerReq) / 2;
-      if (noLoad) {
-        const types = Object.entries(w.byType)
-          .sort((a, b) => b[1] - a[1])
-          .map(([k, v]) => `${k} ${fmt(1000 * v, 1)}`)
-          .join(', ');
-        console.log(
-          `| ${i + 1} | engine cores without ${fmt(without[i + 1].engineCores, 4)}, with ${fmt(w.engineCores, 4)} | browser ${fmt(w.browserCores, 3)} cores (ms/s: ${types}) | load1 ${fmt(w.load1, 1)} |`,
-        );
-        continue;
-      }
-      console.log(
-        `| ${i + 1} | ${fmt(without[i + 1].rps, 0)} | ${fmt(w.rps, 0)} | ${fmt(w.rps / o, 3)} | ${fmt(oUs, 1)} / ${fmt(w.engineUsPerReq, 1)} | ${fmt(w.browserCores, 3)} | ${fmt(w.loadCores, 2)} | ${fmt(w.machineBusy, 3)} | ${fmt(w.load1, 1)} |`,
-      );
+      const withFirst = coin();
+      await phase(withFirst);
+      await phase(!withFirst);
     }
   } finally {
     await closeTabs(tabsChild);
     load?.kill('SIGTERM');
     await e.stop();
   }
-  if (noLoad) {
-    const ew = withTabs.map((x) => x.engineCores);
-    const eo = without.map((x) => x.engineCores);
-    const diffs = withTabs.map((w, i) => w.engineCores - (without[i].engineCores + without[i + 1].engineCores) / 2);
-    console.log(
-      `\nidle engine (no inference): cores without ${fmt(median(eo), 4)}, with ${fmt(median(ew), 4)}; paired difference median ${fmt(1000 * median(diffs), 2)} ms/s ` +
-        `(CI ${bootstrap(diffs, median)
-          .map((x) => fmt(1000 * x, 2))
-          .join(' to ')}); browser ${fmt(median(withTabs.map((x) => x.browserCores)), 4)} cores`,
-    );
-    return;
-  }
-  writeCsv(without, withTabs);
-  report(without, withTabs);
+  report(windows);
+}
+
+/** Each with-window and the without-windows next to it (one or two: every cycle holds one of each). */
+function pairs(windows) {
+  const out = [];
+  windows.forEach((w, k) => {
+    if (w.phase !== 'with') return;
+    const side = [windows[k - 1], windows[k + 1]].filter((x) => x?.phase === 'without');
+    if (side.length > 0) out.push({ w, side });
+  });
+  return out;
 }
 
 /**
- * The paired figures. Each with-window against the mean of the without-windows either side:
+ * The paired figures. Each with-window against the mean of the without-windows next to it:
  * - measured: throughput with / without;
  * - CPU-accounted: what the same pair predicts on a saturated machine, from CPU time alone: the
  *   share of the cores the browser took from this run's processes (browser / (engine +
  *   perf_analyzer + browser)) times the change in engine + generator CPU per request. It does not
  *   move when other work on the machine takes cores from both phases, which the measured ratio does.
  */
-function report(without, withTabs) {
-  const side = (i, f) => (f(without[i]) + f(without[i + 1])) / 2;
-  const ratios = withTabs.map((w, i) => w.rps / side(i, (x) => x.rps));
-  const usRatios = withTabs.map((w, i) => w.engineUsPerReq / side(i, (x) => x.engineUsPerReq));
+function report(windows) {
+  const without = windows.filter((x) => x.phase === 'without');
+  const withTabs = windows.filter((x) => x.phase === 'with');
+  const ps = pairs(windows);
+  const sideMean = (p, f) => mean(p.side.map(f));
+  if (noLoad) {
+    const diffs = ps.map((p) => p.w.engineCores - sideMean(p, (x) => x.engineCores));
+    console.log(
+      `\nidle engine (no inference), ${ps.length} pairs: cores without ${fmt(median(without.map((x) => x.engineCores)), 4)}, ` +
+        `with ${fmt(median(withTabs.map((x) => x.engineCores)), 4)}; paired difference median ${fmt(1000 * median(diffs), 2)} ms/s ` +
+        `(CI ${bootstrap(diffs, median)
+          .map((x) => fmt(1000 * x, 2))
+          .join(' to ')}); browser ${fmt(median(withTabs.map((x) => x.browserCores)), 4)} cores`,
+    );
+    return;
+  }
+  const ratios = ps.map((p) => p.w.rps / sideMean(p, (x) => x.rps));
+  const usRatios = ps.map((p) => p.w.engineUsPerReq / sideMean(p, (x) => x.engineUsPerReq));
   const cpuPerReq = (x) => (x.engineCores + x.loadCores) / x.rps;
-  const accounted = withTabs.map(
-    (w, i) =>
-      (1 - w.browserCores / (w.engineCores + w.loadCores + w.browserCores)) * (side(i, cpuPerReq) / cpuPerReq(w)),
+  const accounted = ps.map(
+    ({ w, side }) =>
+      (1 - w.browserCores / (w.engineCores + w.loadCores + w.browserCores)) *
+      (mean(side.map(cpuPerReq)) / cpuPerReq(w)),
   );
   const ci = (xs, stat) => bootstrap(xs, stat).map((x) => fmt(x, 3));
   const pct = (r) => fmt(100 * (1 - r), 1);
@@ -359,8 +365,10 @@ if (fromCsv) {
   const [head, ...lines] = readFileSync(fromCsv, 'utf8').trim().split('\n');
   const cols = head.split(',');
   const rows = lines.map((l) => Object.fromEntries(l.split(',').map((v, i) => [cols[i], i < 1 ? v : Number(v)])));
-  report(
-    rows.filter((r) => r.phase === 'without'),
-    rows.filter((r) => r.phase === 'with'),
-  );
+  // Files written before the phases were drawn list every without-window, then every with-window,
+  // each numbered within its phase; they alternated without, with, without, ...
+  const o = rows.filter((r) => r.phase === 'without');
+  const w = rows.filter((r) => r.phase === 'with');
+  const grouped = rows.length > 1 && rows[1].phase === 'without' && o[1]?.index === 1;
+  report(grouped ? o.flatMap((x, i) => (w[i] ? [x, w[i]] : [x])) : rows);
 } else await main();
