@@ -35,7 +35,7 @@ const SCREENS = ['/', '/models', '/memory', '/models/mlp', '/activity'];
 
 // Child: open the tabs, say "ready" once every page is live, hold them until stdin closes.
 if (process.argv[2] === '--tabs-child') {
-  const [, , , url, token, n, hidden, frozen] = process.argv;
+  const [, , , url, token, n, hidden, frozen, parallel] = process.argv;
   const { chromium } = await import('playwright-core');
   const browser = await chromium.launch({
     executablePath: process.env.HLOSERVE_TEST_CHROMIUM ?? process.env.CHROMIUM ?? '/usr/bin/chromium',
@@ -44,7 +44,8 @@ if (process.argv[2] === '--tabs-child') {
   const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
   await context.addInitScript((t) => localStorage.setItem('hloserve.token', t), token);
   const pages = [];
-  for (let i = 0; i < Number(n); i++) {
+  // In parallel (bench/console-tabs-paired opens them every cycle): the pages' loads overlap.
+  const open = async (i) => {
     const page = await context.newPage();
     await page.goto(url + SCREENS[i % SCREENS.length]);
     await page.locator('[data-testid="connection-banner"][data-state="live"]').waitFor({ timeout: 60_000 });
@@ -65,8 +66,10 @@ if (process.argv[2] === '--tabs-child') {
           setInterval(() => (seq.textContent = `seq ${++n}`), 1000);
         });
     }
-    pages.push(page);
-  }
+    pages[i] = page;
+  };
+  if (parallel === 'parallel') await Promise.all(Array.from({ length: Number(n) }, (_, i) => open(i)));
+  else for (let i = 0; i < Number(n); i++) await open(i);
   if (hidden === '1') {
     for (const page of pages.slice(0, -1)) {
       await page.evaluate(() => {

@@ -110,3 +110,25 @@ test('a tab signed in with another token gets a feed of its own', async ({ brows
   await expectLiveUpdates([adminTab!, viewerTab]);
   await context.close();
 });
+
+test('a screen that shows no residency holds only its own topics; the shell still shows the control mode', async ({
+  browser,
+}) => {
+  const context = await browser.newContext();
+  await context.addInitScript((t) => localStorage.setItem('hloserve.token', t), admin);
+  const page = await context.newPage();
+  const subscribed = new Set<string>();
+  page.on('websocket', (ws) =>
+    ws.on('framesent', ({ payload }) => {
+      const msg = JSON.parse(String(payload)) as { type?: string; topics?: string[] };
+      if (msg.type === 'subscribe') for (const t of msg.topics ?? []) subscribed.add(t);
+    }),
+  );
+  const c = new ConsolePage(page, engine.consoleUrl);
+  await c.open('/activity');
+  await c.expectLive();
+  // The mode comes from the worker list, read once; the residency topic (a delta a second under load) is not held.
+  await expect(page.getByTestId('who')).toContainText('mode');
+  await expect.poll(() => [...subscribed].sort()).toEqual(['events']);
+  await context.close();
+});

@@ -200,9 +200,22 @@ export function useRevokeToken() {
   });
 }
 
-/** The control mode, from the worker (the session names the token, not the node). */
+/**
+ * The control mode, from the worker (the session names the token, not the node). It is fixed for
+ * the worker's life, so this reads the worker list without holding the residency topic: the shell
+ * shows the mode on every screen, and holding the topic there made every screen take (and render)
+ * a residency delta each second under load. Selected, so device changes folded in by a screen that
+ * does hold the topic do not re-render the shell.
+ */
 export function useControlMode(): string | undefined {
-  return useWorkers().data?.[0]?.modelControlMode;
+  const token = useToken();
+  return useQuery({
+    queryKey: workerKeys.list(),
+    queryFn: ({ signal }) => apiGet<readonly WorkerInfo[]>(routes.workers, signal),
+    enabled: token !== null,
+    staleTime: Infinity,
+    select: (workers) => workers[0]?.modelControlMode,
+  }).data;
 }
 
 /**

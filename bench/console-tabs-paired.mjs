@@ -1,0 +1,374 @@
+// bench/console-tabs-paired: what the console open in 20 tabs costs inference, measured so that a
+// 3 % effect can be told from the machine's noise. bench/console-tabs restarted perf_analyzer for
+// every window (connection set-up, its own ramp), always measured "without" before "with", opened
+// the browser just before the "with" window (start-up spilling into it) and paired 4 windows: the
+// paired ratios swung +-20 %. Here:
+// - one perf_analyzer (c=16, gRPC, mlp) runs through the whole run; throughput per window is the
+//   engine's own success counter (metrics port) read at the window's edges, so a window can be
+//   short and no window pays a generator start;
+// - "with" (the tabs child of bench/console-tabs.mjs: 20 pages, --hidden as there) and "without"
+//   alternate many times; the tabs are opened and closed outside the windows, each window starting
+//   a settle time after the change (Chromium's start-up, the hidden leader's hand-over, its exit);
+// - each cycle holds one "with" and one "without" window, which first drawn (seeded, --seed N), so
+//   other work that comes and goes with a period near the cycle's cannot line up with one phase;
+//   each "with" window is paired with the mean of the "without" windows next to it (one or two),
+//   which cancels a drift that is linear over that span; the report is the median of the paired ratios
+//   with a bootstrap 95 % interval (and the mean's), over many pairs;
+// - per window, from /proc: the engine's CPU (cores, and µs per request), the browser's process
+//   tree (cores), perf_analyzer's, and the machine's busy share and load average.
+// --control: the same cycle with no tabs in either phase (without against without): the interval
+//   that run gives is what this machine can resolve.
+// Usage: npm run build && nice -n 10 node bench/console-tabs-paired.mjs [--cycles 20]
+//   [--window-ms 5000] [--settle-ms 4000] [--tabs 20] [--hidden] [--control] [--build DIR] [--csv f]
+//   [--no-load]; or --from-csv f to re-analyse a run.
+// --no-load: no inference; the engine's own CPU with and without the tabs, and the browser's by process type.
+// --build DIR: the engine and console of another built checkout (its e2e/dist, engine/dist,
+//   console/dist), to measure an earlier commit with the same method.
+/* global fetch */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { perfAnalyzerBinary } from '../e2e/dist/src/perf-analyzer.js';
+import { fmt, machine } from './stats.mjs';
+
+const arg = (name, dflt) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : dflt;
+};
+const cycles = Number(arg('cycles', '20'));
+const windowMs = Number(arg('window-ms', '5000'));
+const settleMs = Number(arg('settle-ms', '4000'));
+const tabs = Number(arg('tabs', '20'));
+const hidden = process.argv.includes('--hidden');
+const control = process.argv.includes('--control');
+const buildDir = arg('build', null);
+const csvPath = arg('csv', null);
+const noLoad = process.argv.includes('--no-load');
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** CPU seconds (user + system) of every process, and each one's parent, from /proc. */
+function procTable() {
+  const parent = new Map();
+  const cpu = new Map();
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      parent.set(Number(d), Number(f[1]));
+      cpu.set(Number(d), (Number(f[11]) + Number(f[12])) / 100);
+    } catch {
+      // exited while we looked
+    }
+  }
+  return { parent, cpu };
+}
+
+function treeCpu(table, rootPid) {
+  if (!rootPid) return 0;
+  let s = 0;
+  for (const [pid, c] of table.cpu) {
+    for (let p = pid; p > 1; p = table.parent.get(p) ?? 0)
+      if (p === rootPid) {
+        s += c;
+        break;
+      }
+  }
+  return s;
+}
+
+/** The machine's busy and total jiffies over all CPUs (/proc/stat). */
+function machineJiffies() {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  const idle = f[3] + f[4];
+  const total = f.slice(0, 8).reduce((a, b) => a + b, 0);
+  return { busy: total - idle, total };
+}
+
+async function successCount(metricsUrl) {
+  const text = await (await fetch(metricsUrl)).text();
+  let n = 0;
+  for (const line of text.split('\n'))
+    if (line.startsWith('nv_inference_request_success')) n += Number(line.slice(line.lastIndexOf(' ') + 1));
+  return n;
+}
+
+function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+}
+const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+/** Percentile bootstrap 95 % interval of `stat` over resamples of `xs` (fixed seed: reruns agree). */
+function bootstrap(xs, stat, n = 4000) {
+  let seed = 12345;
+  const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+  const out = [];
+  for (let i = 0; i < n; i++) out.push(stat(xs.map(() => xs[Math.floor(rand() * xs.length)])));
+  out.sort((a, b) => a - b);
+  return [out[Math.floor(0.025 * n)], out[Math.floor(0.975 * n)]];
+}
+
+async function startEngine() {
+  const serverProcess = buildDir
+    ? join(resolve(buildDir), 'e2e', 'dist', 'src', 'server-process.js')
+    : join(import.meta.dirname, '..', 'e2e', 'dist', 'src', 'server-process.js');
+  const { startServer } = await import(pathToFileURL(serverProcess).href);
+  const stateDir = mkdtempSync(join(tmpdir(), 'hloserve-tabs-paired-'));
+  const server = await startServer({
+    HLOSERVE_MODELS_INCLUDE: 'mlp',
+    HLOSERVE_STATE_URL: `sqlite:${join(stateDir, 'state.sqlite')}`,
+  });
+  const setupLine = server.logs.find((l) => l.includes('"setupToken"'));
+  const setupToken = setupLine ? JSON.parse(setupLine).setupToken : null;
+  if (!setupToken) throw new Error('no setup token in the log (state not fresh?)');
+  const consoleUrl = `http://127.0.0.1:${server.ports.console}`;
+  const r = await fetch(`${consoleUrl}/api/v1/setup`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ setupToken }),
+  });
+  if (!r.ok) throw new Error(`setup: ${r.status} ${await r.text()}`);
+  const token = (await r.json()).data.token;
+  return {
+    server,
+    token,
+    consoleUrl,
+    metricsUrl: `http://127.0.0.1:${server.ports.metrics}/metrics`,
+    stop: async () => {
+      await server.stop();
+      rmSync(stateDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The load for the whole run: perf_analyzer never stable (its records are freed per 2 s window), killed at the end. */
+function startLoad(e) {
+  const lib = process.env.HLOSERVE_PERF_ANALYZER_LD_PATH;
+  if (!lib) throw new Error('set HLOSERVE_PERF_ANALYZER_LD_PATH (see bench/console-tabs.mjs)');
+  const args = ['-m', 'mlp', '-u', e.server.grpcUrl(), '-i', 'grpc', '--concurrency-range', '16'];
+  const child = spawn(perfAnalyzerBinary(), [...args, '-p', '2000', '-s', '0.0001', '-r', '100000'], {
+    stdio: 'ignore',
+    env: { ...process.env, LD_LIBRARY_PATH: [lib, process.env.LD_LIBRARY_PATH].filter(Boolean).join(':') },
+  });
+  return child;
+}
+
+/** The tabs child of bench/console-tabs.mjs; resolves once every page is live (and hidden). */
+function openTabs(e) {
+  return new Promise((resolve_, reject) => {
+    const argv = [
+      join(import.meta.dirname, 'console-tabs.mjs'),
+      '--tabs-child',
+      e.consoleUrl,
+      e.token,
+      String(tabs),
+      hidden ? '1' : '0',
+      '0',
+      'parallel',
+    ];
+    const child = spawn(process.execPath, argv, { stdio: ['pipe', 'pipe', 'inherit'] });
+    child.stdout.on('data', (d) => String(d).includes('ready') && resolve_(child));
+    child.once('exit', (code) => reject(new Error(`tabs child exited ${code} before ready`)));
+  });
+}
+
+async function closeTabs(child) {
+  if (!child) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.stdin.end();
+  await exited;
+}
+
+/** One measured window: requests, and CPU of the engine, browser, load generator and machine. */
+async function measure(e, load, browserPid) {
+  const t0 = performance.now();
+  const p0 = procTable();
+  const m0 = machineJiffies();
+  const n0 = await successCount(e.metricsUrl);
+  await sleep(windowMs);
+  const n1 = await successCount(e.metricsUrl);
+  const p1 = procTable();
+  const m1 = machineJiffies();
+  const s = (performance.now() - t0) / 1000;
+  const cores = (pid) => (treeCpu(p1, pid) - treeCpu(p0, pid)) / s;
+  const byType = {};
+  for (const [pid, c] of p1.cpu) {
+    let inTree = false;
+    for (let p = pid; p > 1 && browserPid; p = p1.parent.get(p) ?? 0) if (p === browserPid) inTree = true;
+    if (!inTree) continue;
+    let type = 'driver';
+    try {
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      type = /--type=([^\s\0]+)/.exec(cmd)?.[1] ?? (cmd.includes('chrom') ? 'browser' : 'driver');
+      if (type === 'utility') type = /--utility-sub-type=([^\s\0]+)/.exec(cmd)?.[1] ?? type;
+    } catch {
+      // exited
+    }
+    byType[type] = (byType[type] ?? 0) + (c - (p0.cpu.get(pid) ?? 0)) / s;
+  }
+  const engineCores = cores(e.server.child.pid);
+  const rps = (n1 - n0) / s;
+  return {
+    rps,
+    engineCores,
+    engineUsPerReq: (1e6 * engineCores) / rps,
+    browserCores: cores(browserPid),
+    byType,
+    loadCores: cores(load?.pid ?? 0),
+    machineBusy: (m1.busy - m0.busy) / (m1.total - m0.total),
+    load1: loadavg()[0],
+  };
+}
+
+/** Every window so far, in time order (rewritten after each, so a run cut short keeps what it measured). */
+function writeCsv(windows) {
+  if (!csvPath) return;
+  const cols = [
+    'phase',
+    'index',
+    'rps',
+    'engineCores',
+    'engineUsPerReq',
+    'browserCores',
+    'loadCores',
+    'machineBusy',
+    'load1',
+  ];
+  const rows = windows.map((x, i) => cols.map((c) => (c === 'index' ? i : x[c])));
+  writeFileSync(csvPath, [cols, ...rows].map((r) => r.join(',')).join('\n') + '\n');
+}
+
+async function main() {
+  console.log(`# bench/console-tabs-paired, machine: ${machine()}`);
+  console.log(
+    `# ${cycles} cycles, windows ${windowMs} ms, settle ${settleMs} ms, ${control ? 'CONTROL (no tabs in either phase)' : `${tabs} tabs${hidden ? ', all but one hidden' : ', all shown'}`}${buildDir ? `, build ${buildDir}` : ''}`,
+  );
+  const e = await startEngine();
+  const load = noLoad ? null : startLoad(e);
+  let tabsChild = null;
+  const windows = [];
+  // Which phase comes first in each cycle is drawn (seeded): other work on the machine that comes
+  // and goes with a period near the cycle's cannot then line up with one phase.
+  let seed = Number(arg('seed', '1'));
+  const coin = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31 < 0.5;
+  const phase = async (withTabsNow) => {
+    if (withTabsNow && !control) tabsChild = await openTabs(e);
+    await sleep(settleMs);
+    const m = await measure(e, load, tabsChild?.pid ?? 0);
+    await closeTabs(tabsChild);
+    tabsChild = null;
+    windows.push({ phase: withTabsNow ? 'with' : 'without', ...m });
+    writeCsv(windows);
+    const types = Object.entries(m.byType)
+      .sort((x, y) => y[1] - x[1])
+      .map(([k, v]) => `${k} ${fmt(1000 * v, 1)}`)
+      .join(', ');
+    console.log(
+      `| ${windows.length} | ${windows.at(-1).phase} | ${fmt(m.rps, 0)} | ${fmt(m.engineCores, 3)} | ${fmt(m.engineUsPerReq, 1)} | ` +
+        `${fmt(m.browserCores, 3)}${noLoad && types ? ` (ms/s: ${types})` : ''} | ${fmt(m.loadCores, 2)} | ${fmt(m.machineBusy, 3)} | ${fmt(m.load1, 1)} |`,
+    );
+  };
+  try {
+    await sleep(10_000); // the generator's ramp, compiled sizes, learned costs
+    console.log(
+      '\n| window | phase | infer/s | engine cores | engine µs/req | browser cores | perf_analyzer cores | machine busy | load1 |',
+    );
+    console.log('|---|---|---|---|---|---|---|---|---|');
+    await phase(false);
+    for (let i = 0; i < cycles; i++) {
+      const withFirst = coin();
+      await phase(withFirst);
+      await phase(!withFirst);
+    }
+  } finally {
+    await closeTabs(tabsChild);
+    load?.kill('SIGTERM');
+    await e.stop();
+  }
+  report(windows);
+}
+
+/** Each with-window and the without-windows next to it (one or two: every cycle holds one of each). */
+function pairs(windows) {
+  const out = [];
+  windows.forEach((w, k) => {
+    if (w.phase !== 'with') return;
+    const side = [windows[k - 1], windows[k + 1]].filter((x) => x?.phase === 'without');
+    if (side.length > 0) out.push({ w, side });
+  });
+  return out;
+}
+
+/**
+ * The paired figures. Each with-window against the mean of the without-windows next to it:
+ * - measured: throughput with / without;
+ * - CPU-accounted: what the same pair predicts on a saturated machine, from CPU time alone: the
+ *   share of the cores the browser took from this run's processes (browser / (engine +
+ *   perf_analyzer + browser)) times the change in engine + generator CPU per request. It does not
+ *   move when other work on the machine takes cores from both phases, which the measured ratio does.
+ */
+function report(windows) {
+  const without = windows.filter((x) => x.phase === 'without');
+  const withTabs = windows.filter((x) => x.phase === 'with');
+  const ps = pairs(windows);
+  const sideMean = (p, f) => mean(p.side.map(f));
+  if (noLoad) {
+    const diffs = ps.map((p) => p.w.engineCores - sideMean(p, (x) => x.engineCores));
+    console.log(
+      `\nidle engine (no inference), ${ps.length} pairs: cores without ${fmt(median(without.map((x) => x.engineCores)), 4)}, ` +
+        `with ${fmt(median(withTabs.map((x) => x.engineCores)), 4)}; paired difference median ${fmt(1000 * median(diffs), 2)} ms/s ` +
+        `(CI ${bootstrap(diffs, median)
+          .map((x) => fmt(1000 * x, 2))
+          .join(' to ')}); browser ${fmt(median(withTabs.map((x) => x.browserCores)), 4)} cores`,
+    );
+    return;
+  }
+  const ratios = ps.map((p) => p.w.rps / sideMean(p, (x) => x.rps));
+  const usRatios = ps.map((p) => p.w.engineUsPerReq / sideMean(p, (x) => x.engineUsPerReq));
+  const cpuPerReq = (x) => (x.engineCores + x.loadCores) / x.rps;
+  const accounted = ps.map(
+    ({ w, side }) =>
+      (1 - w.browserCores / (w.engineCores + w.loadCores + w.browserCores)) *
+      (mean(side.map(cpuPerReq)) / cpuPerReq(w)),
+  );
+  const ci = (xs, stat) => bootstrap(xs, stat).map((x) => fmt(x, 3));
+  const pct = (r) => fmt(100 * (1 - r), 1);
+  const mr = median(ratios);
+  const [lo, hi] = bootstrap(ratios, median);
+  console.log(
+    `\nthroughput with/without, ${ratios.length} pairs: median ${fmt(mr, 3)} (95 % CI ${fmt(lo, 3)}-${fmt(hi, 3)}; cost ${pct(mr)} %, CI ${pct(hi)} to ${pct(lo)} %); ` +
+      `mean ${fmt(mean(ratios), 3)} (CI ${ci(ratios, mean).join('-')}); ratios ${fmt(Math.min(...ratios), 3)}-${fmt(Math.max(...ratios), 3)}`,
+  );
+  console.log(
+    `engine CPU per request with/without: median ${fmt(median(usRatios), 3)} (CI ${ci(usRatios, median).join('-')}); ` +
+      `µs/req without ${fmt(median(without.map((x) => x.engineUsPerReq)), 1)}, with ${fmt(median(withTabs.map((x) => x.engineUsPerReq)), 1)}`,
+  );
+  const ma = median(accounted);
+  const [alo, ahi] = bootstrap(accounted, median);
+  console.log(
+    `CPU-accounted with/without: median ${fmt(ma, 3)} (95 % CI ${fmt(alo, 3)}-${fmt(ahi, 3)}; cost ${pct(ma)} %, CI ${pct(ahi)} to ${pct(alo)} %)`,
+  );
+  const b = withTabs.map((x) => x.browserCores);
+  console.log(
+    `browser (Chromium and its driver) in the with windows: median ${fmt(median(b), 3)} cores (${fmt(Math.min(...b), 3)}-${fmt(Math.max(...b), 3)}); ` +
+      `engine cores without ${fmt(median(without.map((x) => x.engineCores)), 3)}, with ${fmt(median(withTabs.map((x) => x.engineCores)), 3)}; ` +
+      `machine busy ${fmt(median([...without, ...withTabs].map((x) => x.machineBusy)), 3)}; load1 ${fmt(Math.min(...withTabs.map((x) => x.load1)), 1)}-${fmt(Math.max(...withTabs.map((x) => x.load1)), 1)}`,
+  );
+}
+
+const fromCsv = arg('from-csv', null);
+if (fromCsv) {
+  // Re-analyse a run's windows (written with --csv).
+  const [head, ...lines] = readFileSync(fromCsv, 'utf8').trim().split('\n');
+  const cols = head.split(',');
+  const rows = lines.map((l) => Object.fromEntries(l.split(',').map((v, i) => [cols[i], i < 1 ? v : Number(v)])));
+  // Files written before the phases were drawn list every without-window, then every with-window,
+  // each numbered within its phase; they alternated without, with, without, ...
+  const o = rows.filter((r) => r.phase === 'without');
+  const w = rows.filter((r) => r.phase === 'with');
+  const grouped = rows.length > 1 && rows[1].phase === 'without' && o[1]?.index === 1;
+  report(grouped ? o.flatMap((x, i) => (w[i] ? [x, w[i]] : [x])) : rows);
+} else await main();
