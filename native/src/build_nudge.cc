@@ -25,7 +25,10 @@ struct State {
   std::condition_variable cv;
   int builds = 0;
   int users = 0;  // addon instances (one per Node environment) that started the nudger
-  bool stopping = false;
+  // Bumped by each stop: a thread serves only the generation it was started in, so a start that
+  // follows a stop at once (worker threads' addon instances coming and going) cannot keep alive
+  // the threads that stop is joining.
+  uint64_t generation = 0;
   int64_t period_ns = 0;
   std::vector<std::thread> threads;
   std::atomic<uint64_t> nudges{0};
@@ -43,13 +46,13 @@ int64_t SteadyNs() {
       .count();
 }
 
-void Nudge() {
+void Nudge(uint64_t generation) {
 #if defined(__linux__)
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(st.mu);
-      st.cv.wait(lock, [] { return st.builds > 0 || st.stopping; });
-      if (st.stopping) return;
+      st.cv.wait(lock, [generation] { return st.builds > 0 || st.generation != generation; });
+      if (st.generation != generation) return;
     }
     const bool serving = SteadyNs() - last_serving_ns.load(std::memory_order_relaxed) < kServingRecentNs;
     const int64_t ns = serving ? st.period_ns : kQuietCheckNs;
@@ -57,6 +60,8 @@ void Nudge() {
     clock_nanosleep(CLOCK_MONOTONIC, 0, &d, nullptr);
     st.nudges.fetch_add(1, std::memory_order_relaxed);
   }
+#else
+  (void)generation;
 #endif
 }
 
@@ -69,13 +74,12 @@ int StartBuildNudger(int64_t period_us) {
   ++st.users;
   if (!st.threads.empty()) return static_cast<int>(st.threads.size());
   st.period_ns = period_us * 1000;
-  st.stopping = false;
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
   if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return 0;
   for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
     if (!CPU_ISSET(cpu, &allowed)) continue;
-    st.threads.emplace_back(Nudge);
+    st.threads.emplace_back(Nudge, st.generation);
     // Set here, not by the thread itself, so both hold once this returns. Pinned: each CPU must see
     // its own wake-ups; a free thread would be placed wherever is idlest.
     cpu_set_t one;
@@ -102,7 +106,7 @@ void StopBuildNudger() {
   {
     std::lock_guard<std::mutex> lock(st.mu);
     if (st.users == 0 || --st.users > 0) return;
-    st.stopping = true;
+    ++st.generation;
     joining.swap(st.threads);
   }
   st.cv.notify_all();
