@@ -30,6 +30,12 @@ export interface RuntimeOptions {
   plugin?: string;
   /** CPU plugin: how many devices to create (the plugin's own default is 4). Default 1. */
   cpuDeviceCount?: number;
+  /**
+   * CPU plugin: run each execution on the thread that launches it (false) or hand it to the
+   * client's own thread pool (true, the plugin's default). Default false: the hand-over costs two
+   * thread wake-ups per execution (bench/RESULTS.md, "Session 12: the CPU client's own threads").
+   */
+  cpuAsynchronous?: boolean;
   cuda?: CudaOptions;
   /** Further create options passed through verbatim (the plugin rejects unknown names). */
   extraOptions?: NativeOption[];
@@ -73,6 +79,7 @@ function createOptions(info: NativePluginInfo, o: RuntimeOptions): NativeOption[
     const n = o.cpuDeviceCount ?? 1;
     if (!Number.isInteger(n) || n < 1) throw new ArgumentError('cpuDeviceCount must be a positive integer');
     out.push({ name: 'cpu_device_count', kind: 'int64', value: n });
+    out.push({ name: 'asynchronous', kind: 'bool', value: o.cpuAsynchronous ?? false });
   }
   return [...out, ...(o.extraOptions ?? [])];
 }

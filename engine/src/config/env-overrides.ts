@@ -38,6 +38,7 @@ export const ENV_OVERRIDES: readonly EnvOverrideSpec[] = [
   spec('runtime', 'plugin', 'plugin'),
   spec('runtime', 'device_ordinal', 'int'),
   spec('runtime', 'cpu_device_count', 'int'),
+  spec('runtime', 'cpu_asynchronous', 'bool'),
   spec('runtime', 'memory_fraction', 'number'),
   spec('runtime', 'preallocate', 'bool'),
   spec('runtime', 'allocator', 'string'),

@@ -18,6 +18,8 @@ export interface RuntimeConfig {
   readonly deviceOrdinal: number;
   /** CPU plugin only: how many CPU devices the client creates. */
   readonly cpuDeviceCount: number;
+  /** CPU plugin only: executions on the client's own thread pool instead of the launching thread. */
+  readonly cpuAsynchronous: boolean;
   /** CUDA only: share of device memory XLA's allocator may use, (0, 1]. */
   readonly memoryFraction: number;
   /** CUDA only: grab the allocator pool at start instead of on demand. */

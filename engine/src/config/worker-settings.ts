@@ -101,6 +101,7 @@ function parseRuntime(r: MappingReader, baseDir: string): RuntimeConfig {
     plugin: parsePlugin(r, baseDir),
     deviceOrdinal: r.int('device_ordinal', d.deviceOrdinal, RANGES.nonNegativeInt),
     cpuDeviceCount: r.int('cpu_device_count', d.cpuDeviceCount, RANGES.positiveInt),
+    cpuAsynchronous: r.bool('cpu_asynchronous', d.cpuAsynchronous),
     memoryFraction: r.number('memory_fraction', d.memoryFraction, RANGES.openZeroToOne),
     preallocate: r.bool('preallocate', d.preallocate),
     allocator: r.oneOf('allocator', ALLOCATORS, d.allocator),

@@ -259,6 +259,7 @@ export class Worker implements InferenceService {
       (await Runtime.create({
         plugin: rt.plugin,
         cpuDeviceCount: rt.cpuDeviceCount,
+        cpuAsynchronous: rt.cpuAsynchronous,
         cuda: { memoryFraction: rt.memoryFraction, preallocate: rt.preallocate, allocator: rt.allocator },
       }));
     const stats = runtime.memoryStats(0);
