@@ -31,9 +31,10 @@ export interface RuntimeOptions {
   /** CPU plugin: how many devices to create (the plugin's own default is 4). Default 1. */
   cpuDeviceCount?: number;
   /**
-   * CPU plugin: run each execution on the thread that launches it (false) or hand it to the
-   * client's own thread pool (true, the plugin's default). Default false: the hand-over costs two
-   * thread wake-ups per execution (bench/RESULTS.md, "Session 12: the CPU client's own threads").
+   * CPU plugin: hand each execution to the client's own thread pool (true, the plugin's default
+   * and ours) or run it on the thread that launches it (false). false saves two thread wake-ups per
+   * execution (the MLP's throughput at 16 callers +5-12 %) but served the CNN at one caller 30 %
+   * slower (bench/RESULTS.md, "Session 12: the CPU client's own threads").
    */
   cpuAsynchronous?: boolean;
   cuda?: CudaOptions;
@@ -79,7 +80,7 @@ function createOptions(info: NativePluginInfo, o: RuntimeOptions): NativeOption[
     const n = o.cpuDeviceCount ?? 1;
     if (!Number.isInteger(n) || n < 1) throw new ArgumentError('cpuDeviceCount must be a positive integer');
     out.push({ name: 'cpu_device_count', kind: 'int64', value: n });
-    out.push({ name: 'asynchronous', kind: 'bool', value: o.cpuAsynchronous ?? false });
+    out.push({ name: 'asynchronous', kind: 'bool', value: o.cpuAsynchronous ?? true });
   }
   return [...out, ...(o.extraOptions ?? [])];
 }
