@@ -10,45 +10,19 @@
 // that passes /api (and the WebSocket) to the engine; without it the engine serves console/dist.
 /* global fetch, localStorage */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { perfAnalyzerBinary } from '../e2e/dist/src/perf-analyzer.js';
 import { startServer } from '../e2e/dist/src/server-process.js';
 import { serveConsole } from '../e2e/console/static-server.mjs';
+import { cpuSeconds } from './proc-cpu.mjs';
 import { fmt, machine } from './stats.mjs';
 
 const arg = (name, dflt) => {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 ? process.argv[i + 1] : dflt;
 };
-
-/** CPU seconds (user + system) of a process and its descendants, from /proc, less the subtrees of `skip`. */
-function cpuSeconds(rootPid, skip = []) {
-  const parent = new Map();
-  const cpu = new Map();
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      parent.set(Number(d), Number(f[1]));
-      cpu.set(Number(d), (Number(f[11]) + Number(f[12])) / 100);
-    } catch {
-      // exited while we looked
-    }
-  }
-  const inTree = (pid) => {
-    for (let p = pid; p > 1; p = parent.get(p) ?? 0) {
-      if (skip.includes(p)) return false;
-      if (p === rootPid) return true;
-    }
-    return false;
-  };
-  let s = 0;
-  for (const [pid, c] of cpu) if (inTree(pid)) s += c;
-  return s;
-}
 
 const screen = arg('screen', '/');
 const pagesN = Number(arg('pages', '1'));

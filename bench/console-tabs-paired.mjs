@@ -26,11 +26,12 @@
 //   console/dist), to measure an earlier commit with the same method.
 /* global fetch */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { perfAnalyzerBinary } from '../e2e/dist/src/perf-analyzer.js';
+import { procTable, treeCpu } from './proc-cpu.mjs';
 import { fmt, machine } from './stats.mjs';
 
 const arg = (name, dflt) => {
@@ -47,37 +48,6 @@ const buildDir = arg('build', null);
 const csvPath = arg('csv', null);
 const noLoad = process.argv.includes('--no-load');
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-/** CPU seconds (user + system) of every process, and each one's parent, from /proc. */
-function procTable() {
-  const parent = new Map();
-  const cpu = new Map();
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      parent.set(Number(d), Number(f[1]));
-      cpu.set(Number(d), (Number(f[11]) + Number(f[12])) / 100);
-    } catch {
-      // exited while we looked
-    }
-  }
-  return { parent, cpu };
-}
-
-function treeCpu(table, rootPid) {
-  if (!rootPid) return 0;
-  let s = 0;
-  for (const [pid, c] of table.cpu) {
-    for (let p = pid; p > 1; p = table.parent.get(p) ?? 0)
-      if (p === rootPid) {
-        s += c;
-        break;
-      }
-  }
-  return s;
-}
 
 /** The machine's busy and total jiffies over all CPUs (/proc/stat). */
 function machineJiffies() {

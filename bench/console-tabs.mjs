@@ -19,12 +19,13 @@
 // with its own console's tabs, so the two builds are compared side by side in one run.
 /* global fetch, document, localStorage, Event, setInterval */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { runPerfAnalyzer } from '../e2e/dist/src/perf-analyzer.js';
 import { startServer } from '../e2e/dist/src/server-process.js';
+import { cpuSeconds } from './proc-cpu.mjs';
 import { fmt, machine } from './stats.mjs';
 
 const arg = (name, dflt) => {
@@ -87,31 +88,6 @@ if (process.argv[2] === '--tabs-child') {
   });
 } else {
   await main();
-}
-
-/** CPU seconds (user + system) of a process and all its descendants, from /proc. */
-function cpuSeconds(rootPid) {
-  const tick = 100; // USER_HZ on Linux
-  const parent = new Map();
-  const cpu = new Map();
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      parent.set(Number(d), Number(f[1]));
-      cpu.set(Number(d), (Number(f[11]) + Number(f[12])) / tick);
-    } catch {
-      // exited while we looked
-    }
-  }
-  const inTree = (pid) => {
-    for (let p = pid; p > 1; p = parent.get(p) ?? 0) if (p === rootPid) return true;
-    return false;
-  };
-  let s = 0;
-  for (const [pid, c] of cpu) if (inTree(pid)) s += c;
-  return s;
 }
 
 /** An engine serving mlp from fresh state, set up, with an admin token for the console. */

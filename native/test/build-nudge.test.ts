@@ -5,7 +5,7 @@ import { availableParallelism } from 'node:os';
 import { after, before, suite, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { hostArray, Runtime } from '../lib/index.js';
-import { DOT, randomF32 } from './programs.js';
+import { DOT, heavyProgram, randomF32 } from './programs.js';
 
 const linux = process.platform === 'linux';
 
@@ -26,22 +26,6 @@ function nudgeThreads(): { policy: number; cpus: string }[] {
     }
   }
   return out;
-}
-
-/** A program whose compile takes a few hundred ms of CPU (as in priority.test.ts). */
-function heavyProgram(n: number): string {
-  const t = 'tensor<1x16x16x8xf32>';
-  const k = 'tensor<3x3x8x8xf32>';
-  let body = '';
-  let prev = '%x';
-  for (let i = 0; i < n; i++) {
-    body += `    %s${i} = stablehlo.constant dense<${((i + 1) / 5).toFixed(4)}> : ${k}\n`;
-    body += `    %q${i} = stablehlo.multiply %k, %s${i} : ${k}\n`;
-    body += `    %c${i} = stablehlo.convolution(${prev}, %q${i}) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], window = {stride = [1, 1], pad = [[1, 1], [1, 1]]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (${t}, ${k}) -> ${t}\n`;
-    body += `    %t${i} = stablehlo.cosine %c${i} : ${t}\n`;
-    prev = `%t${i}`;
-  }
-  return `module {\n  func.func public @main(%x: ${t}, %k: ${k}) -> ${t} {\n${body}    return ${prev} : ${t}\n  }\n}`;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -86,7 +70,7 @@ suite('build nudger: serving threads woken behind a lowered compile thread run w
     const idle0 = Runtime.buildNudges();
     await sleep(100);
     assert.equal(Runtime.buildNudges(), idle0, 'nudges while no build runs');
-    const exe = await rt.compile(heavyProgram(16));
+    const exe = await rt.compile(heavyProgram(16, 5, 'cosine'));
     const during = Runtime.buildNudges() - idle0;
     exe.dispose();
     // With no serving work each CPU is checked on every 5 ms: a compile of a few hundred ms gives
@@ -111,7 +95,7 @@ suite('build nudger: serving threads woken behind a lowered compile thread run w
       const n0 = Runtime.buildNudges();
       const t0 = performance.now();
       const caller = serving ? loop() : Promise.resolve();
-      const exe = await rt.compile(heavyProgram(12));
+      const exe = await rt.compile(heavyProgram(12, 5, 'cosine'));
       const r = (Runtime.buildNudges() - n0) / (performance.now() - t0);
       stop = true;
       await caller;

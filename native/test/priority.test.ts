@@ -4,7 +4,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { after, before, suite, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { asFloat32, hostArray, Runtime } from '../lib/index.js';
-import { DOT, randomF32 } from './programs.js';
+import { DOT, heavyProgram, randomF32 } from './programs.js';
 
 const linux = process.platform === 'linux';
 const SCHED_IDLE = 5;
@@ -23,22 +23,6 @@ function threads(): Map<string, { ticks: number; policy: number; nice: number }>
     out.set(tid, { ticks: Number(f[11]) + Number(f[12]), policy: Number(f[38]), nice: Number(f[16]) });
   }
   return out;
-}
-
-/** A program whose compile takes a few hundred ms of CPU: `n` convolutions with distinct kernels. */
-function heavyProgram(n: number): string {
-  const t = 'tensor<1x16x16x8xf32>';
-  const k = 'tensor<3x3x8x8xf32>';
-  let body = '';
-  let prev = '%x';
-  for (let i = 0; i < n; i++) {
-    body += `    %s${i} = stablehlo.constant dense<${((i + 1) / 7).toFixed(4)}> : ${k}\n`;
-    body += `    %q${i} = stablehlo.multiply %k, %s${i} : ${k}\n`;
-    body += `    %c${i} = stablehlo.convolution(${prev}, %q${i}) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], window = {stride = [1, 1], pad = [[1, 1], [1, 1]]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (${t}, ${k}) -> ${t}\n`;
-    body += `    %t${i} = stablehlo.sine %c${i} : ${t}\n`;
-    prev = `%t${i}`;
-  }
-  return `module {\n  func.func public @main(%x: ${t}, %k: ${k}) -> ${t} {\n${body}    return ${prev} : ${t}\n  }\n}`;
 }
 
 suite('background priority: compiles never compete with serving threads', () => {

@@ -43,6 +43,25 @@ export const MLP = (b: number, i: number, h: number, o: number) => `module {
 }`;
 
 /** Deterministic pseudo-random floats in [-1, 1) (xorshift), so failures reproduce. */
+/**
+ * A program whose compile takes a few hundred ms of CPU: `n` convolutions with distinct kernels
+ * (`scale` varies the constants, `op` the elementwise step, so two tests' programs differ).
+ */
+export function heavyProgram(n: number, scale = 7, op: 'sine' | 'cosine' = 'sine'): string {
+  const t = 'tensor<1x16x16x8xf32>';
+  const k = 'tensor<3x3x8x8xf32>';
+  let body = '';
+  let prev = '%x';
+  for (let i = 0; i < n; i++) {
+    body += `    %s${i} = stablehlo.constant dense<${((i + 1) / scale).toFixed(4)}> : ${k}\n`;
+    body += `    %q${i} = stablehlo.multiply %k, %s${i} : ${k}\n`;
+    body += `    %c${i} = stablehlo.convolution(${prev}, %q${i}) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], window = {stride = [1, 1], pad = [[1, 1], [1, 1]]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (${t}, ${k}) -> ${t}\n`;
+    body += `    %t${i} = stablehlo.${op} %c${i} : ${t}\n`;
+    prev = `%t${i}`;
+  }
+  return `module {\n  func.func public @main(%x: ${t}, %k: ${k}) -> ${t} {\n${body}    return ${prev} : ${t}\n  }\n}`;
+}
+
 export function randomF32(n: number, seed = 1): Float32Array {
   let s = seed >>> 0 || 1;
   const out = new Float32Array(n);

@@ -1,0 +1,42 @@
+// CPU time of process trees, from /proc: what the console benches charge to the engine, the
+import { readdirSync, readFileSync } from 'node:fs';
+// browser and the load generator.
+
+const USER_HZ = 100; // the clock ticks /proc/<pid>/stat counts in, on Linux
+
+/** Every process's CPU seconds (user + system) and parent, read once. */
+export function procTable() {
+  const parent = new Map();
+  const cpu = new Map();
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      parent.set(Number(d), Number(f[1]));
+      cpu.set(Number(d), (Number(f[11]) + Number(f[12])) / USER_HZ);
+    } catch {
+      // exited while we looked
+    }
+  }
+  return { parent, cpu };
+}
+
+/** CPU seconds of `rootPid` and its descendants in `table`, less the subtrees of `skip`. */
+export function treeCpu(table, rootPid, skip = []) {
+  if (!rootPid) return 0;
+  let s = 0;
+  for (const [pid, c] of table.cpu) {
+    for (let p = pid; p > 1; p = table.parent.get(p) ?? 0) {
+      if (skip.includes(p)) break;
+      if (p === rootPid) {
+        s += c;
+        break;
+      }
+    }
+  }
+  return s;
+}
+
+/** CPU seconds of a process and its descendants now, less the subtrees of `skip`. */
+export const cpuSeconds = (rootPid, skip = []) => treeCpu(procTable(), rootPid, skip);
