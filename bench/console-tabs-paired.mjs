@@ -26,11 +26,12 @@
 //   console/dist), to measure an earlier commit with the same method.
 /* global fetch */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { perfAnalyzerBinary } from '../e2e/dist/src/perf-analyzer.js';
+import { startConsoleEngine } from './console-engine.mjs';
 import { procTable, treeCpu } from './proc-cpu.mjs';
 import { fmt, machine } from './stats.mjs';
 
@@ -86,32 +87,7 @@ async function startEngine() {
     ? join(resolve(buildDir), 'e2e', 'dist', 'src', 'server-process.js')
     : join(import.meta.dirname, '..', 'e2e', 'dist', 'src', 'server-process.js');
   const { startServer } = await import(pathToFileURL(serverProcess).href);
-  const stateDir = mkdtempSync(join(tmpdir(), 'hloserve-tabs-paired-'));
-  const server = await startServer({
-    HLOSERVE_MODELS_INCLUDE: 'mlp',
-    HLOSERVE_STATE_URL: `sqlite:${join(stateDir, 'state.sqlite')}`,
-  });
-  const setupLine = server.logs.find((l) => l.includes('"setupToken"'));
-  const setupToken = setupLine ? JSON.parse(setupLine).setupToken : null;
-  if (!setupToken) throw new Error('no setup token in the log (state not fresh?)');
-  const consoleUrl = `http://127.0.0.1:${server.ports.console}`;
-  const r = await fetch(`${consoleUrl}/api/v1/setup`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ setupToken }),
-  });
-  if (!r.ok) throw new Error(`setup: ${r.status} ${await r.text()}`);
-  const token = (await r.json()).data.token;
-  return {
-    server,
-    token,
-    consoleUrl,
-    metricsUrl: `http://127.0.0.1:${server.ports.metrics}/metrics`,
-    stop: async () => {
-      await server.stop();
-      rmSync(stateDir, { recursive: true, force: true });
-    },
-  };
+  return startConsoleEngine(startServer);
 }
 
 /** The load for the whole run: perf_analyzer never stable (its records are freed per 2 s window), killed at the end. */

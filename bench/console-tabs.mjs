@@ -17,14 +17,13 @@
 // --before DIR: a second engine and console from DIR, a built checkout of an earlier commit (its
 // engine/dist, e2e/dist and console/dist): every round then measures both, each without and
 // with its own console's tabs, so the two builds are compared side by side in one run.
-/* global fetch, document, localStorage, Event, setInterval */
+/* global document, localStorage, Event, setInterval */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { runPerfAnalyzer } from '../e2e/dist/src/perf-analyzer.js';
 import { startServer } from '../e2e/dist/src/server-process.js';
+import { startConsoleEngine } from './console-engine.mjs';
 import { cpuSeconds } from './proc-cpu.mjs';
 import { fmt, machine } from './stats.mjs';
 
@@ -90,36 +89,6 @@ if (process.argv[2] === '--tabs-child') {
   await main();
 }
 
-/** An engine serving mlp from fresh state, set up, with an admin token for the console. */
-async function startEngine(start, label) {
-  const stateDir = mkdtempSync(join(tmpdir(), 'hloserve-tabs-bench-'));
-  const server = await start({
-    HLOSERVE_MODELS_INCLUDE: 'mlp',
-    HLOSERVE_STATE_URL: `sqlite:${join(stateDir, 'state.sqlite')}`,
-  });
-  const setupLine = server.logs.find((l) => l.includes('"setupToken"'));
-  const setupToken = setupLine ? JSON.parse(setupLine).setupToken : null;
-  if (!setupToken) throw new Error(`${label}: no setup token in the log (state not fresh?)`);
-  const consoleUrl = `http://127.0.0.1:${server.ports.console}`;
-  const r = await fetch(`${consoleUrl}/api/v1/setup`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ setupToken }),
-  });
-  if (!r.ok) throw new Error(`${label}: setup: ${r.status} ${await r.text()}`);
-  const token = (await r.json()).data.token;
-  return {
-    label,
-    server,
-    token,
-    consoleUrl,
-    stop: async () => {
-      await server.stop();
-      rmSync(stateDir, { recursive: true, force: true });
-    },
-  };
-}
-
 function median(xs) {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
@@ -136,12 +105,12 @@ async function main() {
   console.log(`# bench/console-tabs, machine: ${machine()}`);
   const engines = [];
   try {
-    engines.push(await startEngine(startServer, beforeDir ? 'after' : 'engine'));
+    engines.push(await startConsoleEngine(startServer, beforeDir ? 'after' : 'engine'));
     if (beforeDir) {
       const { startServer: startBefore } = await import(
         pathToFileURL(join(resolve(beforeDir), 'e2e', 'dist', 'src', 'server-process.js')).href
       );
-      engines.push(await startEngine(startBefore, 'before'));
+      engines.push(await startConsoleEngine(startBefore, 'before'));
     }
 
     const perf = (e) => {
