@@ -20,6 +20,10 @@ void Settle(Napi::Env env, Pending* p) {
     } catch (const Napi::Error& e) {
       p->deferred.Reject(e.Value());
       value = Napi::Value();
+    } catch (const std::exception& e) {
+      // Converting a result can fail to allocate; that rejects this call, never the process.
+      p->deferred.Reject(MakeError(env, Status{13, std::string("internal error converting a native result: ") + e.what()}).Value());
+      value = Napi::Value();
     }
     if (!value.IsEmpty()) p->deferred.Resolve(value);
   } else {
