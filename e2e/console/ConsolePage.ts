@@ -83,6 +83,13 @@ export class ModelDetailPage {
   async pinOnDevice(): Promise<void> {
     await this.page.getByTestId('action-pin').click();
   }
+  action(name: 'load' | 'unload' | 'reload' | 'drain' | 'resume'): Locator {
+    return this.page.getByTestId(`action-${name}`);
+  }
+  /** The drain badge in the summary: "drained", or "draining (n pending)". */
+  drained(): Locator {
+    return this.page.getByTestId('model-drained');
+  }
   async tab(name: 'Overview' | 'Performance' | 'Residency' | 'Policy' | 'Try it'): Promise<Locator> {
     await this.page.getByRole('tab', { name }).click();
     return this.page.getByRole('tabpanel', { name });

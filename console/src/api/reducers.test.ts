@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { foldDevices, foldLog, foldModels, foldQueues, foldResidency, foldTicks } from './reducers.js';
-import type { MetricsTick, ModelEntry, ModelInfo, ModelResidency, StreamMessage, WorkerInfo } from './types.js';
+import type { MetricsTick, ModelEntry, ModelView, ModelResidencyView, StreamMessage, WorkerView } from './types.js';
 
 const entry = (name: string, state: ModelEntry['state'] = 'READY'): ModelEntry => ({
   name,
@@ -9,15 +9,16 @@ const entry = (name: string, state: ModelEntry['state'] = 'READY'): ModelEntry =
   reason: '',
   batchSizes: [1, 8],
   policy: null,
+  drain: null,
 });
-const row = (name: string, extra: Partial<ModelInfo> = {}): ModelInfo => ({
+const row = (name: string, extra: Partial<ModelView> = {}): ModelView => ({
   ...entry(name),
   residency: null,
   queue: null,
   stats: null,
   ...extra,
 });
-const res = (weightBytes: number, deviceResident = true): ModelResidency => ({
+const res = (weightBytes: number, deviceResident = true): ModelResidencyView => ({
   floor: 'unpinned',
   weightBytes,
   deviceResident,
@@ -47,6 +48,14 @@ describe('foldModels', () => {
   test('a snapshot replaces the set of rows', () => {
     const next = foldModels([row('a'), row('b')], snapshot('models', { items: { b: entry('b'), z: entry('z') } }));
     expect(next.map((m) => m.name)).toEqual(['b', 'z']);
+  });
+
+  test('a drain and its lifting arrive on the models topic', () => {
+    const drain = { since: 5, pending: 2, idle: false };
+    const drained = foldModels([row('a')], delta('models', { upsert: { a: { ...entry('a'), drain } }, remove: [] }));
+    expect(drained[0]!.drain).toEqual(drain);
+    const resumed = foldModels(drained, delta('models', { upsert: { a: entry('a') }, remove: [] }));
+    expect(resumed[0]!.drain).toBeNull();
   });
 
   test('starts from nothing when the REST answer has not landed', () => {
@@ -85,7 +94,7 @@ describe('foldResidency / foldQueues', () => {
 });
 
 describe('foldDevices', () => {
-  const worker: WorkerInfo = {
+  const worker: WorkerView = {
     name: 'w0',
     version: '0.1.0',
     platform: 'cpu',

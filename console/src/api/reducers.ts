@@ -5,17 +5,17 @@
  * the worker list's devices come on the residency topic under `device:<ordinal>` keys.
  */
 import type {
-  DeviceMemory,
+  DeviceMemoryView,
   KeyedDelta,
   KeyedSnapshot,
   LogSnapshot,
   MetricsTick,
   ModelEntry,
-  ModelInfo,
-  ModelQueue,
-  ModelResidency,
+  ModelView,
+  ModelQueueView,
+  ModelResidencyView,
   StreamMessage,
-  WorkerInfo,
+  WorkerView,
 } from './types.js';
 
 const DEVICE_PREFIX = 'device:';
@@ -28,13 +28,13 @@ function keyedChanges<T>(msg: StreamMessage): { set: Map<string, T>; remove: Set
   return { set: new Map(Object.entries(d.upsert ?? {})), remove: new Set(d.remove ?? []) };
 }
 
-const emptyModel = (e: ModelEntry): ModelInfo => ({ ...e, residency: null, queue: null, stats: null });
+const emptyModel = (e: ModelEntry): ModelView => ({ ...e, residency: null, queue: null, stats: null });
 
 /** The models topic: rows appear, change and go; their residency, queue and stats are kept. */
-export function foldModels(prev: readonly ModelInfo[] | undefined, msg: StreamMessage): readonly ModelInfo[] {
+export function foldModels(prev: readonly ModelView[] | undefined, msg: StreamMessage): readonly ModelView[] {
   const { set, remove } = keyedChanges<ModelEntry>(msg);
   const list = prev ?? [];
-  const next: ModelInfo[] = [];
+  const next: ModelView[] = [];
   const seen = new Set<string>();
   for (const row of list) {
     const entry = set.get(row.name);
@@ -48,16 +48,16 @@ export function foldModels(prev: readonly ModelInfo[] | undefined, msg: StreamMe
 
 function foldModelField<K extends 'residency' | 'queue'>(
   field: K,
-  prev: readonly ModelInfo[] | undefined,
+  prev: readonly ModelView[] | undefined,
   msg: StreamMessage,
-): readonly ModelInfo[] | undefined {
+): readonly ModelView[] | undefined {
   if (!prev) return prev;
-  const { set, remove } = keyedChanges<ModelInfo[K]>(msg);
+  const { set, remove } = keyedChanges<ModelView[K]>(msg);
   let changed = false;
   const next = prev.map((row) => {
     let value = row[field];
-    if (set.has(row.name)) value = set.get(row.name) as ModelInfo[K];
-    else if (remove === 'rest' || remove.has(row.name)) value = null as ModelInfo[K];
+    if (set.has(row.name)) value = set.get(row.name) as ModelView[K];
+    else if (remove === 'rest' || remove.has(row.name)) value = null as ModelView[K];
     if (value === row[field]) return row;
     changed = true;
     return { ...row, [field]: value };
@@ -65,22 +65,22 @@ function foldModelField<K extends 'residency' | 'queue'>(
   return changed ? next : prev;
 }
 
-export const foldResidency = (prev: readonly ModelInfo[] | undefined, msg: StreamMessage) =>
+export const foldResidency = (prev: readonly ModelView[] | undefined, msg: StreamMessage) =>
   foldModelField(
     'residency',
     prev,
     filterKeys(msg, (k) => !k.startsWith(DEVICE_PREFIX)),
   );
-export const foldQueues = (prev: readonly ModelInfo[] | undefined, msg: StreamMessage) =>
+export const foldQueues = (prev: readonly ModelView[] | undefined, msg: StreamMessage) =>
   foldModelField('queue', prev, msg);
 
 /** Device memory entries of the residency topic, into the (single) worker's devices. */
 export function foldDevices(
-  prev: readonly WorkerInfo[] | undefined,
+  prev: readonly WorkerView[] | undefined,
   msg: StreamMessage,
-): readonly WorkerInfo[] | undefined {
+): readonly WorkerView[] | undefined {
   if (!prev || prev.length === 0) return prev;
-  const { set } = keyedChanges<DeviceMemory>(filterKeys(msg, (k) => k.startsWith(DEVICE_PREFIX)));
+  const { set } = keyedChanges<DeviceMemoryView>(filterKeys(msg, (k) => k.startsWith(DEVICE_PREFIX)));
   if (set.size === 0) return prev;
   const [worker, ...rest] = prev;
   const byOrdinal = new Map(worker!.devices.map((d) => [d.ordinal, d]));
@@ -128,10 +128,10 @@ export function foldTicks(
 }
 
 /** Residency and queue fields, named for the table (the outcome the engine reports). */
-export function whereResident(r: ModelResidency | null): 'device' | 'host' | 'loading' | 'none' {
+export function whereResident(r: ModelResidencyView | null): 'device' | 'host' | 'loading' | 'none' {
   if (!r) return 'none';
   if (r.loading) return 'loading';
   return r.deviceResident ? 'device' : r.hostResident ? 'host' : 'none';
 }
 
-export type { ModelQueue };
+export type { ModelQueueView };

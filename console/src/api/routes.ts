@@ -10,7 +10,7 @@ export const routes = {
   settings: `${base}/settings`,
   models: `${base}/models`,
   model: (name: string) => `${base}/models/${enc(name)}`,
-  /** POST: load, unload, reload, drain, pin (body {residency}), unpin. */
+  /** POST: load, unload, reload, drain, resume, pin (body {residency}), unpin. */
   modelAction: (name: string, action: string) => `${base}/models/${enc(name)}/${action}`,
   /** PATCH with the fields that change. */
   modelPolicy: (name: string) => `${base}/models/${enc(name)}/policy`,

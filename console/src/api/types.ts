@@ -1,14 +1,36 @@
 /**
- * The control API's shapes, mirroring engine/src/control/api/schemas.ts (its JSON schemas; the
- * OpenAPI document is GET /api/v1/openapi.json). One file, so aligning with the engine is one edit.
- * REST lists answer `{data, seq}`; seq is the live feed's position for that resource.
+ * The control API's shapes. Those of the models, devices, queues and model detail are the
+ * engine's own (common/src/control-api.ts); the rest are declared here (the OpenAPI document is
+ * GET /api/v1/openapi.json). REST lists answer `{data, seq}`; seq is the live feed's position for
+ * that resource.
  */
+import type { Discipline, ModelControlMode, ModelView } from '@hloserve/common/control-api';
+
+export type {
+  BundleVersionView,
+  DeviceMemoryView,
+  Discipline,
+  HistogramView,
+  ModelControlMode,
+  ModelHistogramsView,
+  ModelIoView,
+  ModelLifecycleState,
+  ModelPolicyView,
+  ModelQueueView,
+  ModelResidencyView,
+  ModelStatsView,
+  ModelView,
+  QueueModelView,
+  QueuesView,
+  ReferenceSource,
+  Residency,
+  TensorView,
+  TryResult,
+  TryTensor,
+  WorkerView,
+} from '@hloserve/common/control-api';
 
 export type Scope = 'viewer' | 'operator' | 'admin';
-export type Residency = 'unpinned' | 'system' | 'device';
-export type Discipline = 'fair' | 'fifo' | 'edf';
-export type ModelControlMode = 'static' | 'dynamic' | 'explicit';
-
 export interface Envelope<T> {
   readonly data: T;
   readonly seq?: number;
@@ -20,90 +42,6 @@ export interface Session {
   readonly tokenId: string | null;
   readonly name: string;
   readonly scope: Scope;
-}
-
-export interface DeviceMemory {
-  readonly ordinal: number;
-  readonly platform: string;
-  /** Device memory the runtime reports (null where it reports none, e.g. the CPU plugin). */
-  readonly totalBytes: number | null;
-  /** Weight-cache budget for evictable weights (null: unlimited). */
-  readonly budgetBytes: number | null;
-  readonly residentBytes: number;
-  readonly pinnedBytes: number;
-  readonly arenaBytes: number | null;
-  /** Budget left for evictable weights (null: unlimited). */
-  readonly freeBytes: number | null;
-}
-
-export interface WorkerInfo {
-  readonly name: string;
-  readonly version: string;
-  readonly platform: string;
-  readonly modelControlMode: ModelControlMode | string;
-  readonly discipline: Discipline;
-  readonly ready: boolean;
-  readonly inflight: number;
-  readonly devices: readonly DeviceMemory[];
-}
-
-export type ModelState = 'UNKNOWN' | 'READY' | 'UNAVAILABLE' | 'LOADING' | 'UNLOADING';
-
-export interface ModelPolicy {
-  readonly residency: Residency;
-  readonly weight: number;
-  /** null: the largest compiled size. */
-  readonly maxBatchSize: number | null;
-  /** Batching window; null: the scheduler's default. */
-  readonly maxQueueDelayUs: number | null;
-}
-
-export interface ModelResidency {
-  /** The floor: unpinned (evictable), system (pinned in host memory), device (pinned on device). */
-  readonly floor: Residency;
-  readonly weightBytes: number;
-  readonly deviceResident: boolean;
-  readonly hostResident: boolean;
-  readonly loading: boolean;
-  readonly leases: number;
-  readonly loads: number;
-  readonly evictions: number;
-  /** When a dispatch last used the weights, epoch ms; null: not since load. */
-  readonly lastUsedAt: number | null;
-}
-
-export interface ModelQueue {
-  readonly depth: number;
-  readonly rows: number;
-  readonly inflight: number;
-  /** How long the front request has waited, ms (0: empty). */
-  readonly oldestWaitMs: number;
-  /** Requests dropped for their deadline (expired while queued, or shed by edf). */
-  readonly deadlineMisses: number;
-}
-
-export interface ModelStats {
-  readonly requestsServed: number;
-  readonly rowsServed: number;
-  readonly paddedRows: number;
-  readonly dispatchCount: number;
-  readonly failedDispatches: number;
-  readonly computeSecondsTotal: number;
-  readonly queueWaitSecondsTotal: number;
-  /** Learned execution cost per compiled batch size, seconds. */
-  readonly costSeconds: Readonly<Record<string, number>>;
-}
-
-export interface ModelInfo {
-  readonly name: string;
-  readonly version: string;
-  readonly state: ModelState;
-  readonly reason: string;
-  readonly batchSizes: readonly number[];
-  readonly residency: ModelResidency | null;
-  readonly policy: ModelPolicy | null;
-  readonly queue: ModelQueue | null;
-  readonly stats: ModelStats | null;
 }
 
 /** One model's sample in a metrics tick (1 Hz). */
@@ -197,7 +135,7 @@ export interface Settings {
   readonly weightBudgetBytes?: number | null;
 }
 
-export type ModelAction = 'load' | 'unload' | 'reload' | 'drain' | 'pin' | 'unpin';
+export type ModelAction = 'load' | 'unload' | 'reload' | 'drain' | 'resume' | 'pin' | 'unpin';
 
 /** Feed messages on WebSocket /api/v1/stream. */
 export interface StreamMessage<T = unknown> {
@@ -221,107 +159,4 @@ export interface LogSnapshot<T> {
 }
 
 /** What the models topic carries per model (the rest comes on residency and queues). */
-export type ModelEntry = Pick<ModelInfo, 'name' | 'version' | 'state' | 'reason' | 'batchSizes' | 'policy'>;
-
-/** GET /models/:name/io: one tensor with its named axes and wire shape. */
-export interface TensorView {
-  readonly name: string;
-  readonly datatype: string;
-  /** Manifest order (column-major, batch last), e.g. `cwhn`. */
-  readonly letters: string;
-  /** Wire (row-major) order, e.g. `nhwc`. */
-  readonly wireLetters: string;
-  readonly dims: Readonly<Record<string, number>>;
-  /** -1 for the batch and variable axes. */
-  readonly wireShape: readonly number[];
-  readonly wireBatchAxis: number | null;
-}
-
-export type ReferenceSource = 'client-reference.json' | 'reference.safetensors' | 'generated';
-
-export interface ModelIo {
-  readonly name: string;
-  readonly kind: 'model' | 'meta';
-  readonly description: string | null;
-  readonly inputs: readonly TensorView[];
-  readonly outputs: readonly TensorView[];
-  readonly executableInputs: readonly TensorView[];
-  readonly executableOutputs: readonly TensorView[];
-  readonly hooks: boolean;
-  readonly metaCalls: readonly string[];
-  readonly compiledBatchSizes: readonly number[];
-  readonly reference: ReferenceSource;
-  readonly provenance: Readonly<Record<string, unknown>>;
-  readonly warnings: readonly string[];
-}
-
-export interface Histogram {
-  /** Upper bounds; counts has one more entry (+Inf). Counts are per bucket, not cumulative. */
-  readonly bounds: readonly number[];
-  readonly counts: readonly number[];
-  readonly sum: number;
-  readonly count: number;
-}
-
-export interface ModelHistograms {
-  readonly latencySeconds: Histogram | null;
-  /** Device executions per compiled batch size. */
-  readonly batchSizes: Readonly<Record<string, number>>;
-  readonly rowsServed: number;
-  readonly paddedRows: number;
-}
-
-export interface QueueModel {
-  readonly name: string;
-  readonly weight: number;
-  readonly depth: number;
-  readonly rows: number;
-  readonly inflight: number;
-  readonly oldestWaitMs: number;
-  readonly deadlineMisses: number;
-  readonly requestsServed: number;
-  readonly computeSecondsTotal: number;
-  readonly recentComputeSeconds: number;
-  /** Part of the recent device time used while others waited: what fair compares with weightShare. */
-  readonly contendedShare: number;
-  readonly weightShare: number;
-}
-
-/** GET /queues. */
-export interface QueuesInfo {
-  readonly at: number;
-  readonly discipline: Discipline;
-  readonly executing: number;
-  readonly models: readonly QueueModel[];
-}
-
-/** GET /models/:name/versions: the folder in the repository and the kept previous ones. */
-export interface BundleVersion {
-  readonly id: string;
-  readonly current: boolean;
-  readonly at: number;
-  readonly files: number;
-  readonly bytes: number;
-  readonly manifestSha256: string;
-  readonly description: string | null;
-  readonly compiledBatchSizes: readonly number[];
-}
-
-export interface TryTensor {
-  readonly name: string;
-  readonly datatype: string;
-  readonly shape: readonly number[];
-  readonly preview: readonly (number | string | boolean)[];
-  readonly elements: number;
-}
-
-/** POST /models/:name/try. */
-export interface TryResult {
-  readonly model: string;
-  readonly source: ReferenceSource;
-  readonly inputs: readonly TryTensor[];
-  readonly outputs: readonly TryTensor[];
-  readonly latencyMs: number;
-  readonly maxAbsDiff: number | null;
-  readonly requestJson: string | null;
-}
+export type ModelEntry = Pick<ModelView, 'name' | 'version' | 'state' | 'reason' | 'batchSizes' | 'policy' | 'drain'>;

@@ -17,28 +17,28 @@ import { routes } from '../api/routes.js';
 import { emptyShareHistory, foldQueueSample, type ShareHistory } from '../views/queues/share.js';
 import type {
   AuditRecord,
-  BundleVersion,
-  ModelHistograms,
-  ModelIo,
-  QueuesInfo,
+  BundleVersionView,
+  ModelHistogramsView,
+  ModelIoView,
+  QueuesView,
   TryResult,
   CreatedToken,
   EventRecord,
   MetricSample,
   MetricsTick,
   ModelAction,
-  ModelInfo,
-  ModelPolicy,
+  ModelView,
+  ModelPolicyView,
   Scope,
   Settings,
   TokenInfo,
-  WorkerInfo,
+  WorkerView,
 } from '../api/types.js';
 import { useTopic } from './live.js';
 import { useToken } from './session.js';
 
 /** Every model, kept current by the models, residency and queues topics. */
-export function useModels<R = readonly ModelInfo[]>(select?: (models: readonly ModelInfo[]) => R) {
+export function useModels<R = readonly ModelView[]>(select?: (models: readonly ModelView[]) => R) {
   const token = useToken();
   const key = modelKeys.list();
   useTopic(topics.models, key, foldModels);
@@ -46,7 +46,7 @@ export function useModels<R = readonly ModelInfo[]>(select?: (models: readonly M
   useTopic(topics.queues, key, foldQueues);
   return useQuery({
     queryKey: key,
-    queryFn: ({ signal }) => apiGet<readonly ModelInfo[]>(routes.models, signal),
+    queryFn: ({ signal }) => apiGet<readonly ModelView[]>(routes.models, signal),
     enabled: token !== null,
     staleTime: Infinity,
     select,
@@ -64,7 +64,7 @@ export function useWorkers() {
   useTopic(topics.residency, key, foldDevices);
   return useQuery({
     queryKey: key,
-    queryFn: ({ signal }) => apiGet<readonly WorkerInfo[]>(routes.workers, signal),
+    queryFn: ({ signal }) => apiGet<readonly WorkerView[]>(routes.workers, signal),
     enabled: token !== null,
     staleTime: Infinity,
   });
@@ -155,14 +155,14 @@ export function useModelAction() {
   const qc = useQueryClient();
   return useMutation({
     mutationFn: ({ name, action, pinTo }: { name: string; action: ModelAction; pinTo?: 'system' | 'device' }) =>
-      apiRequest<ModelInfo | { model: string; state: string }>(routes.modelAction(name, action), {
+      apiRequest<ModelView | { model: string; state: string }>(routes.modelAction(name, action), {
         method: 'POST',
         body: action === 'pin' ? { residency: pinTo ?? 'device' } : undefined,
       }),
     onSuccess: (res) => {
       const m = res.data;
       if ('batchSizes' in m)
-        qc.setQueryData<readonly ModelInfo[]>(modelKeys.list(), (prev) =>
+        qc.setQueryData<readonly ModelView[]>(modelKeys.list(), (prev) =>
           prev?.map((x) => (x.name === m.name ? m : x)),
         );
     },
@@ -173,10 +173,10 @@ export function useModelAction() {
 export function usePolicyUpdate(name: string) {
   const qc = useQueryClient();
   return useMutation({
-    mutationFn: (patch: Partial<ModelPolicy>) =>
-      apiRequest<ModelInfo>(routes.modelPolicy(name), { method: 'PATCH', body: patch }),
+    mutationFn: (patch: Partial<ModelPolicyView>) =>
+      apiRequest<ModelView>(routes.modelPolicy(name), { method: 'PATCH', body: patch }),
     onSuccess: (res) =>
-      qc.setQueryData<readonly ModelInfo[]>(modelKeys.list(), (prev) =>
+      qc.setQueryData<readonly ModelView[]>(modelKeys.list(), (prev) =>
         prev?.map((x) => (x.name === res.data.name ? res.data : x)),
       ),
     onSettled: () => void qc.invalidateQueries({ queryKey: auditKeys.list() }),
@@ -211,7 +211,7 @@ export function useControlMode(): string | undefined {
   const token = useToken();
   return useQuery({
     queryKey: workerKeys.list(),
-    queryFn: ({ signal }) => apiGet<readonly WorkerInfo[]>(routes.workers, signal),
+    queryFn: ({ signal }) => apiGet<readonly WorkerView[]>(routes.workers, signal),
     enabled: token !== null,
     staleTime: Infinity,
     select: (workers) => workers[0]?.modelControlMode,
@@ -226,7 +226,7 @@ export function useModelStats(name: string) {
   const token = useToken();
   return useQuery({
     queryKey: modelKeys.detail(name),
-    queryFn: ({ signal }) => apiGet<ModelInfo>(routes.model(name), signal),
+    queryFn: ({ signal }) => apiGet<ModelView>(routes.model(name), signal),
     enabled: token !== null,
     refetchInterval: 5_000,
     select: (m) => m.stats,
@@ -238,7 +238,7 @@ export function useModelIo(name: string) {
   const token = useToken();
   return useQuery({
     queryKey: modelKeys.io(name),
-    queryFn: ({ signal }) => apiGet<ModelIo>(routes.modelIo(name), signal),
+    queryFn: ({ signal }) => apiGet<ModelIoView>(routes.modelIo(name), signal),
     enabled: token !== null,
     staleTime: 30_000,
     retry: false,
@@ -249,7 +249,7 @@ export function useModelHistograms(name: string) {
   const token = useToken();
   return useQuery({
     queryKey: modelKeys.histograms(name),
-    queryFn: ({ signal }) => apiGet<ModelHistograms>(routes.modelHistograms(name), signal),
+    queryFn: ({ signal }) => apiGet<ModelHistogramsView>(routes.modelHistograms(name), signal),
     enabled: token !== null,
     refetchInterval: 5_000,
   });
@@ -259,7 +259,7 @@ export function useModelVersions(name: string) {
   const token = useToken();
   return useQuery({
     queryKey: modelKeys.versions(name),
-    queryFn: ({ signal }) => apiGet<readonly BundleVersion[]>(routes.modelVersions(name), signal),
+    queryFn: ({ signal }) => apiGet<readonly BundleVersionView[]>(routes.modelVersions(name), signal),
     enabled: token !== null,
   });
 }
@@ -269,8 +269,12 @@ export function useRollback(name: string) {
   const qc = useQueryClient();
   return useMutation({
     mutationFn: async (version: string) =>
-      (await apiRequest<readonly BundleVersion[]>(routes.modelRollback(name), { method: 'POST', body: { version } }))
-        .data,
+      (
+        await apiRequest<readonly BundleVersionView[]>(routes.modelRollback(name), {
+          method: 'POST',
+          body: { version },
+        })
+      ).data,
     onSuccess: (list) => qc.setQueryData(modelKeys.versions(name), list),
     onSettled: () => {
       void qc.invalidateQueries({ queryKey: modelKeys.io(name) });
@@ -302,7 +306,7 @@ export function useQueues() {
   return useQuery({
     queryKey: queueKeys.now(),
     queryFn: async ({ signal }) => {
-      const q = await apiGet<QueuesInfo>(routes.queues, signal);
+      const q = await apiGet<QueuesView>(routes.queues, signal);
       qc.setQueryData<ShareHistory>(queueKeys.history(), (prev) => foldQueueSample(prev, q));
       return q;
     },

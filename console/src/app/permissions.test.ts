@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import type { ModelInfo } from '../api/types.js';
+import type { ModelView } from '../api/types.js';
 import { takeSetupTokenFromUrl } from './first-run.js';
 import { budgetVerdict, modelActionVerdict, rollbackVerdict, tryVerdict } from './permissions.js';
 
@@ -14,10 +14,11 @@ const residency = (floor: 'unpinned' | 'system' | 'device') => ({
   evictions: 0,
   lastUsedAt: null,
 });
-const ready: Pick<ModelInfo, 'state' | 'residency' | 'policy'> = {
+const ready: Pick<ModelView, 'state' | 'residency' | 'policy' | 'drain'> = {
   state: 'READY',
   residency: residency('unpinned'),
   policy: null,
+  drain: null,
 };
 
 describe('modelActionVerdict', () => {
@@ -41,6 +42,14 @@ describe('modelActionVerdict', () => {
       'loading now',
     );
     expect(modelActionVerdict('load', { ...ready, state: 'UNAVAILABLE' }, 'operator', 'explicit').allowed).toBe(true);
+  });
+  test('a drained model offers resume instead of drain', () => {
+    const drained = { ...ready, drain: { since: 1, pending: 0, idle: true } };
+    expect(modelActionVerdict('resume', ready, 'operator', 'explicit').whyNot).toBe('not drained');
+    expect(modelActionVerdict('drain', ready, 'operator', 'explicit').allowed).toBe(true);
+    expect(modelActionVerdict('drain', drained, 'operator', 'explicit').whyNot).toBe('already drained');
+    expect(modelActionVerdict('resume', drained, 'operator', 'explicit').allowed).toBe(true);
+    expect(modelActionVerdict('resume', drained, 'viewer', 'explicit').allowed).toBe(false);
   });
 });
 

@@ -2,7 +2,7 @@
  * What a token may do to a model and, when it may not, why: a refused action stays visible,
  * disabled, with its reason beside it. A viewer sees no actions at all.
  */
-import type { ModelAction, ModelInfo, Scope } from '../api/types.js';
+import type { ModelAction, ModelView, Scope } from '../api/types.js';
 import { allows } from './session.js';
 
 export interface Verdict {
@@ -15,7 +15,7 @@ const no = (whyNot: string): Verdict => ({ allowed: false, whyNot });
 
 export function modelActionVerdict(
   action: ModelAction,
-  model: Pick<ModelInfo, 'state' | 'residency' | 'policy'>,
+  model: Pick<ModelView, 'state' | 'residency' | 'policy' | 'drain'>,
   scope: Scope | undefined,
   controlMode: string | undefined,
 ): Verdict {
@@ -33,8 +33,12 @@ export function modelActionVerdict(
       if (model.state !== 'READY') return no('not loaded');
       return floor === 'device' ? no('pinned on the device: unpin it first') : ok;
     case 'reload':
-    case 'drain':
       return model.state === 'READY' ? ok : no('not loaded');
+    case 'drain':
+      if (model.drain) return no('already drained');
+      return model.state === 'READY' ? ok : no('not loaded');
+    case 'resume':
+      return model.drain ? ok : no('not drained');
     case 'pin':
       return floor === 'device' ? no('already pinned on the device') : ok;
     case 'unpin':
@@ -60,7 +64,7 @@ export function rollbackVerdict(scope: Scope | undefined, controlMode: string | 
 }
 
 /** Sending the reference input: operators, to a model with a version serving. */
-export function tryVerdict(model: Pick<ModelInfo, 'state'>, scope: Scope | undefined): Verdict {
+export function tryVerdict(model: Pick<ModelView, 'state'>, scope: Scope | undefined): Verdict {
   if (!allows(scope, 'operator')) return no('needs an operator or admin token');
   return model.state === 'READY' ? ok : no(`the model is ${model.state.toLowerCase()}, not ready`);
 }

@@ -1,5 +1,5 @@
 import { memo } from 'react';
-import type { DeviceMemory } from '../api/types.js';
+import type { DeviceMemoryView } from '../api/types.js';
 import type { DeviceBlock } from './device-blocks.js';
 import { formatBytes } from './format.js';
 
@@ -7,7 +7,7 @@ import { formatBytes } from './format.js';
  * The scale of a device's bar: its memory where the runtime reports it, else enough to show the
  * budget with room for what is over it (the CPU plugin reports no total).
  */
-function scaleOf(d: DeviceMemory, used: number, budget: number | null): number {
+function scaleOf(d: DeviceMemoryView, used: number, budget: number | null): number {
   if (d.totalBytes) return d.totalBytes;
   return Math.max(1, (budget ?? 0) * 1.15, used * 1.15);
 }
@@ -21,7 +21,7 @@ export const MemoryBar = memo(function MemoryBar({
   blocks,
   budgetOverride,
 }: {
-  device: DeviceMemory;
+  device: DeviceMemoryView;
   blocks: readonly DeviceBlock[];
   budgetOverride?: number;
 }) {

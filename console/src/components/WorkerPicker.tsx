@@ -4,11 +4,11 @@
  * keeps it on reload and a link carries it. Workers that cannot answer are listed, disabled, with
  * why; a name in the URL that the fleet does not have is shown as such so the operator sees it.
  */
-import type { WorkerPlacement } from '../api/placement.js';
+import type { WorkerPlacementView } from '../api/placement.js';
 import { searchWithWorker } from '../api/worker-choice.js';
 import { navigate } from '../app/router.js';
 
-export function WorkerPicker({ workers, named }: { workers: readonly WorkerPlacement[]; named: string | null }) {
+export function WorkerPicker({ workers, named }: { workers: readonly WorkerPlacementView[]; named: string | null }) {
   const fallback = workers.find((w) => w.ready && w.console)?.name ?? '';
   const value = named ?? fallback;
   const unknown = named !== null && !workers.some((w) => w.name === named);

@@ -1,13 +1,14 @@
 import { describe, expect, test } from 'vitest';
-import type { ModelInfo, ModelResidency } from '../api/types.js';
+import type { ModelView, ModelResidencyView } from '../api/types.js';
 import { deviceBlocks, evictionPreview } from './device-blocks.js';
 
-const model = (name: string, r: Partial<ModelResidency>): ModelInfo => ({
+const model = (name: string, r: Partial<ModelResidencyView>): ModelView => ({
   name,
   version: '1',
   state: 'READY',
   reason: '',
   batchSizes: [1],
+  drain: null,
   residency: {
     floor: 'unpinned',
     weightBytes: 100,

@@ -1,5 +1,5 @@
 import { whereResident } from '../api/reducers.js';
-import type { ModelInfo } from '../api/types.js';
+import type { ModelView } from '../api/types.js';
 
 export interface DeviceBlock {
   readonly model: string;
@@ -13,7 +13,7 @@ export interface DeviceBlock {
  * The models whose weights are on a device now (the engine reports one device per worker): pinned
  * first, then the evictable ones least recently used first, the order the engine evicts them in.
  */
-export function deviceBlocks(models: readonly ModelInfo[]): DeviceBlock[] {
+export function deviceBlocks(models: readonly ModelView[]): DeviceBlock[] {
   return models
     .filter((m) => whereResident(m.residency) === 'device')
     .map((m) => ({

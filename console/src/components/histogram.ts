@@ -1,5 +1,5 @@
 /** Histogram answers of the control API as bars a person reads, and quantiles read off them. */
-import type { Histogram } from '../api/types.js';
+import type { HistogramView } from '../api/types.js';
 
 export interface Bar {
   readonly label: string;
@@ -17,7 +17,7 @@ export function formatSeconds(s: number): string {
  * One bar per bucket, from the first bucket with a count to the last one (an empty histogram
  * gives none). Labels name the upper bound ("≤ 4 ms"); the last bucket is "> <largest bound>".
  */
-export function latencyBars(h: Histogram | null): Bar[] {
+export function latencyBars(h: HistogramView | null): Bar[] {
   if (!h || h.count === 0) return [];
   const bars = h.counts.map((count, i) => ({
     label:
@@ -35,7 +35,7 @@ export function latencyBars(h: Histogram | null): Bar[] {
  * observations fall (Infinity when that is the +Inf bucket; null for no observations). Buckets
  * cannot say more than that, so the console shows it as "at most".
  */
-export function quantileBound(h: Histogram | null, q: number): number | null {
+export function quantileBound(h: HistogramView | null, q: number): number | null {
   if (!h || h.count === 0) return null;
   const target = q * h.count;
   let seen = 0;

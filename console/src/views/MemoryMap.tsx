@@ -1,5 +1,5 @@
 import { useMemo, useState } from 'react';
-import type { DeviceMemory, ModelInfo } from '../api/types.js';
+import type { DeviceMemoryView, ModelView } from '../api/types.js';
 import { useControlMode, useModelAction, useModels, useSetWeightBudget, useWorkers } from '../app/data.js';
 import { budgetVerdict, canOperate, modelActionVerdict } from '../app/permissions.js';
 import { useSession } from '../app/session.js';
@@ -26,7 +26,15 @@ export function MemoryMap() {
   );
 }
 
-function DeviceMap({ worker, device, models }: { worker: string; device: DeviceMemory; models: readonly ModelInfo[] }) {
+function DeviceMap({
+  worker,
+  device,
+  models,
+}: {
+  worker: string;
+  device: DeviceMemoryView;
+  models: readonly ModelView[];
+}) {
   const session = useSession();
   const controlMode = useControlMode();
   const act = useModelAction();
@@ -139,7 +147,7 @@ function DeviceMap({ worker, device, models }: { worker: string; device: DeviceM
   );
 }
 
-function HostCache({ models }: { models: readonly ModelInfo[] }) {
+function HostCache({ models }: { models: readonly ModelView[] }) {
   const host = models.filter((m) => m.residency?.hostResident && !m.residency.deviceResident);
   return (
     <section className="panel">

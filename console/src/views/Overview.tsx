@@ -1,5 +1,5 @@
 import { useMemo, useRef } from 'react';
-import type { MetricsTick, ModelInfo } from '../api/types.js';
+import type { MetricsTick, ModelView } from '../api/types.js';
 import { useModels, useTicks, useWorkers } from '../app/data.js';
 import { formatMs, formatRate } from '../components/format.js';
 import { perMinute, pushPoint, type CounterPoint } from '../components/counter-rate.js';
@@ -71,7 +71,7 @@ const emptySummary: ModelSummary = { failed: 0, missed: 0, ready: 0, count: 0, p
  * the previous one, so a feed write that changes none of this (a queue depth, a last-use time)
  * does not render the overview; the blocks keep their LRU order but not the times themselves.
  */
-function summariseModels(list: readonly ModelInfo[]): ModelSummary {
+function summariseModels(list: readonly ModelView[]): ModelSummary {
   return {
     failed: list.reduce((s, m) => s + (m.stats?.failedDispatches ?? 0), 0),
     missed: list.reduce((s, m) => s + (m.queue?.deadlineMisses ?? 0), 0),

@@ -4,10 +4,10 @@
  * is fully resolved: defaults applied, paths absolute, env overrides merged, ranges checked.
  */
 
-export type ModelControlMode = 'static' | 'dynamic' | 'explicit';
-export type Discipline = 'fair' | 'fifo' | 'edf';
-/** Where a model's weights stay when idle: evictable, pinned in host memory, pinned on device. */
-export type Residency = 'unpinned' | 'system' | 'device';
+import type { Discipline, ModelControlMode, Residency } from '@hloserve/common/control-api';
+
+// The API shows these values as configured, so they are defined once with the API's shapes.
+export type { Discipline, ModelControlMode, Residency };
 /** XLA GPU allocator choices (the CUDA plugin's `allocator` create option). */
 export type Allocator = 'bfc' | 'cuda_async' | 'platform' | 'default';
 export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';

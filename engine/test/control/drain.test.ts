@@ -47,10 +47,17 @@ suite('drain (control API, real Worker)', () => {
       })
     ).json().data;
     assert.equal(listed.drain.idle, true);
+    // The live feed's models topic carries the drain, so the console can offer resume.
+    const hub = f.h.control.context.hub;
+    hub.sample();
+    const fed = JSON.parse(hub.topic('models').snapshotText()).data.items.mlp;
+    assert.equal(fed.drain.idle, true);
 
     const resumed = await act('resume');
     assert.equal(resumed.statusCode, 200, resumed.body);
     assert.equal(resumed.json().data.drain, null);
+    hub.sample();
+    assert.equal(JSON.parse(hub.topic('models').snapshotText()).data.items.mlp.drain, null);
     assert.equal(f.worker.modelReady('mlp', ''), true);
     assert.deepEqual((await inferMlp(f.worker, 'after')).outputs[0]!.shape, [1, 10]);
   });

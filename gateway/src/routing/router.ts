@@ -15,8 +15,9 @@ import {
   WorkerLoad,
 } from '../placement/fill-plan.js';
 import type { ModelPlacement } from '../placement/lpt-packing.js';
+import type { RoutingMode } from '@hloserve/common/placement-api';
 
-export type RoutingMode = 'round_robin' | 'least_outstanding' | 'lpt_packing';
+export type { RoutingMode };
 export const ROUTING_MODES: readonly RoutingMode[] = ['round_robin', 'least_outstanding', 'lpt_packing'];
 
 export interface FillSettings {

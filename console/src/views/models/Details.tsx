@@ -1,7 +1,7 @@
 import { useState } from 'react';
 import { ApiError } from '../../api/errors.js';
 import { whereResident } from '../../api/reducers.js';
-import type { ModelAction, ModelInfo, ModelPolicy, Scope } from '../../api/types.js';
+import type { ModelAction, ModelView, ModelPolicyView, Scope } from '../../api/types.js';
 import { useControlMode, useModel, useModelAction, usePolicyUpdate } from '../../app/data.js';
 import { canOperate, modelActionVerdict } from '../../app/permissions.js';
 import { Link } from '../../app/router.js';
@@ -61,7 +61,7 @@ export function ModelDetails({ name }: { name: string }) {
   );
 }
 
-function Actions(props: { model: ModelInfo; scope: Scope | undefined; controlMode: string | undefined }) {
+function Actions(props: { model: ModelView; scope: Scope | undefined; controlMode: string | undefined }) {
   const { model, scope, controlMode } = props;
   const act = useModelAction();
   const [error, setError] = useState<string | null>(null);
@@ -70,6 +70,11 @@ function Actions(props: { model: ModelInfo; scope: Scope | undefined; controlMod
     <div className="row" style={{ gap: 14 }}>
       <span className={`pill ${model.state.toLowerCase()}`}>{model.state.toLowerCase()}</span>
       {model.reason && <span className="muted">{model.reason}</span>}
+      {model.drain && (
+        <span className="pill unavailable" data-testid="model-drained">
+          {model.drain.idle ? 'drained' : `draining (${model.drain.pending} pending)`}
+        </span>
+      )}
       <span>
         weights on <strong>{whereResident(r)}</strong> ({formatBytes(r?.weightBytes)})
       </span>
@@ -92,7 +97,7 @@ function Actions(props: { model: ModelInfo; scope: Scope | undefined; controlMod
     <div className="panel" data-testid="model-actions">
       {summary}
       <div className="row" style={{ marginTop: 10 }}>
-        {(['load', 'unload', 'reload', 'drain'] as const).map((a) => (
+        {(['load', 'unload', 'reload', model.drain ? 'resume' : 'drain'] as const).map((a) => (
           <ActionButton
             key={a}
             verdict={v(a)}
@@ -122,11 +127,11 @@ function Actions(props: { model: ModelInfo; scope: Scope | undefined; controlMod
   );
 }
 
-const defaultPolicy: ModelPolicy = { residency: 'unpinned', weight: 1, maxBatchSize: null, maxQueueDelayUs: null };
+const defaultPolicy: ModelPolicyView = { residency: 'unpinned', weight: 1, maxBatchSize: null, maxQueueDelayUs: null };
 
-function PolicyTab({ model, editable }: { model: ModelInfo; editable: boolean }) {
+function PolicyTab({ model, editable }: { model: ModelView; editable: boolean }) {
   const current = model.policy ?? defaultPolicy;
-  const [draft, setDraft] = useState<ModelPolicy>(current);
+  const [draft, setDraft] = useState<ModelPolicyView>(current);
   const [reviewing, setReviewing] = useState(false);
   const update = usePolicyUpdate(model.name);
   const errors = validatePolicy(draft);
@@ -155,7 +160,7 @@ function PolicyTab({ model, editable }: { model: ModelInfo; editable: boolean })
           <select
             value={draft.residency}
             disabled={!editable}
-            onChange={(e) => setDraft({ ...draft, residency: e.target.value as ModelPolicy['residency'] })}
+            onChange={(e) => setDraft({ ...draft, residency: e.target.value as ModelPolicyView['residency'] })}
           >
             <option value="unpinned">unpinned (evictable)</option>
             <option value="system">system (pinned in host memory)</option>

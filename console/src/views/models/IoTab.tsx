@@ -1,4 +1,4 @@
-import type { ModelInfo, TensorView } from '../../api/types.js';
+import type { ModelView, TensorView } from '../../api/types.js';
 import { useModelHistograms, useModelStats, useModelIo } from '../../app/data.js';
 import { formatMs } from '../../components/format.js';
 import { QueryState } from '../../components/QueryState.js';
@@ -7,7 +7,7 @@ import { describeTensor } from './snippets.js';
 const PROVENANCE_KEYS = ['exporter', 'frontend', 'exported_at', 'git_commit', 'lowering_platform', 'num_parameters'];
 
 /** The manifest: tensors with named axes and wire shapes; compiled sizes with their learned cost. */
-export function IoTab({ model }: { model: ModelInfo }) {
+export function IoTab({ model }: { model: ModelView }) {
   const io = useModelIo(model.name);
   const hist = useModelHistograms(model.name);
   const fresh = useModelStats(model.name);

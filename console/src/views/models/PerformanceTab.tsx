@@ -1,5 +1,5 @@
 import { useMemo } from 'react';
-import type { ModelInfo } from '../../api/types.js';
+import type { ModelView } from '../../api/types.js';
 import { useModelHistograms, useModelStats, useModelMetrics } from '../../app/data.js';
 import { Bars } from '../../components/Bars.js';
 import { formatMs } from '../../components/format.js';
@@ -7,7 +7,7 @@ import { batchBars, formatSeconds, latencyBars, quantileBound } from '../../comp
 import { Sparkline } from '../../components/Sparkline.js';
 import { Stat } from '../../components/Stat.js';
 
-export function PerformanceTab({ model }: { model: ModelInfo }) {
+export function PerformanceTab({ model }: { model: ModelView }) {
   const history = useModelMetrics(model.name);
   const hist = useModelHistograms(model.name);
   const fresh = useModelStats(model.name);

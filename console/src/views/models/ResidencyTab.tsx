@@ -1,6 +1,6 @@
 import { useMemo } from 'react';
 import { whereResident } from '../../api/reducers.js';
-import type { ModelInfo } from '../../api/types.js';
+import type { ModelView } from '../../api/types.js';
 import { useEvents, useModelMetrics } from '../../app/data.js';
 import { formatBytes, formatTime } from '../../components/format.js';
 import { QueryState } from '../../components/QueryState.js';
@@ -10,7 +10,7 @@ import { placeOn, residencyMarks, residencySpans, untilNow } from './residency.j
 const WINDOW_MS = 15 * 60 * 1000;
 
 /** Residency now, a lane of the last 15 minutes (on the device or not, events marked), and the events. */
-export function ResidencyTab({ model }: { model: ModelInfo }) {
+export function ResidencyTab({ model }: { model: ModelView }) {
   const events = useEvents();
   const history = useModelMetrics(model.name);
   const r = model.residency;

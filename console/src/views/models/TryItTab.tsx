@@ -1,5 +1,5 @@
 import { useEffect, useMemo } from 'react';
-import type { ModelInfo, Scope, TryTensor } from '../../api/types.js';
+import type { ModelView, Scope, TryTensor } from '../../api/types.js';
 import { useModelIo, useTryIt } from '../../app/data.js';
 import { tryVerdict } from '../../app/permissions.js';
 import { ActionButton } from '../../components/ActionButton.js';
@@ -17,7 +17,7 @@ const SOURCE_TEXT = {
  * Sends the bundle's reference input through the engine (POST /models/:name/try, the same infer
  * path a KServe client's request takes) and shows what came back, then how to send it yourself.
  */
-export function TryItTab({ model, scope }: { model: ModelInfo; scope: Scope | undefined }) {
+export function TryItTab({ model, scope }: { model: ModelView; scope: Scope | undefined }) {
   const io = useModelIo(model.name);
   const run = useTryIt(model.name);
   const verdict = tryVerdict(model, scope);

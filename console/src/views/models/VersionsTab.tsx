@@ -1,5 +1,5 @@
 import { useState } from 'react';
-import type { BundleVersion, ModelInfo, Scope } from '../../api/types.js';
+import type { BundleVersionView, ModelView, Scope } from '../../api/types.js';
 import { useModelVersions, useRollback } from '../../app/data.js';
 import { canOperate, rollbackVerdict } from '../../app/permissions.js';
 import { ActionButton } from '../../components/ActionButton.js';
@@ -10,11 +10,11 @@ import { QueryState } from '../../components/QueryState.js';
  * The model's folder in the repository and the previous versions an upload (or a rollback) kept
  * beside it; an operator puts one back, after confirming, and the replaced one is kept in turn.
  */
-export function VersionsTab(props: { model: ModelInfo; scope: Scope | undefined; controlMode: string | undefined }) {
+export function VersionsTab(props: { model: ModelView; scope: Scope | undefined; controlMode: string | undefined }) {
   const { model, scope, controlMode } = props;
   const versions = useModelVersions(model.name);
   const rollback = useRollback(model.name);
-  const [confirming, setConfirming] = useState<BundleVersion | null>(null);
+  const [confirming, setConfirming] = useState<BundleVersionView | null>(null);
   const operate = canOperate(scope);
   const verdict = rollbackVerdict(scope, controlMode, rollback.isPending);
   const list = versions.data ?? [];

@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'vitest';
-import type { ModelInfo, ModelResidency } from '../../api/types.js';
+import type { ModelView, ModelResidencyView } from '../../api/types.js';
 import { defaultQuery, selectRows, toRow } from './filter.js';
 
-const res = (extra: Partial<ModelResidency> = {}): ModelResidency => ({
+const res = (extra: Partial<ModelResidencyView> = {}): ModelResidencyView => ({
   floor: 'unpinned',
   weightBytes: 100,
   deviceResident: true,
@@ -14,7 +14,7 @@ const res = (extra: Partial<ModelResidency> = {}): ModelResidency => ({
   lastUsedAt: null,
   ...extra,
 });
-const model = (name: string, extra: Partial<ModelInfo> = {}): ModelInfo => ({
+const model = (name: string, extra: Partial<ModelView> = {}): ModelView => ({
   name,
   version: '1',
   state: 'READY',
@@ -24,6 +24,7 @@ const model = (name: string, extra: Partial<ModelInfo> = {}): ModelInfo => ({
   policy: null,
   queue: null,
   stats: null,
+  drain: null,
   ...extra,
 });
 const sample = (rps: number) => ({

@@ -1,11 +1,11 @@
 import { whereResident } from '../../api/reducers.js';
-import type { MetricSample, ModelInfo } from '../../api/types.js';
+import type { MetricSample, ModelView } from '../../api/types.js';
 
 /** One row of the models table: the model flattened, with its latest 1 Hz sample. */
 export interface ModelRow {
   readonly name: string;
   readonly version: string;
-  readonly state: ModelInfo['state'];
+  readonly state: ModelView['state'];
   readonly where: ReturnType<typeof whereResident>;
   readonly floor: 'unpinned' | 'system' | 'device';
   readonly bytes: number | null;
@@ -18,12 +18,12 @@ export interface ModelRow {
   readonly evictions: number | null;
   /** When a dispatch last used the model's weights, epoch ms (null: not since load). */
   readonly lastUsed: number | null;
-  readonly model: ModelInfo;
+  readonly model: ModelView;
   /** Lower-cased name and version, what a search matches against. */
   readonly haystack: string;
 }
 
-export function toRow(m: ModelInfo, sample: MetricSample | undefined): ModelRow {
+export function toRow(m: ModelView, sample: MetricSample | undefined): ModelRow {
   return {
     name: m.name,
     version: m.version,
@@ -48,7 +48,7 @@ export type SortKey = Exclude<keyof ModelRow, 'model' | 'haystack'>;
 
 export interface TableQuery {
   readonly search: string;
-  readonly state: 'all' | ModelInfo['state'];
+  readonly state: 'all' | ModelView['state'];
   readonly residency: 'all' | 'device' | 'host' | 'none' | 'pinned';
   readonly sort: SortKey;
   readonly desc: boolean;

@@ -1,5 +1,5 @@
 import { useState } from 'react';
-import type { ModelPlacement, PlacementAction, PlacementView } from '../../api/placement.js';
+import type { ModelPlacementView, PlacementAction, PlacementView } from '../../api/placement.js';
 import { usePlacementAction, usePlacementAudit, usePlacements } from '../../app/fleet.js';
 import { Link } from '../../app/router.js';
 import { useSession } from '../../app/session.js';
@@ -92,7 +92,7 @@ function Row({
   view,
   scope,
 }: {
-  m: ModelPlacement;
+  m: ModelPlacementView;
   view: PlacementView;
   scope: Parameters<typeof placementVerdict>[3];
 }) {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ModelPlacement, PlacementView } from '../../api/placement.js';
+import type { ModelPlacementView, PlacementView } from '../../api/placement.js';
 import { moveTargets, placementState, placementVerdict, weightLabel } from './placement-model.js';
 
 const cell = (worker: string, placed: boolean, resident: boolean | null, weight: number | null = placed ? 1 : 0) => ({
@@ -9,7 +9,7 @@ const cell = (worker: string, placed: boolean, resident: boolean | null, weight:
   ready: true,
   resident,
 });
-const model = (over: Partial<ModelPlacement> = {}): ModelPlacement => ({
+const model = (over: Partial<ModelPlacementView> = {}): ModelPlacementView => ({
   name: 'mlp',
   desiredReplicas: 1,
   placed: ['w0'],

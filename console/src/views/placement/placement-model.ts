@@ -3,7 +3,7 @@
  * browser: each model's state of desired (placed) against actual (resident), and whether an action
  * is allowed, with the reason when it is not.
  */
-import type { ModelPlacement, PlacementAction, PlacementCell, PlacementView } from '../../api/placement.js';
+import type { ModelPlacementView, PlacementAction, PlacementCell, PlacementView } from '../../api/placement.js';
 import type { Scope } from '../../api/types.js';
 import type { Verdict } from '../../app/permissions.js';
 import { allows } from '../../app/session.js';
@@ -16,7 +16,7 @@ import { allows } from '../../app/session.js';
  */
 export type PlacementState = 'in_place' | 'warming' | 'lingering' | 'unknown';
 
-export function placementState(m: ModelPlacement): PlacementState {
+export function placementState(m: ModelPlacementView): PlacementState {
   if (m.cells.some((c) => c.resident === null && c.placed)) return 'unknown';
   if (m.cells.some((c) => c.placed && c.resident === false)) return 'warming';
   if (m.cells.some((c) => !c.placed && c.resident === true)) return 'lingering';
@@ -35,7 +35,7 @@ const no = (whyNot: string): Verdict => ({ allowed: false, whyNot });
 
 export function placementVerdict(
   action: PlacementAction,
-  m: ModelPlacement,
+  m: ModelPlacementView,
   view: Pick<PlacementView, 'actions' | 'mode' | 'workers'>,
   scope: Scope | undefined,
 ): Verdict {
@@ -54,7 +54,7 @@ export function placementVerdict(
 }
 
 /** Workers a replica of `m` could move to (not already placed there). */
-export function moveTargets(m: ModelPlacement, view: Pick<PlacementView, 'workers'>): string[] {
+export function moveTargets(m: ModelPlacementView, view: Pick<PlacementView, 'workers'>): string[] {
   return view.workers.map((w) => w.name).filter((w) => !m.placed.includes(w));
 }
 
@@ -62,7 +62,7 @@ export function moveTargets(m: ModelPlacement, view: Pick<PlacementView, 'worker
  * The share of `m`'s traffic a placed cell takes, as a percentage label, where it says something:
  * only for a model placed on more than one worker (one replica takes everything).
  */
-export function weightLabel(m: ModelPlacement, c: PlacementCell): string | null {
+export function weightLabel(m: ModelPlacementView, c: PlacementCell): string | null {
   if (!c.placed || c.weight === null || m.placed.length < 2) return null;
   return `${Math.round(c.weight * 100)} %`;
 }

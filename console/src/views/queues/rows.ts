@@ -3,7 +3,7 @@
  * the live queue of each model from the feed (depth, oldest wait, misses; every 250 ms), busiest
  * first, so that with 2,000 models the ones that matter are on top.
  */
-import type { ModelInfo, QueueModel } from '../../api/types.js';
+import type { ModelView, QueueModelView } from '../../api/types.js';
 
 export interface QueueRow {
   readonly name: string;
@@ -21,8 +21,8 @@ export interface QueueRow {
 export const QUEUE_ROWS_SHOWN = 100;
 
 export function queueRows(
-  scheduled: readonly QueueModel[],
-  live: readonly ModelInfo[],
+  scheduled: readonly QueueModelView[],
+  live: readonly ModelView[],
   overall: ReadonlyMap<string, number> | null,
   search: string,
   shown = QUEUE_ROWS_SHOWN,

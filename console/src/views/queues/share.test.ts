@@ -1,9 +1,9 @@
 import { describe, expect, test } from 'vitest';
-import type { QueueModel, QueuesInfo } from '../../api/types.js';
+import type { QueueModelView, QueuesView } from '../../api/types.js';
 import { queueRows } from './rows.js';
 import { busiestModels, foldQueueSample, overallShare } from './share.js';
 
-const qm = (name: string, computeSecondsTotal: number, extra: Partial<QueueModel> = {}): QueueModel => ({
+const qm = (name: string, computeSecondsTotal: number, extra: Partial<QueueModelView> = {}): QueueModelView => ({
   name,
   weight: 1,
   depth: 0,
@@ -18,7 +18,7 @@ const qm = (name: string, computeSecondsTotal: number, extra: Partial<QueueModel
   weightShare: 0.5,
   ...extra,
 });
-const answer = (at: number, models: QueueModel[]): QueuesInfo => ({ at, discipline: 'fair', executing: 0, models });
+const answer = (at: number, models: QueueModelView[]): QueuesView => ({ at, discipline: 'fair', executing: 0, models });
 
 describe('device share over time from successive /queues answers', () => {
   test('the first answer is the baseline; each later one adds the interval shares of device time', () => {
@@ -80,6 +80,7 @@ describe('the queues table rows', () => {
         residency: null,
         policy: null,
         stats: null,
+        drain: null,
         queue: { depth: 7, rows: 7, inflight: 1, oldestWaitMs: 40, deadlineMisses: 2 },
       },
     ];

@@ -5,7 +5,7 @@
  * the fair discipline balances; this one is what the device actually spent, so the two differ
  * when a model runs alone.
  */
-import type { QueuesInfo } from '../../api/types.js';
+import type { QueuesView } from '../../api/types.js';
 
 export interface SharePoint {
   /** Epoch ms of the later answer. */
@@ -19,14 +19,14 @@ export interface SharePoint {
 }
 
 export interface ShareHistory {
-  readonly last: QueuesInfo | null;
+  readonly last: QueuesView | null;
   readonly points: readonly SharePoint[];
 }
 
 export const emptyShareHistory: ShareHistory = { last: null, points: [] };
 
 /** Adds one answer; at most `cap` points are kept (150 at 2 s: five minutes). */
-export function foldQueueSample(prev: ShareHistory | undefined, q: QueuesInfo, cap = 150): ShareHistory {
+export function foldQueueSample(prev: ShareHistory | undefined, q: QueuesView, cap = 150): ShareHistory {
   const h = prev ?? emptyShareHistory;
   const last = h.last;
   if (last !== null && q.at <= last.at) return h; // the same answer again, or out of order

@@ -39,6 +39,7 @@ const modelEntry = (m: ModelView) => ({
   reason: m.reason,
   batchSizes: m.batchSizes,
   policy: m.policy,
+  drain: m.drain,
 });
 
 export class FeedHub {
