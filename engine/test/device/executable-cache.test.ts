@@ -237,7 +237,7 @@ suite('ExecutableCache on the CPU plugin', () => {
 
 async function flipLastByte(path: string): Promise<void> {
   const b = await readFile(path);
-  b[b.length - 1] ^= 0xff;
+  b[b.length - 1] = b[b.length - 1]! ^ 0xff;
   await writeFile(path, b);
 }
 

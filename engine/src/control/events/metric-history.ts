@@ -100,7 +100,7 @@ export class MetricHistory {
     const d = this.#delta;
     for (let i = 0; i < LATENCY_BUCKETS; i++) {
       d[i] = restarted ? counts[i]! : counts[i]! - l.prev[i]!;
-      l.minute[i] += d[i]!;
+      l.minute[i] = l.minute[i]! + d[i]!;
     }
     l.prev.set(counts);
     const [p50, p99] = percentilesMs(d, [0.5, 0.99]);
