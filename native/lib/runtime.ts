@@ -153,6 +153,14 @@ export class Runtime {
     return binding().mallocMmapThreshold;
   }
 
+  /**
+   * The mmap threshold in force now: mallocMmapThreshold, or 1 MiB while a build (compile,
+   * deserialize, serialize) runs. A background execution (a warmup) leaves it at the serving value.
+   */
+  static mallocMmapThresholdNow(): number {
+    return binding().mallocMmapThresholdNow();
+  }
+
   get disposed(): boolean {
     return this.#client.isDisposed();
   }
