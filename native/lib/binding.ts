@@ -168,6 +168,8 @@ export interface NativeBinding {
   buildNudges(): number;
   /** glibc's mmap threshold the addon fixed (32 MiB unless MALLOC_MMAP_THRESHOLD_ chose one); 0: left to the libc. */
   readonly mallocMmapThreshold: number;
+  /** The mmap threshold in force now: lowered while a build runs (0: left to the libc). */
+  mallocMmapThresholdNow(): number;
   /** Copies `length` bytes at `position` of an open shm object into a new Buffer, on the addon's threads. */
   shmRead(fd: number, position: number, length: number, minSize: number): Promise<Buffer>;
   /** Writes `data` at `position` of an open shm object, on the addon's threads. */

@@ -32,9 +32,9 @@ export interface RuntimeOptions {
   cpuDeviceCount?: number;
   /**
    * CPU plugin: hand each execution to the client's own thread pool (true, the plugin's default
-   * and ours) or run it on the thread that launches it (false). false saves two thread wake-ups per
-   * execution (the MLP's throughput at 16 callers +5-12 %) but served the CNN at one caller 30 %
-   * slower (bench/RESULTS.md, "Session 12: the CPU client's own threads").
+   * and this wrapper's) or run it on the thread that launches it (false, the worker's default:
+   * global.runtime.cpu_asynchronous). false saves two thread wake-ups per execution; a background
+   * execution (a warmup) then computes on its lowered launching thread (bench/RESULTS.md, session 13).
    */
   cpuAsynchronous?: boolean;
   cuda?: CudaOptions;
@@ -151,6 +151,14 @@ export class Runtime {
    */
   static get mallocMmapThreshold(): number {
     return binding().mallocMmapThreshold;
+  }
+
+  /**
+   * The mmap threshold in force now: mallocMmapThreshold, or 1 MiB while a build (compile,
+   * deserialize, serialize) runs. A background execution (a warmup) leaves it at the serving value.
+   */
+  static mallocMmapThresholdNow(): number {
+    return binding().mallocMmapThresholdNow();
   }
 
   get disposed(): boolean {

@@ -120,6 +120,9 @@ Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
   exports.Set("compileOptions", Napi::Buffer<char>::Copy(env, opts.data(), opts.size()));
   exports.Set("workerThreads", Napi::Number::New(env, static_cast<double>(threads)));
   exports.Set("mallocMmapThreshold", Napi::Number::New(env, static_cast<double>(mmap_threshold)));
+  exports.Set("mallocMmapThresholdNow", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {
+                return Napi::Number::New(info.Env(), static_cast<double>(MmapThresholdNow()));
+              }));
   exports.Set("buildNudgeMicros", Napi::Number::New(env, nudgers > 0 ? static_cast<double>(nudge_us) : 0));
   exports.Set("buildNudges", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {
                 return Napi::Number::New(info.Env(), static_cast<double>(BuildNudges()));

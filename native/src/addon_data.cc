@@ -67,7 +67,9 @@ Napi::Promise RunAsync(Napi::Env env, AsyncOp op, Lane lane) {
   auto* p = new Pending{Napi::Promise::Deferred::New(env), std::move(op), {}};
   Napi::Promise promise = p->deferred.Promise();
   if (data->inflight++ == 0) data->completions.Ref(env);
-  TaskPool* pool = lane == Lane::kBackground && data->background ? data->background.get() : data->pool.get();
+  const bool background = lane != Lane::kServing && data->background;
+  TaskPool* pool = background ? data->background.get() : data->pool.get();
+  const TaskKind kind = lane == Lane::kBackgroundRun ? TaskKind::kRun : TaskKind::kBuild;
   pool->Post([p, tsfn = data->completions]() mutable {
     try {
       p->status = p->op.work();
@@ -78,7 +80,7 @@ Napi::Promise RunAsync(Napi::Env env, AsyncOp op, Lane lane) {
     if (tsfn.BlockingCall(p, [](Napi::Env env, Napi::Function, Pending* p) { Settle(env, p); }) != napi_ok) {
       delete p;
     }
-  });
+  }, kind);
   return promise;
 }
 

@@ -52,8 +52,9 @@ struct AsyncOp {
   std::function<Napi::Value(Napi::Env)> finish;
 };
 
-// Which pool runs an operation.
-enum class Lane { kServing, kBackground };
+// Which pool runs an operation: serving, or the background threads for a build (kBackground) or
+// for an execution (kBackgroundRun: a warmup; see TaskKind).
+enum class Lane { kServing, kBackground, kBackgroundRun };
 
 // Posts `op` and returns its promise. Each promise is settled exactly once, on the JS thread.
 Napi::Promise RunAsync(Napi::Env env, AsyncOp op, Lane lane = Lane::kServing);

@@ -333,7 +333,8 @@ Napi::Value OutputsToJs(Napi::Env env, ExecuteJob& job) {
 Napi::Value ExecutableWrap::Execute(const Napi::CallbackInfo& info) {
   KeepAlive keep;
   auto job = PrepareJob(info, Live(info.Env()), keep);
-  const Lane lane = LaneOf(info[3]);
+  // A background execution (a warmup) is a run, not a build: see TaskKind.
+  const Lane lane = LaneOf(info[3]) == Lane::kServing ? Lane::kServing : Lane::kBackgroundRun;
   if (lane == Lane::kServing) NoteServingActivity();
   AsyncOp op;
   op.work = [job]() -> Status { return RunAndRelease(*job); };

@@ -47,6 +47,12 @@ MallocBuildScope::~MallocBuildScope() {
   if (owned && --builds == 0) SetThresholds(kMmapThreshold);
 }
 
+size_t MmapThresholdNow() {
+  std::lock_guard<std::mutex> lock(build_mu);
+  if (!owned) return 0;
+  return builds > 0 ? kBuildMmapThreshold : kMmapThreshold;
+}
+
 size_t FixMmapThreshold() {
 #if defined(__GLIBC__)
   if (std::getenv("MALLOC_MMAP_THRESHOLD_") != nullptr) return 0;

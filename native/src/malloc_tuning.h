@@ -14,6 +14,10 @@ namespace hlo {
 // 1 MiB). Builds lower it for their duration (MallocBuildScope), see bench/RESULTS.md session 11.
 size_t FixMmapThreshold();
 
+// The mmap threshold in force now (bytes): the serving value, the builds' value while any
+// MallocBuildScope is held, or 0 where FixMmapThreshold left it to glibc or the operator.
+size_t MmapThresholdNow();
+
 // While any model build runs (compiles, deserializes, serializes and warmups on the background
 // pool), the thresholds drop to 1 MiB (mmap) and 2 MiB (trim), so the multi-MiB blocks a build
 // churns are mapped and handed back instead of left to fragment the heap; when the last build

@@ -74,10 +74,10 @@ std::string TaskPool::applied_priority() {
   return Name(applied_);
 }
 
-void TaskPool::Post(std::function<void()> task) {
+void TaskPool::Post(std::function<void()> task, TaskKind kind) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back(std::move(task));
+    queue_.emplace_back(std::move(task), kind);
   }
   cv_.notify_one();
 }
@@ -105,15 +105,20 @@ void TaskPool::Loop() {
   cv_.notify_all();
   for (;;) {
     std::function<void()> task;
+    TaskKind kind = TaskKind::kBuild;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) return;
-      task = std::move(queue_.front());
+      task = std::move(queue_.front().first);
+      kind = queue_.front().second;
       queue_.pop_front();
     }
-    if (build_) {
+    if (build_ && kind == TaskKind::kBuild) {
       MallocBuildScope scope;
+      BuildNudgeScope nudge;
+      task();
+    } else if (build_) {
       BuildNudgeScope nudge;
       task();
     } else {

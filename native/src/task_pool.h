@@ -15,6 +15,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace hlo {
@@ -25,6 +26,15 @@ namespace hlo {
 // priority back (RLIMIT_NICE is 0 by default), which is why background work has threads of its
 // own instead of lowering a serving thread for the duration of a compile.
 enum class ThreadPriority { kNormal, kNice, kIdle };
+
+// What a task on the background pool is. A build (compile, deserialize, serialize) lowers the
+// process's malloc thresholds while it runs (MallocBuildScope); a run (an execution on the
+// background lane: a warmup) does not, since its scratch is the serving executions' kind of
+// allocation and the threshold is process-wide: a warmup at SCHED_IDLE that starves under load
+// (it does on the synchronous CPU client, where the launching thread computes) would otherwise
+// hold every serving execution's multi-MiB scratch on mmap, faulted in and zeroed on each run.
+// Both keep the build nudger on: both compute on a lowered thread.
+enum class TaskKind { kBuild, kRun };
 
 // Parses "idle" | "nice" | "normal"; anything else is `fallback`.
 ThreadPriority ParseThreadPriority(const char* text, ThreadPriority fallback);
@@ -37,7 +47,8 @@ class TaskPool {
   TaskPool(const TaskPool&) = delete;
   TaskPool& operator=(const TaskPool&) = delete;
 
-  void Post(std::function<void()> task);
+  // `kind` matters only on a pool made with `build`.
+  void Post(std::function<void()> task, TaskKind kind = TaskKind::kBuild);
   // Stops accepting work, runs what is queued, joins the threads.
   void Shutdown();
   // What the threads got: "idle", "nice" or "normal" (lower than asked when the system refused).
@@ -47,7 +58,7 @@ class TaskPool {
   void Loop();
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::function<void()>> queue_;
+  std::deque<std::pair<std::function<void()>, TaskKind>> queue_;
   std::vector<std::thread> threads_;
   bool stopping_ = false;
   const ThreadPriority priority_;

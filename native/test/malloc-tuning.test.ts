@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { suite, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { Runtime } from '../lib/index.js';
+import { hostArray, Runtime } from '../lib/index.js';
+import { DOT, heavyProgram, randomF32 } from './programs.js';
 
 // glibc only: musl and other libcs have no mmap threshold to fix.
 const glibc =
@@ -41,5 +42,42 @@ suite('malloc tuning: reloads do not leave freed blocks in the heap', { skip: !g
     const own =
       process.env['MALLOC_MMAP_THRESHOLD_'] === undefined && !process.env['GLIBC_TUNABLES']?.includes('mmap_threshold');
     assert.equal(Runtime.mallocMmapThreshold, own ? 32 * 2 ** 20 : 0);
+  });
+
+  /** Runtime.mallocMmapThresholdNow() on every event-loop turn until `work` settles. */
+  async function thresholdsDuring(work: Promise<unknown>): Promise<number[]> {
+    const seen: number[] = [];
+    let done = false;
+    const settled = work.finally(() => {
+      done = true;
+    });
+    while (!done) {
+      seen.push(Runtime.mallocMmapThresholdNow());
+      await new Promise((r) => setImmediate(r));
+    }
+    await settled;
+    return seen;
+  }
+
+  test('a compile lowers the threshold while it runs; a background execution (a warmup) does not', async (t) => {
+    if (Runtime.mallocMmapThreshold === 0) return t.skip("the threshold is the operator's");
+    const rt = await Runtime.create();
+    try {
+      const serving = Runtime.mallocMmapThreshold;
+      const during = await thresholdsDuring(rt.compile(heavyProgram(12, 5, 'cosine')));
+      assert.ok(during.includes(2 ** 20), "the compile ran at the builds' threshold");
+      // Long enough that the loop looks many times while it runs (about 2 GFLOP).
+      const n = 1024;
+      const exe = await rt.compile(DOT(n, n, n));
+      const args = [hostArray('f32', [n, n], randomF32(n * n, 1)), hostArray('f32', [n, n], randomF32(n * n, 2))];
+      const seen = await thresholdsDuring(exe.run(args, { background: true }));
+      exe.dispose();
+      assert.ok(seen.length >= 3, `looked ${seen.length} times`);
+      // Lowered, every serving execution's multi-MiB scratch would be mapped and zeroed afresh for
+      // as long as a warmup starves at SCHED_IDLE (session 13: the CNN at one caller, 1.3x the CPU).
+      assert.deepEqual([...new Set(seen)], [serving]);
+    } finally {
+      rt.dispose();
+    }
   });
 });
