@@ -112,7 +112,8 @@ export class Runtime {
     const b = binding();
     let info: NativePluginInfo;
     try {
-      info = b.loadPlugin(path);
+      // Off the JS thread: a plugin's dlopen is tens of ms that a start can spend on other work.
+      info = await b.loadPluginAsync(path);
     } catch (err) {
       throw new PluginLoadError(`cannot load PJRT plugin ${path}: ${(err as Error).message}`, { cause: err });
     }
