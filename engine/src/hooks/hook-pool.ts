@@ -166,6 +166,11 @@ export class HookPool {
     });
   }
 
+  /** Starts a thread if the pool has none, so that its first call does not wait for one to start. */
+  prestart(): void {
+    if (!this.#closed && this.#slots.length === 0) this.#addSlot();
+  }
+
   get threadCount(): number {
     return this.#slots.length;
   }
@@ -191,19 +196,21 @@ export class HookPool {
     for (const s of this.#slots) if (best === null || s.inflight.size < best.inflight.size) best = s;
     if (best !== null && (best.inflight.size === 0 || (call?.fn === 'inspect' && best.inflight.size < this.#perThread)))
       return best;
-    if (this.#slots.length < this.#opts.threads) {
-      const block = this.#newBlock();
-      const slot: Slot = {
-        worker: this.#spawn(block),
-        block,
-        laneOwners: new Array<number>(block.lanes).fill(0),
-        inflight: new Map(),
-      };
-      this.#attach(slot);
-      this.#slots.push(slot);
-      return slot;
-    }
+    if (this.#slots.length < this.#opts.threads) return this.#addSlot();
     return best !== null && best.inflight.size < this.#perThread ? best : null;
+  }
+
+  #addSlot(): Slot {
+    const block = this.#newBlock();
+    const slot: Slot = {
+      worker: this.#spawn(block),
+      block,
+      laneOwners: new Array<number>(block.lanes).fill(0),
+      inflight: new Map(),
+    };
+    this.#attach(slot);
+    this.#slots.push(slot);
+    return slot;
   }
 
   #newBlock(): LaneBlock {

@@ -339,6 +339,14 @@ export class Worker implements InferenceService {
     this.#watcher.start();
   }
 
+  /**
+   * Called once the server is ready: a start checks the meta models' hooks in the hooks pool (see
+   * ModelHooks.load), so their own pool starts its thread now, after ready, not on the first call.
+   */
+  prestartHookThreads(): void {
+    if (this.registry.list().some((s) => s.current?.bundle.kind === 'meta')) this.#hooks?.metaPool.prestart();
+  }
+
   /** The repository watcher of dynamic mode, or null in the other modes. */
   get watcher(): RepositoryWatcher | null {
     return this.#watcher;
