@@ -89,6 +89,13 @@ const result = await build({
   logLevel: 'warning',
   metafile: true,
 });
+// esbuild writes strings and identifiers as ASCII escapes but keeps the comments it keeps as they
+// are; written as \u escapes, a comment's other characters make the whole file ASCII, which
+// bundled-start.ts decodes as Latin-1, three times faster than UTF-8.
+const text = readFileSync(outfile, 'utf8');
+// eslint-disable-next-line no-control-regex
+const ascii = text.replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+if (ascii !== text) writeFileSync(outfile, ascii);
 // The entry point: bundled-start.js imports only Node's own modules, so it runs from here as it is
 // (its source map comment would point at a file not copied).
 copyFileSync(start, startOut);

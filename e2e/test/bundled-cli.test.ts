@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { isAscii } from 'node:buffer';
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, suite, test } from 'node:test';
@@ -28,6 +29,10 @@ suite('the bundled CLI (engine/dist/bundle/cli.js)', () => {
     const bundle = join(bundleDir, 'cli.cjs');
     assert.match(readFileSync(bundle, 'utf8'), /\/\/# sourceMappingURL=cli\.cjs\.map\s*$/);
     assert.ok(existsSync(`${bundle}.map`));
+  });
+
+  test('is ASCII, so the entry point decodes it on the fast path (Latin-1)', () => {
+    assert.ok(isAscii(readFileSync(join(bundleDir, 'cli.cjs'))));
   });
 
   test('a ready server leaves a code cache beside the bundle, and a start that used it does not rewrite it', async () => {

@@ -104,6 +104,11 @@ async function runServe(values: ServeValues): Promise<number> {
   }
   // A worker behind a TLS gateway serves plaintext on loopback (the gateway holds the certificate).
   const settings = settingsBehindGateway(workerSettings(loaded.config, values.worker));
+  // The plugin's dlopen (tens of ms, on the addon's threads) overlaps serve()'s imports.
+  void import('@hloserve/native').then(
+    ({ Runtime }) => Runtime.preload(settings.runtime.plugin),
+    () => undefined,
+  );
   const workerName = ownWorkerName(loaded.config, values.worker);
   const log = createLogger(settings.logging.level, { worker: workerName });
   for (const o of loaded.appliedOverrides)

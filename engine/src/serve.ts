@@ -96,6 +96,7 @@ export async function serve(
       tls: tls !== null,
       models: worker.repositoryIndex(true).map((m) => m.name),
     });
+    worker.prestartHookThreads();
     let stopping: Promise<void> | null = null;
     return {
       worker,

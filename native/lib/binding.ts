@@ -148,6 +148,7 @@ export interface NativePluginInfo {
 export interface NativeBinding {
   init(pjrtError: typeof PjrtError, disposedError: typeof DisposedError): void;
   loadPlugin(path: string): NativePluginInfo;
+  loadPluginAsync(path: string): Promise<NativePluginInfo>;
   createClient(pluginPath: string, options: NativeOption[]): Promise<NativeClient>;
   /** The serialized CompileOptionsProto that every compile and deserializeAndLoad uses. */
   readonly compileOptions: Buffer;

@@ -85,6 +85,9 @@ function createOptions(info: NativePluginInfo, o: RuntimeOptions): NativeOption[
   return [...out, ...(o.extraOptions ?? [])];
 }
 
+/** Plugin loads started by Runtime.preload, by resolved path; create() takes its own out. */
+const preloads = new Map<string, Promise<NativePluginInfo>>();
+
 /**
  * One PJRT client on one plugin: the entry point for compile, upload and memory queries.
  * Everything it creates is freed by dispose(), or individually by each object's dispose().
@@ -104,6 +107,24 @@ export class Runtime {
     this.devices = client.devices();
   }
 
+  /**
+   * Starts loading a plugin on the addon's threads, so that a later create() for it finds the load
+   * under way or done: a CLI calls it as soon as its configuration names the plugin, before it
+   * imports the rest of the server. Errors are create()'s to report; this never throws.
+   */
+  static preload(plugin: string = 'cpu'): void {
+    try {
+      const path = resolvePlugin(plugin);
+      if (preloads.has(path)) return;
+      process.env.TF_CPP_MIN_LOG_LEVEL ??= '1';
+      const loading = binding().loadPluginAsync(path);
+      loading.catch(() => undefined);
+      preloads.set(path, loading);
+    } catch {
+      // create() resolves the plugin again and says what is wrong.
+    }
+  }
+
   /** Loads the plugin (once per process) and creates a client. Nothing is downloaded here. */
   static async create(options: RuntimeOptions = {}): Promise<Runtime> {
     const path = resolvePlugin(options.plugin ?? 'cpu');
@@ -111,8 +132,11 @@ export class Runtime {
     process.env.TF_CPP_MIN_LOG_LEVEL ??= '1';
     const b = binding();
     let info: NativePluginInfo;
+    const preloaded = preloads.get(path);
+    preloads.delete(path);
     try {
-      info = b.loadPlugin(path);
+      // Off the JS thread: a plugin's dlopen is tens of ms that a start can spend on other work.
+      info = await (preloaded ?? b.loadPluginAsync(path));
     } catch (err) {
       throw new PluginLoadError(`cannot load PJRT plugin ${path}: ${(err as Error).message}`, { cause: err });
     }

@@ -39,14 +39,7 @@ Napi::Value Init(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
-// loadPlugin(path) -> {path, apiVersion: [major, minor], apiStructSize, attributes}. Synchronous:
-// dlopen happens once per process, at startup.
-Napi::Value LoadPluginJs(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  if (!info[0].IsString()) throw Napi::TypeError::New(env, "pluginPath must be a string");
-  Status s;
-  const Plugin* p = LoadPlugin(info[0].As<Napi::String>(), &s);
-  if (p == nullptr) ThrowStatus(env, s);
+Napi::Object PluginInfoToJs(Napi::Env env, const Plugin* p) {
   Napi::Object o = Napi::Object::New(env);
   o.Set("path", Napi::String::New(env, p->path));
   Napi::Array version = Napi::Array::New(env, 2);
@@ -59,6 +52,35 @@ Napi::Value LoadPluginJs(const Napi::CallbackInfo& info) {
   for (const auto& [k, v] : p->attributes) attrs.Set(k, AttributeToJs(env, v));
   o.Set("attributes", attrs);
   return o;
+}
+
+// loadPlugin(path) -> {path, apiVersion: [major, minor], apiStructSize, attributes}. Synchronous:
+// dlopen happens once per process (a second call for the same path returns the loaded plugin).
+Napi::Value LoadPluginJs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!info[0].IsString()) throw Napi::TypeError::New(env, "pluginPath must be a string");
+  Status s;
+  const Plugin* p = LoadPlugin(info[0].As<Napi::String>(), &s);
+  if (p == nullptr) ThrowStatus(env, s);
+  return PluginInfoToJs(env, p);
+}
+
+// loadPluginAsync(path) -> Promise of what loadPlugin returns. The dlopen (relocating a plugin of
+// hundreds of MiB: tens of ms) and PJRT_Plugin_Initialize run on a serving pool thread, so the JS
+// thread goes on with a start's other work (reading the repository, importing the listeners).
+Napi::Value LoadPluginAsyncJs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!info[0].IsString()) throw Napi::TypeError::New(env, "pluginPath must be a string");
+  std::string path = info[0].As<Napi::String>();
+  auto loaded = std::make_shared<const Plugin*>(nullptr);
+  AsyncOp op;
+  op.work = [path, loaded]() -> Status {
+    Status s;
+    *loaded = LoadPlugin(path, &s);
+    return *loaded == nullptr ? s : Status::Ok();
+  };
+  op.finish = [loaded](Napi::Env env) -> Napi::Value { return PluginInfoToJs(env, *loaded); };
+  return RunAsync(env, std::move(op));
 }
 
 void Teardown(AddonData* data) {
@@ -115,6 +137,7 @@ Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
   });
   exports.Set("init", Napi::Function::New(env, Init));
   exports.Set("loadPlugin", Napi::Function::New(env, LoadPluginJs));
+  exports.Set("loadPluginAsync", Napi::Function::New(env, LoadPluginAsyncJs));
   exports.Set("createClient", Napi::Function::New(env, CreateClient));
   std::string opts = CompileOptionsBytes();
   exports.Set("compileOptions", Napi::Buffer<char>::Copy(env, opts.data(), opts.size()));

@@ -12,6 +12,7 @@ import type { ProgramSignature } from '@hloserve/native/mlir-signature';
 import { isMlirBytecode, parseMainSignature } from '@hloserve/native/mlir-signature';
 import { bundleError } from './bundle-error.js';
 import { readManifest, type Manifest } from './manifest.js';
+import type { ParsedYamlStore } from './parsed-yaml-store.js';
 import { matchModuleFiles, type ModuleFileName } from './module-files.js';
 import { checkMainSignature } from './module-signature.js';
 import { checkReferenceHeader, type BundleReference } from './reference-data.js';
@@ -74,7 +75,8 @@ export function findModule(bundle: Bundle, batchSize: number, variant: number | 
   return bundle.modules.find((m) => m.variant === variant && (m.batchSize === batchSize || m.batchSize === 0));
 }
 
-export async function loadBundle(dir: string): Promise<Bundle> {
+/** `parsedYaml`: manifests' parses kept by an earlier start (a start's discovery passes it). */
+export async function loadBundle(dir: string, parsedYaml?: ParsedYamlStore): Promise<Bundle> {
   const root = resolve(dir);
   const name = basename(root);
   let fileNames: string[];
@@ -87,7 +89,7 @@ export async function loadBundle(dir: string): Promise<Bundle> {
   const at = (file: string): string => join(dir, file);
   const has = (file: string): boolean => fileNames.includes(file);
 
-  const manifest = await readManifest(at(MANIFEST_FILE));
+  const manifest = await readManifest(at(MANIFEST_FILE), parsedYaml);
   const warnings = [...manifest.warnings];
   if (manifest.name !== null && manifest.name !== name) {
     warnings.push(

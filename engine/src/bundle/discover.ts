@@ -7,6 +7,7 @@ import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ServeError, toServeError } from '@hloserve/common/errors';
 import { loadBundle, MANIFEST_FILE, type Bundle } from './bundle.js';
+import type { ParsedYamlStore } from './parsed-yaml-store.js';
 
 export type DiscoveredBundle =
   | { readonly name: string; readonly dir: string; readonly ok: true; readonly bundle: Bundle }
@@ -15,6 +16,8 @@ export type DiscoveredBundle =
 export interface DiscoverOptions {
   /** Only these model names (`models_include`); empty or absent means all. */
   readonly include?: readonly string[];
+  /** Manifests' parses kept by an earlier start; awaited before the first manifest is parsed. */
+  readonly parsedYaml?: Promise<ParsedYamlStore | undefined>;
 }
 
 /** Sorted by name. Throws only when the repository itself cannot be read. */
@@ -34,13 +37,17 @@ export async function discoverBundles(repoDir: string, options: DiscoverOptions 
     names
       // Dot-directories are editor/VCS/upload scratch space, never models.
       .filter((name) => !name.startsWith('.') && (!include || include.has(name)))
-      .map((name) => discoverOne(repoDir, name)),
+      .map((name) => discoverOne(repoDir, name, options.parsedYaml)),
   );
   return found.filter((d): d is DiscoveredBundle => d !== null).sort((a, b) => (a.name < b.name ? -1 : 1));
 }
 
 /** One subdirectory: null when it is not a directory or has no manifest. */
-async function discoverOne(repoDir: string, name: string): Promise<DiscoveredBundle | null> {
+async function discoverOne(
+  repoDir: string,
+  name: string,
+  parsedYaml?: Promise<ParsedYamlStore | undefined>,
+): Promise<DiscoveredBundle | null> {
   const dir = join(repoDir, name);
   // stat, not the dirent type: bundles may be symlinks to directories elsewhere.
   const isDir = await stat(dir).then(
@@ -54,7 +61,7 @@ async function discoverOne(repoDir: string, name: string): Promise<DiscoveredBun
   );
   if (!hasManifest) return null;
   try {
-    return { name, dir, ok: true, bundle: await loadBundle(dir) };
+    return { name, dir, ok: true, bundle: await loadBundle(dir, await parsedYaml) };
   } catch (err) {
     const error = err instanceof ServeError ? err : wrap(dir, err);
     return { name, dir, ok: false, error };

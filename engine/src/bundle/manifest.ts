@@ -9,6 +9,7 @@ import { describeValue, isMapping } from '../config/describe-value.js';
 import { parseYamlText } from '../config/yaml-text.js';
 import type { TensorRole } from '../dtypes.js';
 import { bundleError, fieldPath } from './bundle-error.js';
+import type { ParsedYamlStore } from './parsed-yaml-store.js';
 import { parseTensorSpec, VARIABLE_DIM, type ExecutableTensorSpec, type TensorSpec } from './tensor-spec.js';
 
 export type ManifestKind = 'model' | 'meta';
@@ -84,7 +85,8 @@ export function clientOutputSpecs(m: Manifest): readonly TensorSpec[] {
   return m.clientOutputs ?? m.executableOutputs;
 }
 
-export async function readManifest(path: string): Promise<Manifest> {
+/** `parsedYaml`: the text's parse as kept by an earlier start, if there is one (parsed-yaml-store.ts). */
+export async function readManifest(path: string, parsedYaml?: ParsedYamlStore): Promise<Manifest> {
   let text: string;
   try {
     text = await readFile(path, 'utf8');
@@ -105,7 +107,7 @@ export async function readManifest(path: string): Promise<Manifest> {
     parsedManifests.set(key, known);
     return known;
   }
-  const manifest = parseManifest(text, path);
+  const manifest = parseManifest(text, path, parsedYaml);
   parsedManifests.set(key, manifest);
   if (parsedManifests.size > PARSED_MANIFESTS_KEPT) parsedManifests.delete(parsedManifests.keys().next().value!);
   return manifest;
@@ -122,10 +124,14 @@ const parsedManifests = new Map<string, Manifest>();
 const PARSED_MANIFESTS_KEPT = 256;
 
 /** Parses and validates manifest text; `file` is only used to name the file in messages. */
-export function parseManifest(text: string, file: string): Manifest {
-  const yaml = parseYamlText(text);
-  if (!yaml.ok) throw bundleError(file, null, yaml.message);
-  const raw = yaml.value;
+export function parseManifest(text: string, file: string, parsedYaml?: ParsedYamlStore): Manifest {
+  let raw = parsedYaml?.lookup(text);
+  if (raw === undefined) {
+    const yaml = parseYamlText(text);
+    if (!yaml.ok) throw bundleError(file, null, yaml.message);
+    raw = yaml.value;
+    parsedYaml?.remember(text, raw);
+  }
   if (!isMapping(raw))
     throw bundleError(file, null, `expected a YAML mapping at the top level, got ${describeValue(raw)}`);
 

@@ -156,7 +156,7 @@ export class HookPool {
     if (this.#closed) return Promise.reject(new ServeError('HLO_ERR_SHUTTING_DOWN', 'hook pool is closed'));
     return new Promise<T>((resolve, reject) => {
       const pending: Pending = { call, resolve: resolve as (r: never) => void, reject };
-      const slot = this.#freeSlot();
+      const slot = this.#freeSlot(call);
       if (slot) this.#start(slot, pending);
       else if (this.#queue.length >= this.#opts.maxQueued)
         reject(
@@ -164,6 +164,11 @@ export class HookPool {
         );
       else this.#queue.push(pending);
     });
+  }
+
+  /** Starts a thread if the pool has none, so that its first call does not wait for one to start. */
+  prestart(): void {
+    if (!this.#closed && this.#slots.length === 0) this.#addSlot();
   }
 
   get threadCount(): number {
@@ -178,27 +183,34 @@ export class HookPool {
 
   /**
    * The thread this burst's lane calls went to while it has room; else the least busy thread with
-   * room, or a new thread while there are fewer than allowed and none is idle.
+   * room, or a new thread while there are fewer than allowed and none is idle. A module's load
+   * check (`inspect`, one per hooked model as it loads) never starts a second thread: the imports
+   * overlap on one thread, and a start with several hooked models pays for one thread's start
+   * (Node's bootstrap: ~40 ms of CPU) instead of one per model; the next thread starts when calls
+   * overlap.
    */
-  #freeSlot(): Slot | null {
+  #freeSlot(call?: PoolCall): Slot | null {
     const burst = this.#burstSlot;
     if (burst !== null && burst.inflight.size < this.#perThread) return burst;
     let best: Slot | null = null;
     for (const s of this.#slots) if (best === null || s.inflight.size < best.inflight.size) best = s;
-    if (best !== null && best.inflight.size === 0) return best;
-    if (this.#slots.length < this.#opts.threads) {
-      const block = this.#newBlock();
-      const slot: Slot = {
-        worker: this.#spawn(block),
-        block,
-        laneOwners: new Array<number>(block.lanes).fill(0),
-        inflight: new Map(),
-      };
-      this.#attach(slot);
-      this.#slots.push(slot);
-      return slot;
-    }
+    if (best !== null && (best.inflight.size === 0 || (call?.fn === 'inspect' && best.inflight.size < this.#perThread)))
+      return best;
+    if (this.#slots.length < this.#opts.threads) return this.#addSlot();
     return best !== null && best.inflight.size < this.#perThread ? best : null;
+  }
+
+  #addSlot(): Slot {
+    const block = this.#newBlock();
+    const slot: Slot = {
+      worker: this.#spawn(block),
+      block,
+      laneOwners: new Array<number>(block.lanes).fill(0),
+      inflight: new Map(),
+    };
+    this.#attach(slot);
+    this.#slots.push(slot);
+    return slot;
   }
 
   #newBlock(): LaneBlock {
@@ -472,8 +484,13 @@ export class HookPool {
   }
 
   #drainQueue(): void {
-    for (let slot = this.#freeSlot(); slot !== null && this.#queue.length > 0; slot = this.#freeSlot())
+    // The queue is looked at first: asked with nothing queued, #freeSlot would start a thread
+    // (every thread busy) that no call waits for.
+    while (this.#queue.length > 0) {
+      const slot = this.#freeSlot(this.#queue[0]!.call);
+      if (slot === null) return;
       this.#start(slot, this.#queue.shift()!);
+    }
   }
 
   /**

@@ -47,17 +47,27 @@ export class ModelHooks {
   }
 
   /**
-   * Loads the bundle's hooks module once in the pool (an import error is the bundle's) and checks
-   * that it has the steps its kind needs. Null when the bundle has no hooks.
+   * Loads the bundle's hooks module once (an import error is the bundle's) and checks that it has
+   * the steps its kind needs. Null when the bundle has no hooks. The check runs in `checkPool`
+   * (default: the pool that runs the hooks): a meta model's is checked in the hooks pool, so a
+   * start whose hooked models all load on that pool's one thread starts no thread for the meta
+   * models' pool, which starts its own on its first call (or HookPool.prestart) and imports the
+   * module then.
    */
-  static async load(bundle: Bundle, pool: HookPool, cacheDir: string, limits: HookLimits): Promise<ModelHooks | null> {
+  static async load(
+    bundle: Bundle,
+    pool: HookPool,
+    cacheDir: string,
+    limits: HookLimits,
+    checkPool: HookPool = pool,
+  ): Promise<ModelHooks | null> {
     if (!bundle.hooks) return null;
     const source = await prepareHookSource(bundle.hooks, cacheDir);
     const context: HookContextData = { model: bundle.name, requestId: 'load', parameters: {}, deadline: null };
     let functions: string[];
     try {
       // The pool gives a load its own, longer limit (LOAD_TIMEOUT_MS).
-      functions = await pool.exportsOf(source.url, context, limits.timeoutMs);
+      functions = await checkPool.exportsOf(source.url, context, limits.timeoutMs);
     } catch (e) {
       const why = e instanceof Error ? e.message : String(e);
       throw new ServeError('HLO_ERR_BUNDLE_INVALID', `${bundle.hooks.path}: the hooks module does not load: ${why}`);

@@ -386,7 +386,7 @@ export class Lifecycle {
         `${bundle.hooks.path}: this server refuses bundle hooks (hooks.enabled: false in node.yaml)`,
       );
     const pool = bundle.kind === 'meta' ? rt.metaPool : rt.pool;
-    return ModelHooks.load(bundle, pool, rt.cacheDir, rt.limits);
+    return ModelHooks.load(bundle, pool, rt.cacheDir, rt.limits, rt.pool);
   }
 
   /**

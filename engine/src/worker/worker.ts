@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { type DeviceBuffer, Runtime } from '@hloserve/native';
 import { type Bundle, loadBundle } from '../bundle/bundle.js';
 import { discoverBundles, type DiscoveredBundle } from '../bundle/discover.js';
+import { ParsedYamlStore } from '../bundle/parsed-yaml-store.js';
 import type { WorkerSettings } from '../config/types.js';
 import { assertSharedInputsIntact, type DecodedRequest, decodeRequest, readSharedInputs } from '../codec/decode.js';
 import { encodeOutputs, writeSharedOutputs } from '../codec/encode.js';
@@ -96,6 +97,9 @@ export interface WorkerOptions {
 function usesDeviceArena(config: { readonly deviceArena: boolean }, runtime: Runtime, budgetBytes: number): boolean {
   return config.deviceArena && runtime.hostAddressableDevice && Number.isFinite(budgetBytes);
 }
+
+/** Under cache_dir: the startup set's manifests as parsed (bundle/parsed-yaml-store.ts). */
+const PARSED_YAML_FILE = 'parsed-manifests.json';
 
 /**
  * One worker: one PJRT client on one device, the models of a repository, the scheduler and the
@@ -251,7 +255,8 @@ export class Worker implements InferenceService {
   static async begin(o: WorkerOptions): Promise<{ worker: Worker; loaded: Promise<void>; dispatched: Promise<void> }> {
     const rt = o.settings.runtime;
     // The repository's manifests and the compile cache's index are read while the runtime starts.
-    const found = Worker.#startupBundles(o.modelRepo, o.settings);
+    const parsedYaml = ParsedYamlStore.open(join(o.settings.cacheDir, PARSED_YAML_FILE));
+    const found = Worker.#startupBundles(o.modelRepo, o.settings, parsedYaml);
     const compileCache = openExecutableCache(o.settings, o.log);
     found?.catch(() => undefined);
     const runtime =
@@ -288,6 +293,13 @@ export class Worker implements InferenceService {
       } finally {
         onDispatched();
       }
+      // For the next start, written beside this one's serving (a store that cannot be written
+      // costs that start its YAML parses, nothing else).
+      void parsedYaml
+        .then((store) => store.save())
+        .catch((err: unknown) =>
+          o.log.warn('parsed manifests not kept for the next start', { file: PARSED_YAML_FILE, error: String(err) }),
+        );
       w.#started = true;
       if (o.settings.modelControlMode === 'dynamic' && !w.#stopping) w.#watchRepository();
     })();
@@ -327,16 +339,28 @@ export class Worker implements InferenceService {
     this.#watcher.start();
   }
 
+  /**
+   * Called once the server is ready: a start checks the meta models' hooks in the hooks pool (see
+   * ModelHooks.load), so their own pool starts its thread now, after ready, not on the first call.
+   */
+  prestartHookThreads(): void {
+    if (this.registry.list().some((s) => s.current?.bundle.kind === 'meta')) this.#hooks?.metaPool.prestart();
+  }
+
   /** The repository watcher of dynamic mode, or null in the other modes. */
   get watcher(): RepositoryWatcher | null {
     return this.#watcher;
   }
 
   /** The startup set's bundles as found in the repository; null when there is none (explicit mode without models_include). */
-  static #startupBundles(repo: string, settings: WorkerSettings): Promise<DiscoveredBundle[]> | null {
+  static #startupBundles(
+    repo: string,
+    settings: WorkerSettings,
+    parsedYaml?: Promise<ParsedYamlStore>,
+  ): Promise<DiscoveredBundle[]> | null {
     const include = settings.modelsInclude;
     if (settings.modelControlMode === 'explicit' && include.length === 0) return null;
-    return discoverBundles(repo, { include });
+    return discoverBundles(repo, { include, parsedYaml });
   }
 
   /**

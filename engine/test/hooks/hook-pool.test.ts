@@ -325,3 +325,31 @@ suite('HookPool with several calls in flight per thread', () => {
     }
   });
 });
+
+suite('HookPool threads at start', () => {
+  test("models' load checks (inspect) share one thread; overlapping calls start the next", async () => {
+    const pool = new HookPool({ threads: 2, maxQueued: 8, maxHeapMb: 64, name: 'start hooks' });
+    try {
+      const a = await hook('start-a.mjs', 'export function preprocess(t) { return t; }');
+      const b = await hook('start-b.mjs', 'export function postprocess(t) { return t; }');
+      const slow = await hook(
+        'start-slow.mjs',
+        'export async function preprocess(t) { await new Promise((r) => setTimeout(r, 200)); return t; }',
+      );
+      const [ea, eb, es] = await Promise.all([
+        pool.exportsOf(a, context, 5_000),
+        pool.exportsOf(b, context, 5_000),
+        pool.exportsOf(slow, context, 5_000),
+      ]);
+      assert.deepEqual([ea, eb, es], [['preprocess'], ['postprocess'], ['preprocess']]);
+      assert.equal(pool.threadCount, 1, 'three load checks at once started one thread');
+      // A call made while another still runs (a later turn, not one burst) starts the second thread.
+      const first = pool.run(call(slow));
+      await new Promise((r) => setTimeout(r, 50));
+      await Promise.all([first, pool.run(call(a))]);
+      assert.equal(pool.threadCount, 2);
+    } finally {
+      await pool.close();
+    }
+  });
+});

@@ -95,6 +95,26 @@ suite('ModelHooks', async () => {
     );
   });
 
+  test('checked in one pool, the hooks run in their own: that pool starts no thread until prestart or a call', async () => {
+    const own = new HookPool({ threads: 1, maxQueued: 8, maxHeapMb: 64, name: 'own' });
+    try {
+      await writeMlpBundle(root, 'elsewhere', { 'manifest.yaml': MLP_MANIFEST + CLIENT_IO, 'model.mjs': HOOKS });
+      const bundle = await loadBundle(join(root, 'elsewhere'));
+      const hooks = (await ModelHooks.load(bundle, own, join(root, 'cache'), limits, pool))!;
+      assert.ok(hooks.hasPreprocess && hooks.hasPostprocess);
+      assert.equal(own.threadCount, 0, 'the check ran in the other pool');
+      own.prestart();
+      own.prestart();
+      assert.equal(own.threadCount, 1, 'prestart starts one thread, once');
+      // Its thread imports the module on its first call.
+      const [x] = await hooks.preprocess([u8('pixels', [1, 4], [0, 255, 0, 0])], ctx());
+      assert.deepEqual(x!.shape, [1, 4]);
+      assert.equal(own.threadCount, 1);
+    } finally {
+      await own.close();
+    }
+  });
+
   test('a hooks module that does not import, or has no step for its kind, is a bundle error', async () => {
     await writeMlpBundle(root, 'broken', { 'manifest.yaml': MLP_MANIFEST, 'model.mjs': 'export const x = ;' });
     await assert.rejects(
