@@ -161,11 +161,15 @@ export interface NativeBinding {
   readonly backgroundPriority: 'idle' | 'nice' | 'normal';
   /**
    * How often (µs) each CPU is nudged while a build runs on lowered background threads
-   * (HLOSERVE_BUILD_NUDGE_US, default 1000); 0: off, or the background threads run at 'normal'.
+   * (HLOSERVE_BUILD_NUDGE_US, default 500); 0: off, or the background threads run at 'normal'.
    */
   readonly buildNudgeMicros: number;
   /** Nudges so far, over the process's life. */
   buildNudges(): number;
+  /** Times builds were confined off the serving CPU, over the process's life. */
+  buildConfinements(): number;
+  /** The CPU kept free of builds while they overlap serving work; -1: no confinement. */
+  readonly buildServingCpu: number;
   /** glibc's mmap threshold the addon fixed (32 MiB unless MALLOC_MMAP_THRESHOLD_ chose one); 0: left to the libc. */
   readonly mallocMmapThreshold: number;
   /** Copies `length` bytes at `position` of an open shm object into a new Buffer, on the addon's threads. */
