@@ -15,8 +15,11 @@
 // first CPU, and that CPU is not nudged: a serving thread that runs or wakes there never waits
 // behind a build thread or pays for a nudge's timer. The rest get nudged as before. Lifted as soon
 // as the builds end or serving stops for 20 ms, so a start (nothing serving) compiles on every CPU.
-// Why: with confinement and 500 µs nudges, waits over 1 ms behind a build thread fell from 58 to
-// 20 in the same reloads (bench/reload-waits.mjs, bench/RESULTS.md session 13).
+// Why: the kernel places a woken serving thread on a CPU running only SCHED_IDLE threads as readily
+// as on an idle one, so only a CPU without build threads is free of these waits. Confined, with
+// 500 µs nudges on the other CPUs, A's waits over 1 ms behind a build thread fell from 6.0 to 2.4
+// per second of reload against session 12's 1 ms on every CPU (bench/reload-waits.mjs,
+// bench/RESULTS.md session 13), and the kept CPU's serving threads take no nudge timers.
 #pragma once
 
 #include <cstdint>
