@@ -89,7 +89,7 @@ void Nudge(uint64_t generation, int cpu) {
   // no build thread runs there then.
   const bool controller = cpu == st.serving_cpu;
   for (;;) {
-    bool serving = false;
+    bool nudging = false;
     {
       std::unique_lock<std::mutex> lock(st.mu);
       st.cv.wait(lock, [generation, controller] {
@@ -99,13 +99,13 @@ void Nudge(uint64_t generation, int cpu) {
         if (controller) Confine(false);
         return;
       }
-      serving = SteadyNs() - last_serving_ns.load(std::memory_order_relaxed) < kServingRecentNs;
+      const bool serving = SteadyNs() - last_serving_ns.load(std::memory_order_relaxed) < kServingRecentNs;
       if (controller) {
         Confine(st.builds > 0 && serving);
         if (st.builds == 0) continue;
       }
+      nudging = serving && !(controller && st.confined);
     }
-    const bool nudging = serving && !(controller && st.confined);
     const int64_t ns = nudging ? st.period_ns : kQuietCheckNs;
     const timespec d{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
     clock_nanosleep(CLOCK_MONOTONIC, 0, &d, nullptr);
