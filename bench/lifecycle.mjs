@@ -18,7 +18,7 @@
 // --nudges: build-nudge periods in µs (HLOSERVE_BUILD_NUDGE_US; 0 = off), alternated within each
 // priority like the priorities are, so each setting sees the same machine load.
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -37,10 +37,29 @@ const reloads = Number(arg('--reloads', '50'));
 const rounds = Number(arg('--rounds', '3'));
 const priorities = arg('--priorities', 'idle,normal').split(',');
 const nudges = arg('--nudges', '');
-const variants = priorities.flatMap((p) =>
-  nudges === '' ? [{ priority: p, nudge: null }] : nudges.split(',').map((n) => ({ priority: p, nudge: n })),
-);
-const variantName = (v) => (v.nudge === null ? v.priority : `${v.priority}/nudge=${v.nudge}`);
+// --envs 'name:K=V+K=V;name2:K=V': further variants by environment, crossed with the others.
+const envs = arg('--envs', '')
+  .split(';')
+  .filter((e) => e !== '')
+  .map((e) => {
+    const [name, list = ''] = e.split(':');
+    return {
+      name,
+      env: Object.fromEntries(
+        list
+          .split('+')
+          .filter((kv) => kv !== '')
+          .map((kv) => kv.split('=')),
+      ),
+    };
+  });
+const variants = priorities
+  .flatMap((p) =>
+    nudges === '' ? [{ priority: p, nudge: null }] : nudges.split(',').map((n) => ({ priority: p, nudge: n })),
+  )
+  .flatMap((v) => (envs.length === 0 ? [{ ...v, env: null }] : envs.map((e) => ({ ...v, env: e }))));
+const variantName = (v) =>
+  `${v.nudge === null ? v.priority : `${v.priority}/nudge=${v.nudge}`}${v.env === null ? '' : `/${v.env.name}`}`;
 const child = process.argv.includes('--child');
 
 if (!child) {
@@ -71,6 +90,7 @@ if (!child) {
             ...process.env,
             HLOSERVE_BACKGROUND_PRIORITY: priority,
             ...(variant.nudge === null ? {} : { HLOSERVE_BUILD_NUDGE_US: variant.nudge }),
+            ...(variant.env === null ? {} : variant.env.env),
           },
           encoding: 'utf8',
           stdio: ['ignore', 'pipe', 'inherit'],
@@ -83,14 +103,14 @@ if (!child) {
       const row = (label, x) =>
         `${label} p50 ${fmt(x.p50)} p90 ${fmt(x.p90)} p99 ${fmt(x.p99)} us (n=${x.n}, failures ${x.failures})`;
       console.log(
-        `round ${r} background=${res.applied.padEnd(6)} nudge=${res.nudgeUs}us ${row('alone', res.alone)} | ${row('during', res.during)} | B reloads ${res.during.background} (${fmt(res.during.reloadS, 1)} s each) | p99 ratio ${fmt(res.during.p99 / res.alone.p99, 2)} p90 ratio ${fmt(res.during.p90 / res.alone.p90, 2)}`,
+        `round ${r} background=${res.applied.padEnd(6)} nudge=${res.nudgeUs}us${variant.env === null ? '' : ` ${variant.env.name}`} ${row('alone', res.alone)} | ${row('during', res.during)} | B reloads ${res.during.background} (${fmt(res.during.reloadS, 1)} s each) | p99 ratio ${fmt(res.during.p99 / res.alone.p99, 2)} p90 ratio ${fmt(res.during.p90 / res.alone.p90, 2)}`,
       );
     }
   }
   const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   for (const [p, rs] of results) {
     console.log(
-      `median over ${rs.length} rounds, ${p}: p99 ratio ${fmt(median(rs.map((x) => x.during.p99 / x.alone.p99)), 2)}, p90 ratio ${fmt(median(rs.map((x) => x.during.p90 / x.alone.p90)), 2)}, reload ${fmt(median(rs.map((x) => x.during.reloadS)), 1)} s`,
+      `median over ${rs.length} rounds, ${p}: p99 ratio ${fmt(median(rs.map((x) => x.during.p99 / x.alone.p99)), 2)}, p90 ratio ${fmt(median(rs.map((x) => x.during.p90 / x.alone.p90)), 2)}, p50 ratio ${fmt(median(rs.map((x) => x.during.p50 / x.alone.p50)), 2)}, reload ${fmt(median(rs.map((x) => x.during.reloadS)), 1)} s`,
     );
   }
   if (reloads === 0) process.exit(0);
@@ -150,12 +170,15 @@ async function measureA(cycles, forSeconds = 0) {
   const callers = Array.from({ length: concurrency }, loop);
   let background = 0;
   let reloadMs = 0;
+  const windows = [];
   const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
   if (cycles === 0) await sleep(forSeconds * 1000);
   for (let i = 0; i < cycles; i++) {
     const t = performance.now();
     reloading = true;
+    const from = process.hrtime.bigint();
     await worker.loadModel('b');
+    windows.push([Number(from), Number(process.hrtime.bigint())]);
     reloading = false;
     background++;
     reloadMs += performance.now() - t;
@@ -171,7 +194,23 @@ async function measureA(cycles, forSeconds = 0) {
       background,
       reloadS: background ? reloadMs / background / 1e3 : 0,
     },
+    windows,
   };
+}
+
+/**
+ * This process's threads: tid -> scheduling policy (field 41 of /proc/self/task/<tid>/stat; 5 =
+ * SCHED_IDLE, 3 = SCHED_BATCH), or -19 for a SCHED_OTHER thread at nice 19 (builds under
+ * HLOSERVE_BACKGROUND_PRIORITY=nice).
+ */
+function processThreads() {
+  const out = {};
+  for (const tid of readdirSync('/proc/self/task')) {
+    const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    out[tid] = fields[38] === '0' && fields[16] === '19' ? -19 : Number(fields[38]);
+  }
+  return out;
 }
 
 const rss = () => process.memoryUsage().rss;
@@ -184,10 +223,20 @@ const settle = async () => {
 
 if (child) {
   await measureA(0, 3); // warm
-  const { alone, during } = await measureA(cycles);
+  const { alone, during, windows } = await measureA(cycles);
   const { Runtime } = await import('../native/dist/lib/index.js');
   console.log(
-    JSON.stringify({ applied: Runtime.backgroundPriority, nudgeUs: Runtime.buildNudgeMicros ?? 0, alone, during }),
+    JSON.stringify({
+      applied: Runtime.backgroundPriority,
+      nudgeUs: Runtime.buildNudgeMicros ?? 0,
+      alone,
+      during,
+      // For bench/reload-waits.mjs, which traces the scheduler around this child: the reload
+      // windows (CLOCK_MONOTONIC ns) and the process's threads, the SCHED_IDLE ones apart.
+      windows,
+      pid: process.pid,
+      threads: processThreads(),
+    }),
   );
   await worker.stop(false);
   rmSync(repo, { recursive: true, force: true });

@@ -168,6 +168,21 @@ export class Runtime {
   }
 
   /**
+   * While a build overlaps serving work, the process's SCHED_IDLE threads (the build and XLA's
+   * compile helpers) are held off this CPU, which then takes no nudges: a serving thread there never
+   * waits behind a build. -1: off (HLOSERVE_BUILD_CONFINE=0, a single CPU, nudging off, or builds
+   * not at 'idle').
+   */
+  static get buildServingCpu(): number {
+    return binding().buildServingCpu;
+  }
+
+  /** Times builds were confined so far (see buildServingCpu). */
+  static buildConfinements(): number {
+    return binding().buildConfinements();
+  }
+
+  /**
    * The mmap threshold the addon fixed for glibc's malloc (bytes; 0: left to the libc or to the
    * operator's MALLOC_MMAP_THRESHOLD_). Fixed at glibc's ceiling, an execution's multi-MiB scratch
    * comes from the heap instead of being mapped and faulted in on every run; while a model build

@@ -8,9 +8,12 @@
 #include <vector>
 
 #if defined(__linux__)
+#include <dirent.h>
 #include <pthread.h>
 #include <sched.h>
 #include <time.h>
+
+#include <cstdlib>
 #endif
 
 namespace hlo {
@@ -32,6 +35,14 @@ struct State {
   int64_t period_ns = 0;
   std::vector<std::thread> threads;
   std::atomic<uint64_t> nudges{0};
+#if defined(__linux__)
+  // Confinement (see build_nudge.h): the process's CPUs, the one kept for serving (the first), and
+  // whether the SCHED_IDLE threads are now held off it.
+  cpu_set_t all;
+  int serving_cpu = -1;
+  bool confined = false;
+#endif
+  std::atomic<uint64_t> confinements{0};
 };
 State& st = *new State();
 
@@ -46,28 +57,69 @@ int64_t SteadyNs() {
       .count();
 }
 
-void Nudge(uint64_t generation) {
 #if defined(__linux__)
+// Sets the CPU affinity of every SCHED_IDLE thread of the process: the background pool and the
+// compile helpers XLA starts from it (they inherit its policy), found by policy because XLA's own
+// threads are not ours to name. Runs only when confinement turns on or off.
+void SetIdleThreadsAffinity(const cpu_set_t& set) {
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == nullptr) return;
+  while (dirent* e = readdir(dir)) {
+    const pid_t tid = static_cast<pid_t>(std::atol(e->d_name));
+    if (tid <= 0 || sched_getscheduler(tid) != SCHED_IDLE) continue;
+    sched_setaffinity(tid, sizeof(set), &set);
+  }
+  closedir(dir);
+}
+
+// Confinement on or off; the caller holds st.mu (so a stop cannot race a change).
+void Confine(bool on) {
+  if (st.confined == on || st.serving_cpu < 0) return;
+  cpu_set_t set = st.all;
+  if (on) CPU_CLR(st.serving_cpu, &set);
+  SetIdleThreadsAffinity(set);
+  st.confined = on;
+  if (on) st.confinements.fetch_add(1, std::memory_order_relaxed);
+}
+#endif
+
+void Nudge(uint64_t generation, int cpu) {
+#if defined(__linux__)
+  // The serving CPU's thread also turns confinement on and off, and does not nudge while it is on:
+  // no build thread runs there then.
+  const bool controller = cpu == st.serving_cpu;
   for (;;) {
+    bool nudging = false;
     {
       std::unique_lock<std::mutex> lock(st.mu);
-      st.cv.wait(lock, [generation] { return st.builds > 0 || st.generation != generation; });
-      if (st.generation != generation) return;
+      st.cv.wait(lock, [generation, controller] {
+        return st.builds > 0 || st.generation != generation || (controller && st.confined);
+      });
+      if (st.generation != generation) {
+        if (controller) Confine(false);
+        return;
+      }
+      const bool serving = SteadyNs() - last_serving_ns.load(std::memory_order_relaxed) < kServingRecentNs;
+      if (controller) {
+        Confine(st.builds > 0 && serving);
+        if (st.builds == 0) continue;
+      }
+      nudging = serving && !(controller && st.confined);
     }
-    const bool serving = SteadyNs() - last_serving_ns.load(std::memory_order_relaxed) < kServingRecentNs;
-    const int64_t ns = serving ? st.period_ns : kQuietCheckNs;
+    const int64_t ns = nudging ? st.period_ns : kQuietCheckNs;
     const timespec d{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
     clock_nanosleep(CLOCK_MONOTONIC, 0, &d, nullptr);
     st.nudges.fetch_add(1, std::memory_order_relaxed);
   }
 #else
   (void)generation;
+  (void)cpu;
 #endif
 }
 
 }  // namespace
 
-int StartBuildNudger(int64_t period_us) {
+int StartBuildNudger(int64_t period_us, bool confine) {
 #if defined(__linux__)
   if (period_us <= 0) return 0;
   std::lock_guard<std::mutex> lock(st.mu);
@@ -77,9 +129,15 @@ int StartBuildNudger(int64_t period_us) {
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
   if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return 0;
+  st.all = allowed;
+  st.serving_cpu = -1;
+  if (confine && CPU_COUNT(&allowed) >= 2) {
+    for (int cpu = 0; cpu < CPU_SETSIZE && st.serving_cpu < 0; ++cpu)
+      if (CPU_ISSET(cpu, &allowed)) st.serving_cpu = cpu;
+  }
   for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
     if (!CPU_ISSET(cpu, &allowed)) continue;
-    st.threads.emplace_back(Nudge, st.generation);
+    st.threads.emplace_back(Nudge, st.generation, cpu);
     // Set here, not by the thread itself, so both hold once this returns. Pinned: each CPU must see
     // its own wake-ups; a free thread would be placed wherever is idlest.
     cpu_set_t one;
@@ -97,6 +155,7 @@ int StartBuildNudger(int64_t period_us) {
   return static_cast<int>(st.threads.size());
 #else
   (void)period_us;
+  (void)confine;
   return 0;
 #endif
 }
@@ -119,6 +178,17 @@ void NoteServingActivity() { last_serving_ns.store(SteadyNs(), std::memory_order
 
 uint64_t BuildNudges() { return st.nudges.load(std::memory_order_relaxed); }
 
+uint64_t BuildConfinements() { return st.confinements.load(std::memory_order_relaxed); }
+
+int BuildServingCpu() {
+#if defined(__linux__)
+  std::lock_guard<std::mutex> lock(st.mu);
+  return st.threads.empty() ? -1 : st.serving_cpu;
+#else
+  return -1;
+#endif
+}
+
 BuildNudgeScope::BuildNudgeScope() {
   {
     std::lock_guard<std::mutex> lock(st.mu);
@@ -128,8 +198,12 @@ BuildNudgeScope::BuildNudgeScope() {
 }
 
 BuildNudgeScope::~BuildNudgeScope() {
-  std::lock_guard<std::mutex> lock(st.mu);
-  --st.builds;
+  {
+    std::lock_guard<std::mutex> lock(st.mu);
+    --st.builds;
+  }
+  // The serving CPU's thread lifts a confinement once the last build ends.
+  st.cv.notify_all();
 }
 
 }  // namespace hlo

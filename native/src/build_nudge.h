@@ -9,6 +9,17 @@
 // waking on that CPU: the idle thread is preempted, its runtime charged, and the waiting serving
 // thread, now eligible, runs. The nudge threads run at SCHED_BATCH, which preempts an idle thread
 // but never a normal one. Only while a build runs, so a server not building pays nothing.
+//
+// Confinement: while a build overlaps serving work and the process has two CPUs or more, every
+// SCHED_IDLE thread of the process (the build pool and XLA's compile helpers) is held off the
+// first CPU, and that CPU is not nudged: a serving thread that runs or wakes there never waits
+// behind a build thread or pays for a nudge's timer. The rest get nudged as before. Lifted as soon
+// as the builds end or serving stops for 20 ms, so a start (nothing serving) compiles on every CPU.
+// Why: the kernel places a woken serving thread on a CPU running only SCHED_IDLE threads as readily
+// as on an idle one, so only a CPU without build threads is free of these waits. Confined, with
+// 500 µs nudges on the other CPUs, A's waits over 1 ms behind a build thread fell from 6.0 to 2.4
+// per second of reload against session 12's 1 ms on every CPU (bench/reload-waits.mjs,
+// bench/RESULTS.md session 13), and the kept CPU's serving threads take no nudge timers.
 #pragma once
 
 #include <cstdint>
@@ -17,13 +28,17 @@ namespace hlo {
 
 // Starts the nudge threads (parked until a build begins). Call once, from a thread at the
 // process's normal priority (threads inherit their creator's policy, and a SCHED_IDLE thread
-// cannot create a normal one). `period_us` 0 = off. Returns the number of threads started.
-int StartBuildNudger(int64_t period_us);
+// cannot create a normal one). `period_us` 0 = off; `confine`: hold builds off the first CPU while
+// they overlap serving work (above). Returns the number of threads started.
+int StartBuildNudger(int64_t period_us, bool confine);
 // Each StartBuildNudger that started or joined it calls this once at teardown; the last one stops
 // and joins the threads (one addon instance per Node environment, one nudger per process).
 void StopBuildNudger();
 // Nudges so far (tests read it to see the nudger runs during a build and stops after).
 uint64_t BuildNudges();
+// How many times builds were confined so far, and the CPU kept for serving (-1: no confinement).
+uint64_t BuildConfinements();
+int BuildServingCpu();
 
 // Called as each serving execution is issued: nudging at full rate is for builds that overlap
 // serving work; a build with nothing serving is checked on every 5 ms only (a wake-up costs

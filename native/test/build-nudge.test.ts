@@ -28,6 +28,30 @@ function nudgeThreads(): { policy: number; cpus: string }[] {
   return out;
 }
 
+/** The CPUs each SCHED_IDLE thread of this process may run on (the build pool, XLA's compile helpers). */
+function idleThreadCpus(): string[] {
+  const out: string[] = [];
+  for (const tid of readdirSync('/proc/self/task')) {
+    try {
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      if (stat.slice(stat.lastIndexOf(')') + 2).split(' ')[38] !== '5') continue;
+      const status = readFileSync(`/proc/self/task/${tid}/status`, 'utf8');
+      out.push(/Cpus_allowed_list:\s*(\S+)/.exec(status)?.[1] ?? '');
+    } catch {
+      continue;
+    }
+  }
+  return out;
+}
+
+/** Expands a Cpus_allowed_list ("0-3,6") into CPU numbers. */
+function cpuList(list: string): number[] {
+  return list.split(',').flatMap((part) => {
+    const [a, b = a] = part.split('-').map(Number);
+    return Array.from({ length: b - a + 1 }, (_, i) => a + i);
+  });
+}
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Runtime.buildNudgeMicros and the nudge threads' count in a fresh process with `env`. */
@@ -54,7 +78,7 @@ suite('build nudger: serving threads woken behind a lowered compile thread run w
 
   test('one nudge thread per CPU, at SCHED_BATCH, pinned to its CPU', { skip: !linux }, () => {
     if (Runtime.backgroundPriority === 'normal') return; // nothing runs lowered: no nudger
-    assert.equal(Runtime.buildNudgeMicros, 1000);
+    assert.equal(Runtime.buildNudgeMicros, 500);
     const ts = nudgeThreads();
     assert.equal(ts.length, availableParallelism());
     // SCHED_BATCH (3): it preempts SCHED_IDLE compile threads and never a serving thread. One
@@ -108,6 +132,47 @@ suite('build nudger: serving threads woken behind a lowered compile thread run w
     // Nominally 1 ms against 5 ms per CPU: 5x. 2x leaves room for a loaded machine.
     assert.ok(busy >= 2 * quiet, `nudges per ms: ${busy.toFixed(2)} serving, ${quiet.toFixed(2)} not`);
   });
+
+  test(
+    'a build overlapping serving work is held off the serving CPU, and released after',
+    { skip: !linux },
+    async () => {
+      if (Runtime.buildServingCpu < 0) return; // one CPU, or builds not at SCHED_IDLE: no confinement
+      const cpu = Runtime.buildServingCpu;
+      await sleep(50); // an earlier test's confinement lifts within 5 ms of its build
+      const all = cpuList(idleThreadCpus()[0] ?? '');
+      assert.ok(all.includes(cpu), `the serving CPU ${cpu} is one of the process's (${all.join(',')})`);
+      // A compile with nothing serving keeps every CPU (a start compiles on all of them).
+      const c0 = Runtime.buildConfinements();
+      (await rt.compile(heavyProgram(12, 5, 'cosine'))).dispose();
+      assert.equal(Runtime.buildConfinements(), c0, 'confined with no serving work');
+
+      const dot = await rt.compile(DOT(4, 8, 4));
+      const args = [hostArray('f32', [4, 8], randomF32(32, 1)), hostArray('f32', [8, 4], randomF32(32, 2))];
+      let stop = false;
+      const loop = async () => {
+        while (!stop) await dot.run(args);
+      };
+      const caller = loop();
+      const seen: string[][] = [];
+      const sampler = setInterval(() => seen.push(idleThreadCpus()), 2);
+      const exe = await rt.compile(heavyProgram(16, 5, 'cosine'));
+      clearInterval(sampler);
+      stop = true;
+      await caller;
+      exe.dispose();
+      dot.dispose();
+      assert.ok(Runtime.buildConfinements() > c0, 'not confined while serving work overlapped the build');
+      // Some sample in the compile saw every SCHED_IDLE thread off the serving CPU.
+      assert.ok(
+        seen.some((s) => s.length > 0 && s.every((list) => !cpuList(list).includes(cpu))),
+        `no sample had the build off CPU ${cpu}: ${JSON.stringify(seen.slice(-3))}`,
+      );
+      // Lifted once the build ends (the serving CPU's nudge thread checks every 5 ms at most).
+      await sleep(50);
+      for (const list of idleThreadCpus()) assert.deepEqual(cpuList(list), all, 'still confined after the build');
+    },
+  );
 
   test('HLOSERVE_BUILD_NUDGE_US=0 turns it off; a period is taken as given', { skip: !linux }, () => {
     assert.deepEqual(probe({ HLOSERVE_BUILD_NUDGE_US: '0' }), { micros: 0, threads: 0 });

@@ -282,6 +282,7 @@ export class Worker implements InferenceService {
       deviceArena: usesDeviceArena(rt, runtime, budget),
       backgroundPriority: Runtime.backgroundPriority,
       buildNudgeMicros: Runtime.buildNudgeMicros,
+      buildServingCpu: Runtime.buildServingCpu,
       mallocMmapThreshold: Runtime.mallocMmapThreshold,
     });
     const w = new Worker(o, runtime, budget, await compileCache);
