@@ -47,7 +47,7 @@ function idleThreadCpus(): string[] {
 /** Expands a Cpus_allowed_list ("0-3,6") into CPU numbers. */
 function cpuList(list: string): number[] {
   return list.split(',').flatMap((part) => {
-    const [a, b = a] = part.split('-').map(Number);
+    const [a = 0, b = a] = part.split('-').map(Number);
     return Array.from({ length: b - a + 1 }, (_, i) => a + i);
   });
 }
