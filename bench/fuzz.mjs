@@ -7,7 +7,7 @@
 //   --until HH:MM (UTC) stops at that time whatever the count; --server-share 0.05 is the share of
 //   inputs sent to the served targets (the rest go to the much faster in-process parsers).
 import { parseArgs } from 'node:util';
-import { startSurface } from '../engine/dist/test/kserve/surface.js';
+import { startSurface } from '../engine/dist/test/transports/surface.js';
 import {
   createFuzzShm,
   grpcTargets,

@@ -48,7 +48,8 @@ for (const b of builds) {
   const { defaultConfig, workerSettings } = await load('config/node-config.js');
   const { createLogger } = await load('log.js');
   const { Worker } = await load('worker/worker.js');
-  const { startGrpcServer } = await load('kserve/grpc-server.js');
+  // Builds before session 13 kept the transports in src/kserve.
+  const { startGrpcServer } = await load('transports/grpc-server.js').catch(() => load('kserve/grpc-server.js'));
   const settings = workerSettings(defaultConfig(repo));
   const worker = await Worker.start({
     modelRepo: repo,

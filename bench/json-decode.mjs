@@ -22,8 +22,11 @@ const { values } = parseArgs({
 const bytes = Number(values.mb) * 1e6;
 
 if (values.dist !== undefined) {
-  const { largeJsonBody } = await import(`${here}/test/kserve/large-json.js`);
-  const { parseHttpInfer } = await import(`${values.dist}/src/kserve/http-infer-body.js`);
+  const { largeJsonBody } = await import(`${here}/test/transports/large-json.js`);
+  // Builds before session 13 kept the transports in src/kserve.
+  const { parseHttpInfer } = await import(`${values.dist}/src/transports/http-infer-body.js`).catch(
+    () => import(`${values.dist}/src/kserve/http-infer-body.js`),
+  );
   const { body } = largeJsonBody(bytes);
   const rates = [];
   for (let i = 0; i < 3; i++) {

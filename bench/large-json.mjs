@@ -1,7 +1,7 @@
 // bench/large-json: small gRPC ModelInfer latency (mlp, 1 row) without and while a large JSON body
 // is received and decoded by the same server (the issue's "other requests' p99 within 2x").
 //
-// Each round is a fresh process holding the server (engine/test/kserve/surface.js: a real Worker,
+// Each round is a fresh process holding the server (engine/test/transports/surface.js: a real Worker,
 // its gRPC server and its HTTP server on loopback) and two gRPC clients sending 1-row requests back
 // to back: `--baseline` seconds alone, then while the large body is sent and decoded (it is
 // refused with 400 after decoding: more rows than mlp serves), then `--baseline` seconds alone
@@ -14,7 +14,7 @@
 // Usage: npm run build && nice -n 10 node bench/large-json.mjs [--mb 200] [--rounds 4]
 //          [--concurrency 2] [--baseline 5] [--sender process|inline] [--against DIST]
 import { fork } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -38,7 +38,7 @@ const bodyBytes = Number(values.mb) * 1e6;
 
 if (values.send !== undefined) {
   // The sender: builds the body before the round starts measuring, posts it on 'go'.
-  const { largeJsonBody, postInfer } = await import(`${here}/test/kserve/large-json.js`);
+  const { largeJsonBody, postInfer } = await import(`${here}/test/transports/large-json.js`);
   const { body } = largeJsonBody(bodyBytes);
   process.send({ ready: body.byteLength });
   process.once('message', async () => {
@@ -53,8 +53,10 @@ if (values.send !== undefined) {
 }
 
 async function round(dist) {
-  const { largeJsonBody, postInfer, smallRequests } = await import(`${dist}/test/kserve/large-json.js`);
-  const { startSurface } = await import(`${dist}/test/kserve/surface.js`);
+  // Builds before session 13 kept the transports' tests in test/kserve.
+  const dir = existsSync(`${dist}/test/transports`) ? 'transports' : 'kserve';
+  const { largeJsonBody, postInfer, smallRequests } = await import(`${dist}/test/${dir}/large-json.js`);
+  const { startSurface } = await import(`${dist}/test/${dir}/surface.js`);
   const s = await startSurface({ maxJsonBytes: 256 * 2 ** 20 }, { maxRecvMsgBytes: 256 * 2 ** 20 });
   await s.http.listen({ host: '127.0.0.1', port: 0 });
   const port = s.http.server.address().port;
@@ -139,7 +141,7 @@ function runRound(dist) {
 
 async function orchestrate() {
   const { machine } = await import('./stats.mjs');
-  const { percentile } = await import(`${here}/test/kserve/large-json.js`);
+  const { percentile } = await import(`${here}/test/transports/large-json.js`);
   const builds = [['this', here]];
   if (values.against) builds.push(['against', resolve(values.against)]);
   console.log(

@@ -1,7 +1,7 @@
 // Cost of recording one request's latency in the per-model histogram (the request path's share of
 // the metric history's p50 / p99), against a loop that does the same work without the histogram.
 // usage: node bench/latency-histogram.mjs [rounds=5] [n=10000000]
-import { LatencyHistogram } from '../engine/dist/src/worker/latency-histogram.js';
+import { LatencyHistogram } from '../engine/dist/src/observability/latency-histogram.js';
 
 const rounds = Number(process.argv[2] ?? 5);
 const n = Number(process.argv[3] ?? 10_000_000);

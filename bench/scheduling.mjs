@@ -29,7 +29,7 @@ import { defaultConfig, workerSettings } from '../engine/dist/src/config/node-co
 import { createLogger } from '../engine/dist/src/log.js';
 import { serve } from '../engine/dist/src/serve.js';
 import { Worker } from '../engine/dist/src/worker/worker.js';
-import { PjrtWeightBackend } from '../engine/dist/src/worker/pjrt-weight-backend.js';
+import { PjrtWeightBackend } from '../engine/dist/src/weights/pjrt-weight-backend.js';
 import { writeCatalog } from '../e2e/dist/src/catalog.js';
 import { Fp32Client } from '../e2e/dist/src/grpc-infer.js';
 import { examplesDir } from '../e2e/dist/src/server-process.js';

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Runtime } from '../native/dist/lib/index.js';
 import { encodeSafetensors } from '../engine/dist/src/bundle/safetensors-writer.js';
-import { PjrtWeightBackend } from '../engine/dist/src/worker/pjrt-weight-backend.js';
+import { PjrtWeightBackend } from '../engine/dist/src/weights/pjrt-weight-backend.js';
 import { loadBundle } from '../engine/dist/src/bundle/bundle.js';
 import { examplesDir } from '../e2e/dist/src/server-process.js';
 import { fmt, machine, summarize } from './stats.mjs';

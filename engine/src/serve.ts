@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { WorkerSettings } from './config/types.js';
 import type { ConsoleServer } from './console-server.js';
 import { ControlService } from './control/control-service.js';
-import type { GrpcServerHandle } from './kserve/grpc-server.js';
+import type { GrpcServerHandle } from './transports/grpc-server.js';
 import type { Logger } from './log.js';
 import { loadTlsMaterial } from './tls/tls-material.js';
 import { Worker } from './worker/worker.js';
@@ -33,9 +33,9 @@ export async function serve(
   const begun = Worker.begin({ modelRepo, settings, log });
   // The listeners' modules (gRPC, Fastify, metrics) likewise load while the runtime starts.
   const listenerModules = Promise.all([
-    import('./kserve/grpc-server.js'),
-    import('./kserve/http-server.js'),
-    import('./kserve/metrics-server.js'),
+    import('./transports/grpc-server.js'),
+    import('./transports/http-server.js'),
+    import('./transports/metrics-server.js'),
     import('./control/control-grpc.js'),
   ]);
   listenerModules.catch(() => undefined);

@@ -1,6 +1,6 @@
 import { fixedElementByteSize, fromWireDatatype, toWireDatatype } from '../dtypes.js';
 import { invalidArgument, quote, shapeText } from '@hloserve/common/errors';
-import type { SharedMemoryRegistry } from '../kserve/shared-memory.js';
+import type { SharedMemoryRegistry } from '../transports/shared-memory.js';
 import type { HostTensor } from '../tensor.js';
 import { countBytesElements } from './bytes-tensor.js';
 import type { IoTensorSpec, ModelIO } from './model-io.js';

@@ -1,5 +1,5 @@
 import { toWireDatatype } from '../dtypes.js';
-import type { SharedMemoryRegistry } from '../kserve/shared-memory.js';
+import type { SharedMemoryRegistry } from '../transports/shared-memory.js';
 import type { HostTensor } from '../tensor.js';
 import type { RequestedOutput } from './decode.js';
 import type { ParamValue, Params, WireOutput } from '@hloserve/common/wire';

@@ -6,13 +6,13 @@
 import { ServeError } from '@hloserve/common/errors';
 import { setClampedTimeout } from '@hloserve/common/timers';
 import type { Discipline, ModelControlMode, ModelPolicy, Residency } from '../config/types.js';
-import type { ModelState } from '../kserve/service.js';
+import type { ModelState } from '../transports/service.js';
 import type { LifecycleEvent, LifecycleListener } from '../registry/lifecycle-events.js';
 import type { PolicyLayer } from '../registry/policy.js';
 import type { ModelSlot } from '../registry/registry.js';
 import type { ModelSchedulingStats } from '../scheduler/model-counters.js';
 import type { WeightModelStats } from '../weights/weight-cache.js';
-import type { LatencyCounts } from '../worker/latency-histogram.js';
+import type { LatencyCounts } from '../observability/latency-histogram.js';
 import type { Worker } from '../worker/worker.js';
 
 /** self_managed: the worker's weight cache decides residency; externally_managed: a control plane does (explicit mode). */

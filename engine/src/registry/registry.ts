@@ -1,8 +1,8 @@
 import { invalidArgument, quote, ServeError } from '@hloserve/common/errors';
-import type { ModelState } from '../kserve/service.js';
+import type { ModelState } from '../transports/service.js';
 import type { ModelVersion } from '../model/model-version.js';
 import type { ModelQueue } from '../scheduler/scheduler.js';
-import { ModelStatistics } from '../worker/model-statistics.js';
+import { ModelStatistics } from '../observability/model-statistics.js';
 
 /**
  * One model name's place in the worker: its state, the version new requests capture, and what

@@ -3,7 +3,7 @@ import { clientInputSpecs, clientOutputSpecs } from '../bundle/manifest.js';
 import type { TensorSpec } from '../bundle/tensor-spec.js';
 import type { ModelIO } from '../codec/model-io.js';
 import { toTritonDataTypeName, toWireDatatype } from '../dtypes.js';
-import type { ModelConfigJson, ModelMetadata } from '../kserve/service.js';
+import type { ModelConfigJson, ModelMetadata } from '../transports/service.js';
 
 const io = (s: TensorSpec) => ({ name: s.name, dtype: s.dtype, dims: s.wireShape(), batchAxis: s.wireBatchAxis });
 

@@ -16,10 +16,10 @@ import type {
   ModelMetadata,
   ModelStatisticsJson,
   ServerMetadata,
-} from '../kserve/service.js';
-import { SharedMemoryRegistry } from '../kserve/shared-memory.js';
+} from '../transports/service.js';
+import { SharedMemoryRegistry } from '../transports/shared-memory.js';
 import type { Logger } from '../log.js';
-import { Metrics, type RequestSample } from '../metrics.js';
+import { Metrics, type RequestSample } from '../observability/metrics.js';
 import type { ModelVersion, WeightSource } from '../model/model-version.js';
 import { HookPool } from '../hooks/hook-pool.js';
 import type { HookContextData } from '../hooks/hook-protocol.js';
@@ -37,8 +37,8 @@ import type { HostTensor } from '../tensor.js';
 import { WeightCache } from '../weights/weight-cache.js';
 import { weightBudget } from '../weights/weight-budget.js';
 import { modelConfig, modelMetadata } from './model-views.js';
-import { PjrtExecutor, type PjrtLease } from './pjrt-executor.js';
-import { arenaLimit, type HostWeights, PjrtWeightBackend } from './pjrt-weight-backend.js';
+import { PjrtExecutor, type PjrtLease } from '../device/pjrt-executor.js';
+import { arenaLimit, type HostWeights, PjrtWeightBackend } from '../weights/pjrt-weight-backend.js';
 
 export const SERVER_NAME = 'hloserve';
 export const SERVER_VERSION = '0.1.0';

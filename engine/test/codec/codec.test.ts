@@ -10,7 +10,7 @@ import type { ModelIO } from '../../src/codec/model-io.js';
 import { bytesToTyped, typedToBytes } from '../../src/codec/typed-values.js';
 import type { WireInferRequest, WireInput } from '@hloserve/common/wire';
 import { ServeError } from '@hloserve/common/errors';
-import { SharedMemoryRegistry } from '../../src/kserve/shared-memory.js';
+import { SharedMemoryRegistry } from '../../src/transports/shared-memory.js';
 
 const invalid = (re: RegExp) => (e: unknown) =>
   e instanceof ServeError && e.code === 'HLO_ERR_INVALID_ARGUMENT' && re.test(e.message);

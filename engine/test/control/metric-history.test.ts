@@ -1,7 +1,7 @@
 /** p50 / p99 in the metric history, from the per-model latency histogram. */
 import assert from 'node:assert/strict';
 import { suite, test } from 'node:test';
-import { LATENCY_BUCKETS, LatencyHistogram, percentilesMs } from '../../src/worker/latency-histogram.js';
+import { LATENCY_BUCKETS, LatencyHistogram, percentilesMs } from '../../src/observability/latency-histogram.js';
 import { inferMlp, mlpControlFixture } from './harness.js';
 
 const near = (got: number | null, want: number, rel = 0.05) =>

@@ -16,7 +16,7 @@ import { ServeError } from '@hloserve/common/errors';
 import { WebSocket } from 'ws';
 import type { WorkerSettings } from '../../src/config/types.js';
 import { defaultConfig } from '../../src/config/node-config.js';
-import { startMetricsServer } from '../../src/kserve/metrics-server.js';
+import { startMetricsServer } from '../../src/transports/metrics-server.js';
 import { gatewayTlsFor, settingsBehindGateway } from '../../src/supervisor/gateway-tls.js';
 import { runSupervisor } from '../../src/supervisor/run.js';
 import { type RunningServer, serve } from '../../src/serve.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, suite, test } from 'node:test';
-import { startSurface, type Surface } from '../kserve/surface.js';
+import { startSurface, type Surface } from '../transports/surface.js';
 import {
   createFuzzShm,
   grpcTargets,

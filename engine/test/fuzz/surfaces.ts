@@ -13,8 +13,8 @@ import {
 import { parseManifest } from '../../src/bundle/manifest.js';
 import { parseSafetensors } from '../../src/bundle/safetensors.js';
 import { encodeSafetensors } from '../../src/bundle/safetensors-writer.js';
-import { parseHttpInfer } from '../../src/kserve/http-infer-body.js';
-import { examples, type Surface } from '../kserve/surface.js';
+import { parseHttpInfer } from '../../src/transports/http-infer-body.js';
+import { examples, type Surface } from '../transports/surface.js';
 
 /**
  * Property-based fuzzing of the inference surface and the bundle parsers. Each target turns a

@@ -6,7 +6,7 @@ import type { ModelSchedulingInfo } from '../../src/scheduler/model-info.js';
 import { Scheduler } from '../../src/scheduler/scheduler.js';
 import type { HostTensor } from '../../src/tensor.js';
 import { WeightCache } from '../../src/weights/weight-cache.js';
-import { PjrtExecutor, type PjrtLease } from '../../src/worker/pjrt-executor.js';
+import { PjrtExecutor, type PjrtLease } from '../../src/device/pjrt-executor.js';
 import { f32, flush } from '../scheduler/fake-executor.js';
 
 const silent = { warn: () => {} };

@@ -10,7 +10,7 @@ import type {
   ModelView,
   WorkerView,
 } from '@hloserve/common/control-api';
-import type { LatencyCounts } from '../../worker/latency-histogram.js';
+import type { LatencyCounts } from '../../observability/latency-histogram.js';
 import type { InspectPort } from './inspect-port.js';
 
 // The shapes are the API's (common/src/control-api.ts, shared with the console); the engine's

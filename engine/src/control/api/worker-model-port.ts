@@ -7,7 +7,7 @@ import { ServeError } from '@hloserve/common/errors';
 import type { Discipline, ModelPolicy, WorkerSettings } from '../../config/types.js';
 import { ControlService, DRAIN_WAIT_MS, type ModelControlView } from '../control-service.js';
 import type { LifecycleEvent } from '../../registry/lifecycle-events.js';
-import type { LatencyCounts } from '../../worker/latency-histogram.js';
+import type { LatencyCounts } from '../../observability/latency-histogram.js';
 import type { Worker } from '../../worker/worker.js';
 import { WorkerInspectPort } from './worker-inspect-port.js';
 import type {

@@ -10,7 +10,7 @@ import type { ModelPort } from '../api/model-port.js';
 import type { Topic } from '../feed/topic.js';
 import type { MetricSampleInsert, Store } from '../../state/store.js';
 import type { Logger } from '../../log.js';
-import { LATENCY_BUCKETS, percentilesMs } from '../../worker/latency-histogram.js';
+import { LATENCY_BUCKETS, percentilesMs } from '../../observability/latency-histogram.js';
 
 export const SECOND_RETENTION_MS = 15 * 60 * 1000;
 export const MINUTE_RETENTION_MS = 24 * 3600 * 1000;

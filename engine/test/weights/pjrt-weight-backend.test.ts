@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, suite, test } from 'node:test';
 import { type DeviceBuffer, Runtime } from '@hloserve/native';
 import { writeSafetensors } from '../../src/bundle/safetensors-writer.js';
-import { arenaLimit, PjrtWeightBackend, type WeightSource } from '../../src/worker/pjrt-weight-backend.js';
+import { arenaLimit, PjrtWeightBackend, type WeightSource } from '../../src/weights/pjrt-weight-backend.js';
 
 /** Weights of `model`: tensors named a, b with the given shapes, filled with model-specific values. */
 async function writeWeights(dir: string, model: string, shapes: number[][], seed: number): Promise<string> {

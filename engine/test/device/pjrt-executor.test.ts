@@ -3,7 +3,7 @@ import { suite, test } from 'node:test';
 import type { CompiledModel } from '../../src/model/compiled-model.js';
 import type { ModelVersion } from '../../src/model/model-version.js';
 import type { HostTensor } from '../../src/tensor.js';
-import { PjrtExecutor, type PjrtLease } from '../../src/worker/pjrt-executor.js';
+import { PjrtExecutor, type PjrtLease } from '../../src/device/pjrt-executor.js';
 
 suite('PjrtExecutor', () => {
   test('a timed-out dispatch settles only when the device work returns, so its lease outlives it', async () => {

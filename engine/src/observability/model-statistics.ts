@@ -1,4 +1,4 @@
-import type { Duration, ModelStatisticsJson } from '../kserve/service.js';
+import type { Duration, ModelStatisticsJson } from '../transports/service.js';
 import { LatencyHistogram } from './latency-histogram.js';
 
 class Acc {

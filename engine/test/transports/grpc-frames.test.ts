@@ -24,7 +24,7 @@ import {
   ModelReadyResponse,
   ModelStreamInferResponse,
 } from '@hloserve/proto';
-import { startGrpcServer, type GrpcServerHandle } from '../../src/kserve/grpc-server.js';
+import { startGrpcServer, type GrpcServerHandle } from '../../src/transports/grpc-server.js';
 import { loadTlsMaterial } from '../../src/tls/tls-material.js';
 import { makeTestCerts } from '../control/test-certs.js';
 import { startSurface, type Surface } from './surface.js';

@@ -2,7 +2,7 @@ import type { DeviceArena, DeviceBuffer, Runtime } from '@hloserve/native';
 import { readSafetensors } from '../bundle/safetensors.js';
 import { ServeError } from '@hloserve/common/errors';
 import { uploadTensors, type WeightTensor } from '../model/compiled-model.js';
-import type { WeightBackend } from '../weights/weight-backend.js';
+import type { WeightBackend } from './weight-backend.js';
 import type { WeightSource } from '../model/model-version.js';
 
 export type { WeightSource } from '../model/model-version.js';

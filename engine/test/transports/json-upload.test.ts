@@ -3,7 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { after, before, suite, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { OFF_THREAD_BYTES, PARSER_NICE } from '../../src/kserve/http-infer-parser.js';
+import { OFF_THREAD_BYTES, PARSER_NICE } from '../../src/transports/http-infer-parser.js';
 import { postInfer } from './large-json.js';
 import { startSurface, type Surface } from './surface.js';
 

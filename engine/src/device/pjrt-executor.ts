@@ -3,7 +3,7 @@ import type { ModelVersion, WeightSource } from '../model/model-version.js';
 import type { ExecutionRequest, Executor } from '../scheduler/executor.js';
 import type { HostTensor } from '../tensor.js';
 import type { WeightCache, WeightLease } from '../weights/weight-cache.js';
-import type { HostWeights } from './pjrt-weight-backend.js';
+import type { HostWeights } from '../weights/pjrt-weight-backend.js';
 
 export type PjrtLease = WeightLease<readonly DeviceBuffer[]>;
 

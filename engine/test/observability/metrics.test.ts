@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { suite, test } from 'node:test';
-import { Metrics, type RequestSample } from '../src/metrics.js';
+import { Metrics, type RequestSample } from '../../src/observability/metrics.js';
 
 const sample = (model: string, patch: Partial<RequestSample> = {}): RequestSample => ({
   model,

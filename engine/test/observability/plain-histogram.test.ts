@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { suite, test } from 'node:test';
 import { Histogram, Registry } from 'prom-client';
-import { PlainHistogram } from '../src/plain-histogram.js';
+import { PlainHistogram } from '../../src/observability/plain-histogram.js';
 
 const BUCKETS = [0.001, 0.01, 0.1, 1];
 

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, suite, test } from 'node:test';
 import { ServeError } from '@hloserve/common/errors';
-import { IN_PLACE_WRITE_MAX_BYTES, SharedMemoryRegistry } from '../../src/kserve/shared-memory.js';
+import { IN_PLACE_WRITE_MAX_BYTES, SharedMemoryRegistry } from '../../src/transports/shared-memory.js';
 
 suite('system shared memory registry', () => {
   const root = mkdtempSync(join(tmpdir(), 'hlo-shm-'));
