@@ -369,7 +369,9 @@ if (!process.argv.includes('--skip-measured-spread')) {
           (m) => `${m[1]}@${m[2]}${weights.has(`${m[1]}@${m[2]}`) ? `:${fmt(weights.get(`${m[1]}@${m[2]}`), 2)}` : ''}`,
         );
         const repacks = /^hloserve_gateway_repacks_total (\d+)/m.exec(gwText)?.[1];
-        return `${repacks} packings, ${placed.join(' ')}`;
+        const joins = /^hloserve_gateway_spread_joins_total (\d+)/m.exec(gwText)?.[1];
+        const spread = /^hloserve_gateway_measured_spread (\S+)/m.exec(gwText)?.[1];
+        return `${repacks} packings${joins === undefined ? '' : `, ${joins} joins, last span's spread ${fmt(Number(spread), 3)}`}, ${placed.join(' ')}`;
       };
       // Warm up until the placement has repacked from measured traffic (the startup packing is
       // count 1): on a fast fleet one warm-up run can end before the gateway's 5 s polls have seen
