@@ -234,6 +234,8 @@ export class PlacementController {
     memoryLoad.set(cold, held + (bytes.get(pick.m) ?? 0));
     this.last = { ...result, memoryLoad };
     this.joins++;
+    // A placement change like a repack's: the console's placement view follows the count.
+    this.repacks++;
     this.spread.repacked();
     return this.last;
   }
