@@ -141,4 +141,18 @@ suite('the worker factor steps up against a persistent error', () => {
     const flipped = step(0.8, 1.2);
     assert.ok(Math.abs(flipped + e * 0.25) < 1e-9, `${flipped}`);
   });
+
+  test('a span over the threshold closes the feedback period early', () => {
+    const inForce = new Map([['m', { workers: ['w0', 'w1'], weights: [0.5, 0.5] }]]);
+    const w = new Map([
+      ['w0', new Map([['m', 1.2]])],
+      ['w1', new Map([['m', 0.8]])],
+    ]);
+    // 2 device-s of a 15 device-s period: nothing yet, unless the spread says a correction is due.
+    const waiting = new WorkerFeedback(DEFAULT_FEEDBACK);
+    assert.equal(waiting.observe(w, inForce), false);
+    const closed = new WorkerFeedback(DEFAULT_FEEDBACK);
+    assert.equal(closed.observe(w, inForce, undefined, true), true);
+    assert.ok(closed.workerFactor('w0') > 1 && closed.workerFactor('w1') < 1);
+  });
 });

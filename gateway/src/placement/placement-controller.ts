@@ -141,14 +141,16 @@ export class PlacementController {
     const done = this.estimator.observe(sample, nowMs);
     // Only weights the controller derived from measured load are corrected: the startup guess's
     // imbalance is the packing's to fix, and a factor learnt from it would wind up.
+    // Like the feedback, the spread is judged only under placements made from measured load.
+    const uneven = this.trafficRepacks > 0 && this.spread.observe(this.estimator.lastWindow(), workers);
+    // A span measured over the threshold closes the feedback's period now: its correction is due.
     if (this.trafficRepacks > 0)
       this.feedback.observe(
         this.estimator.lastWindow(),
         this.last?.placement ?? null,
         this.estimator.utilisation(models),
+        uneven,
       );
-    // Like the feedback, the spread is judged only under placements made from measured load.
-    const uneven = this.trafficRepacks > 0 && this.spread.observe(this.estimator.lastWindow(), workers);
     this.accumulated += done;
     if (done > 0) this.trafficPolls++;
     const threshold =
