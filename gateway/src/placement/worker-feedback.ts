@@ -62,8 +62,6 @@ export class WorkerFeedback {
   private readonly replica = new Map<string, Map<string, number>>();
   private readonly worker = new Map<string, number>();
   private readonly model = new Map<string, number>();
-  /** Per worker: the sign of its last correction and how many in a row had it. */
-  private readonly streak = new Map<string, { sign: number; n: number }>();
   /** Windows in which some factor moved. */
   steps = 0;
 
@@ -188,17 +186,8 @@ export class WorkerFeedback {
       let changed = false;
       for (const w of group) {
         const e = Math.max(done(w) / mean, 1 / s.limit);
-        if (Math.abs(e - 1) <= s.deadBand) {
-          this.streak.delete(w);
-          continue;
-        }
-        // An error of the same sign as the last correction's: that one was too small, so this one
-        // goes twice as far (up to the whole way); a change of sign starts again at the base gain.
-        const sign = Math.sign(e - 1);
-        const prev = this.streak.get(w);
-        const n = prev !== undefined && prev.sign === sign ? prev.n + 1 : 0;
-        this.streak.set(w, { sign, n });
-        this.worker.set(w, this.workerFactor(w) * e ** Math.min(1, s.gain * 2 ** n));
+        if (Math.abs(e - 1) <= s.deadBand) continue;
+        this.worker.set(w, this.workerFactor(w) * e ** s.gain);
         changed = true;
       }
       if (!changed) continue;
