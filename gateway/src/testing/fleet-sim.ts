@@ -87,7 +87,8 @@ export function simulateFleet(
     const measured = new Map(workers.filter((w) => !down.has(w)).map((w) => [w, 0]));
     const s = windowMs / 1000;
     const jitter = new Map(workers.map((w) => [w, 1 + (fleet.noise ?? 0) * (2 * rnd() - 1)]));
-    const modelJitter = new Map(models.map((m) => [m, 1 + (fleet.modelNoise ?? 0) * (2 * rnd() - 1)]));
+    // Drawn only when asked for, so a fleet without it sees the same per-worker noise as before.
+    const modelJitter = new Map(models.map((m) => [m, fleet.modelNoise ? 1 + fleet.modelNoise * (2 * rnd() - 1) : 1]));
     for (const m of models) {
       const p = placement.get(m);
       const on = p ? p.workers.map((w, k) => [w, p.weights[k] ?? 0] as const) : workers.map((w) => [w, 1] as const);
