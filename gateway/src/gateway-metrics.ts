@@ -33,6 +33,8 @@ export class GatewayMetrics {
     routes: number;
     repacks: number;
     reweighs: number;
+    joins: number;
+    measuredSpread: number;
     replicaFactors: ReadonlyMap<string, ReadonlyMap<string, number>>;
     workerFactors: ReadonlyMap<string, number>;
   }): string {
@@ -90,6 +92,16 @@ export class GatewayMetrics {
     );
     l.push('# TYPE hloserve_gateway_reweighs_total counter');
     l.push(`hloserve_gateway_reweighs_total ${state.reweighs}`);
+    l.push(
+      '# HELP hloserve_gateway_spread_joins_total Replicas added because the measured spread was over its threshold between workers no split model joined.',
+    );
+    l.push('# TYPE hloserve_gateway_spread_joins_total counter');
+    l.push(`hloserve_gateway_spread_joins_total ${state.joins}`);
+    l.push(
+      "# HELP hloserve_gateway_measured_spread The busiest worker's device time over the mean, over the last span of fleet compute (1 before any).",
+    );
+    l.push('# TYPE hloserve_gateway_measured_spread gauge');
+    l.push(`hloserve_gateway_measured_spread ${state.measuredSpread}`);
     l.push(
       "# HELP hloserve_gateway_replica_cost_factor A replica's measured device time over what its share of the model's load predicted (the re-weigh's feedback; 1 = as predicted).",
     );

@@ -330,6 +330,8 @@ export class Gateway {
       routes: this.fleet.models().length,
       repacks: this.placement.repacks,
       reweighs: this.placement.reweighs,
+      joins: this.placement.joins,
+      measuredSpread: this.placement.spread.lastSpread,
       replicaFactors: this.placement.feedback.replicaFactors(),
       workerFactors: this.placement.feedback.workerFactors(),
     });

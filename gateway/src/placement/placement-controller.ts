@@ -9,6 +9,7 @@ import { computeAssignment, type PackingInput, type PackingResult } from './lpt-
 import { computeSplitAssignment } from './split-packing.js';
 import { reweigh } from './reweigh.js';
 import { DEFAULT_FEEDBACK, WorkerFeedback, type FeedbackSettings } from './worker-feedback.js';
+import { DEFAULT_SPREAD_TRIGGER, SpreadTrigger, type SpreadTriggerSettings } from './spread-trigger.js';
 import type { OperatorPlacement } from '../control/placement-state.js';
 
 export interface PlacementSettings {
@@ -20,6 +21,8 @@ export interface PlacementSettings {
   readonly forbidMemoryOversubscription: boolean;
   /** The per-worker feedback on measured device time (absent: DEFAULT_FEEDBACK). */
   readonly feedback?: FeedbackSettings;
+  /** The repack on the measured spread (absent: DEFAULT_SPREAD_TRIGGER). */
+  readonly spreadTrigger?: SpreadTriggerSettings;
 }
 
 export const DEFAULT_PLACEMENT: PlacementSettings = {
@@ -34,6 +37,7 @@ export const DEFAULT_PLACEMENT: PlacementSettings = {
 export class PlacementController {
   readonly estimator: LoadEstimator;
   readonly feedback: WorkerFeedback;
+  readonly spread: SpreadTrigger;
   private accumulated = 0;
   private trafficRepacks = 0;
   /** Polls that saw fleet compute. */
@@ -45,12 +49,15 @@ export class PlacementController {
   private readonly pins = new Map<string, readonly string[]>();
   private last: PackingResult | null = null;
   repacks = 0;
+  /** Replicas added because the measured spread was over the threshold (join()). */
+  joins = 0;
   /** Polls between repacks that re-derived the weights of unchanged replica sets. */
   reweighs = 0;
 
   constructor(private readonly settings: PlacementSettings) {
     this.estimator = new LoadEstimator(settings.rebalanceComputeSeconds);
     this.feedback = new WorkerFeedback(settings.feedback ?? DEFAULT_FEEDBACK);
+    this.spread = new SpreadTrigger(settings.spreadTrigger ?? DEFAULT_SPREAD_TRIGGER);
     this.replicas = new Map(settings.replicas);
   }
 
@@ -134,7 +141,16 @@ export class PlacementController {
     const done = this.estimator.observe(sample, nowMs);
     // Only weights the controller derived from measured load are corrected: the startup guess's
     // imbalance is the packing's to fix, and a factor learnt from it would wind up.
-    if (this.trafficRepacks > 0) this.feedback.observe(this.estimator.lastWindow(), this.last?.placement ?? null);
+    // Like the feedback, the spread is judged only under placements made from measured load.
+    const uneven = this.trafficRepacks > 0 && this.spread.observe(this.estimator.lastWindow(), workers);
+    // A span measured over the threshold closes the feedback's period now: its correction is due.
+    if (this.trafficRepacks > 0)
+      this.feedback.observe(
+        this.estimator.lastWindow(),
+        this.last?.placement ?? null,
+        this.estimator.utilisation(models),
+        uneven,
+      );
     this.accumulated += done;
     if (done > 0) this.trafficPolls++;
     const threshold =
@@ -142,10 +158,88 @@ export class PlacementController {
     // The first packing from traffic waits for a second measured window: the first one after a
     // cold start holds weight loads and the callers' ramp-up.
     const early = this.trafficRepacks === 0 && this.trafficPolls < 2;
-    if (!force && (this.accumulated < threshold || early)) return this.reweighed(models, workers);
-    if (!force) this.trafficRepacks++;
-    this.accumulated = 0;
-    return this.pack(this.utilisation(models), workers, memoryCap, true, force);
+    let result: PackingResult | null;
+    if (!force && (this.accumulated < threshold || early)) result = this.reweighed(models, workers);
+    else {
+      if (!force) this.trafficRepacks++;
+      this.accumulated = 0;
+      result = this.pack(this.utilisation(models), workers, memoryCap, true, force);
+    }
+    return (uneven && !force && this.join(models, workers, memoryCap)) || result;
+  }
+
+  /**
+   * The measured spread is over the threshold and the busiest and idlest workers of the span are
+   * in different groups (no split model joins them), so no re-weigh can move work between them.
+   * The least change that can: one more replica, on the idlest worker, of the smallest model on
+   * the busiest that carries at least the busiest's excess (else the largest there); the re-weigh
+   * and the feedback then level the joined group. Only models at the default count that are not
+   * pinned, and only where the weights fit the idlest worker's memory. Returns null when no such
+   * model exists or the two are already joined.
+   */
+  private join(
+    models: readonly string[],
+    workers: readonly string[],
+    memoryCap: ReadonlyMap<string, number>,
+  ): PackingResult | null {
+    const last = this.last;
+    const loads = this.spread.lastLoads;
+    if (last === null || loads.size < 2) return null;
+    const ranked = [...loads].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
+    const [hot, hotLoad] = ranked[0]!;
+    const [cold] = ranked[ranked.length - 1]!;
+    const parent = new Map<string, string>();
+    const root = (w: string): string => {
+      let r = w;
+      while ((parent.get(r) ?? r) !== r) r = parent.get(r)!;
+      return r;
+    };
+    for (const p of last.placement.values())
+      for (const w of p.workers.slice(1)) {
+        const [a, b] = [root(w), root(p.workers[0]!)];
+        if (a !== b) parent.set(a, b);
+      }
+    if (root(hot) === root(cold)) return null;
+    const mean = [...loads.values()].reduce((a, b) => a + b, 0) / loads.size;
+    const u = this.utilisation(models);
+    // The busiest worker's excess, in the estimates' units (its measured excess scaled by what its
+    // estimated load is per measured second).
+    const onHot = [...last.placement].filter(([m, p]) => p.workers.includes(hot) && u.has(m));
+    const estHot = onHot.reduce((a, [m, p]) => a + (u.get(m) ?? 0) * (p.weights[p.workers.indexOf(hot)] ?? 0), 0);
+    const excess = hotLoad > 0 ? ((hotLoad - mean) / hotLoad) * estHot : 0;
+    const bytes = this.estimator.weightBytes();
+    const capCold = memoryCap.get(cold) ?? 0;
+    const held = last.memoryLoad.get(cold) ?? 0;
+    const cands = onHot
+      .filter(
+        ([m, p]) =>
+          !this.pins.has(m) &&
+          !this.replicas.has(m) &&
+          !p.workers.includes(cold) &&
+          (capCold <= 0 || !this.settings.forbidMemoryOversubscription || held + (bytes.get(m) ?? 0) <= capCold),
+      )
+      .map(([m, p]) => ({ m, p, share: (u.get(m) ?? 0) * (p.weights[p.workers.indexOf(hot)] ?? 0) }))
+      .filter((c) => c.share > 0)
+      .sort((a, b) => a.share - b.share || (a.m < b.m ? -1 : 1));
+    if (cands.length === 0) return null;
+    const pick = cands.find((c) => c.share >= excess) ?? cands[cands.length - 1]!;
+    const previous = new Map(this.previous);
+    previous.set(pick.m, [...pick.p.workers, cold]);
+    const before = this.previous;
+    this.previous = previous;
+    const result = this.keptSets(u, workers);
+    if (result === null) {
+      this.previous = before;
+      return null;
+    }
+    const memoryLoad = new Map(result.memoryLoad);
+    memoryLoad.set(cold, held + (bytes.get(pick.m) ?? 0));
+    this.last = { ...result, memoryLoad };
+    this.joins++;
+    // A placement change like a repack's: the console's placement view follows the count.
+    this.repacks++;
+    this.spread.repacked();
+    return this.last;
   }
 
   /** The estimated load per model, whole models scaled by what their worker measured (feedback). */
@@ -242,6 +336,7 @@ export class PlacementController {
     this.last = result;
     this.previous = new Map([...result.placement].map(([m, p]) => [m, p.workers]));
     this.repacks++;
+    this.spread.repacked();
     return result;
   }
 }

@@ -110,12 +110,14 @@ export class WorkerFeedback {
 
   /**
    * Folds in one window, measured while `inForce` routed the traffic; once a period's compute has
-   * been seen, corrects the factors. Returns whether a factor moved.
+   * been seen (or `closePeriod`: the measured spread says a correction is due), corrects the
+   * factors. Returns whether a factor moved.
    */
   observe(
     window: WorkerWindow,
     inForce: ReadonlyMap<string, ModelPlacement> | null,
     utilisation?: ReadonlyMap<string, number>,
+    closePeriod = false,
   ): boolean {
     const s = this.settings;
     if (!(s.gain > 0) || inForce === null) return false;
@@ -144,7 +146,7 @@ export class WorkerFeedback {
         add(per.predicted, m, w, (total * x) / wsum);
       }
     }
-    if (per.total < s.periodComputeSeconds) return false;
+    if (per.total < s.periodComputeSeconds && !(closePeriod && per.total > 0)) return false;
     this.period = { total: 0, worker: new Map(), measured: new Map(), predicted: new Map(), links: [] };
     const clamp = (f: number): number => Math.min(s.limit, Math.max(1 / s.limit, f));
     let moved = false;

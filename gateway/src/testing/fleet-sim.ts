@@ -21,6 +21,20 @@ export interface SimFleet {
   readonly down?: (window: number) => ReadonlySet<string>;
   /** Relative noise on each worker's device time per window (deterministic), e.g. 0.03. */
   readonly noise?: number;
+  /**
+   * Model -> how much a replica's cost per unit grows with its share s of the model's traffic:
+   * device time x (1 + b x s). A worker charges each request of a batch the batch's whole
+   * execution, and a replica that takes more of a model's concurrent callers batches more, so
+   * its measured cost per request rises with its share (absent: 0, cost independent of share).
+   */
+  readonly batching?: ReadonlyMap<string, number>;
+  /**
+   * Relative noise on each model's cost per window, the same on every worker (deterministic): what
+   * a run's phases and the machine's contention do to one model's cost against another's. A
+   * worker's device time moves with the models it holds, so workers holding different mixes move
+   * apart where workers holding the same mix do not.
+   */
+  readonly modelNoise?: number;
 }
 
 export interface SimWindow {
@@ -73,6 +87,8 @@ export function simulateFleet(
     const measured = new Map(workers.filter((w) => !down.has(w)).map((w) => [w, 0]));
     const s = windowMs / 1000;
     const jitter = new Map(workers.map((w) => [w, 1 + (fleet.noise ?? 0) * (2 * rnd() - 1)]));
+    // Drawn only when asked for, so a fleet without it sees the same per-worker noise as before.
+    const modelJitter = new Map(models.map((m) => [m, fleet.modelNoise ? 1 + fleet.modelNoise * (2 * rnd() - 1) : 1]));
     for (const m of models) {
       const p = placement.get(m);
       const on = p ? p.workers.map((w, k) => [w, p.weights[k] ?? 0] as const) : workers.map((w) => [w, 1] as const);
@@ -86,7 +102,9 @@ export function simulateFleet(
         sum = live.length;
       }
       for (const [w, x] of live) {
-        const dt = fleet.demand.get(m)! * (x / sum) * fleet.speed.get(w)! * jitter.get(w)! * s;
+        const b = 1 + (fleet.batching?.get(m) ?? 0) * (x / sum);
+        const dt =
+          fleet.demand.get(m)! * modelJitter.get(m)! * (x / sum) * b * fleet.speed.get(w)! * jitter.get(w)! * s;
         const c = cum.get(w)!.get(m)!;
         c.computeSeconds += dt;
         c.requests += Math.round(dt * 1000);
