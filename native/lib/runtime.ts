@@ -32,9 +32,10 @@ export interface RuntimeOptions {
   cpuDeviceCount?: number;
   /**
    * CPU plugin: hand each execution to the client's own thread pool (true, the plugin's default
-   * and this wrapper's) or run it on the thread that launches it (false, the worker's default:
-   * global.runtime.cpu_asynchronous). false saves two thread wake-ups per execution; a background
-   * execution (a warmup) then computes on its lowered launching thread (bench/RESULTS.md, session 13).
+   * and the worker's: global.runtime.cpu_asynchronous) or run it on the thread that launches it
+   * (false). false saves two thread wake-ups per execution; a background execution (a warmup) then
+   * computes on its lowered launching thread, and a server with false stalled once under the
+   * end-to-end tests (bench/RESULTS.md, session 13).
    */
   cpuAsynchronous?: boolean;
   cuda?: CudaOptions;
