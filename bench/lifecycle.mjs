@@ -27,6 +27,7 @@ import { createLogger } from '../engine/dist/src/log.js';
 import { Worker } from '../engine/dist/src/worker/worker.js';
 import { examplesDir } from '../e2e/dist/src/server-process.js';
 import { benchEndpoints, ensureServerNodeFlags, fmt, machine, summarize } from './stats.mjs';
+import { parseEnvVariants } from './env-variants.mjs';
 
 ensureServerNodeFlags(import.meta.url);
 
@@ -38,21 +39,7 @@ const rounds = Number(arg('--rounds', '3'));
 const priorities = arg('--priorities', 'idle,normal').split(',');
 const nudges = arg('--nudges', '');
 // --envs 'name:K=V+K=V;name2:K=V': further variants by environment, crossed with the others.
-const envs = arg('--envs', '')
-  .split(';')
-  .filter((e) => e !== '')
-  .map((e) => {
-    const [name, list = ''] = e.split(':');
-    return {
-      name,
-      env: Object.fromEntries(
-        list
-          .split('+')
-          .filter((kv) => kv !== '')
-          .map((kv) => kv.split('=')),
-      ),
-    };
-  });
+const envs = parseEnvVariants(arg('--envs', ''));
 const variants = priorities
   .flatMap((p) =>
     nudges === '' ? [{ priority: p, nudge: null }] : nudges.split(',').map((n) => ({ priority: p, nudge: n })),

@@ -18,27 +18,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fmt, machine, percentile } from './stats.mjs';
+import { parseEnvVariants } from './env-variants.mjs';
 
 const p99 = (xs) => percentile(Float64Array.from(xs).sort(), 99);
 
 const arg = (name, dflt) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : dflt);
 const rounds = Number(arg('--rounds', '3'));
 const cycles = arg('--cycles', '3');
-const variants = arg('--envs', 'base:')
-  .split(';')
-  .filter((e) => e !== '')
-  .map((e) => {
-    const [name, list = ''] = e.split(':');
-    return {
-      name,
-      env: Object.fromEntries(
-        list
-          .split('+')
-          .filter((kv) => kv !== '')
-          .map((kv) => kv.split('=')),
-      ),
-    };
-  });
+const variants = parseEnvVariants(arg('--envs', 'base:'));
 const lifecycle = join(fileURLToPath(new URL('.', import.meta.url)), 'lifecycle.mjs');
 const dir = mkdtempSync(join(tmpdir(), 'hlo-reload-waits-'));
 
