@@ -3,10 +3,13 @@
 // Chromium. --unit skips the cross-process suites in e2e/ and the browser. A substring selects
 // files; one starting with e2e/console selects console specs (e.g. e2e/console/console-pin).
 // --with=postgres,hadolint adds optional set-up steps of scripts/setup-tests.mjs;
-// HLOSERVE_TEST_SETUP=0 skips the set-up (use what is on PATH).
+// HLOSERVE_TEST_SETUP=0 skips the set-up (use what is on PATH). The whole suite also checks the
+// node suites' coverage against the floors in .c8rc.json (scripts/coverage.mjs); --coverage reports
+// it for a selection too, without the floors; HLOSERVE_COVERAGE=0 turns it off.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { checkCoverage, coverageEnv } from './coverage.mjs';
 import { DEFAULT_STEPS, SetupNeedsAction, setupTests } from './setup-tests.mjs';
 
 const unitOnly = process.argv.includes('--unit');
@@ -15,6 +18,8 @@ const extraSteps = process.argv
   .filter((a) => a.startsWith('--with='))
   .flatMap((a) => a.slice('--with='.length).split(','))
   .filter(Boolean);
+const wholeSuite = only.length === 0 && !unitOnly;
+const coverage = process.env.HLOSERVE_COVERAGE !== '0' && (wholeSuite || process.argv.includes('--coverage'));
 
 // Set up first, and stop at once if the user must act: one clear message, not a cascade of failures.
 let toolEnv = {};
@@ -96,11 +101,14 @@ const r = spawnSync(
       ...process.env,
       ...toolEnv,
       HLOSERVE_TEST: '1',
+      ...(coverage ? coverageEnv() : {}),
       NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --expose-gc`.trim(),
     },
   },
 );
-if (r.status !== 0 || unitOnly || (only.length && !withSpecs)) process.exit(r.status ?? 1);
+if (r.status !== 0) process.exit(r.status ?? 1);
+if (coverage && checkCoverage(wholeSuite) !== 0) process.exit(1);
+if (unitOnly || (only.length && !withSpecs)) process.exit(0);
 if (only.length) process.exit(runConsoleSpecs());
 
 // The exporter is Python: its tests run with pytest in the exporter's own environment.
