@@ -45,6 +45,15 @@ suite(
       }
       return m;
     };
+    // The cancel must reach a request the server holds: on a loaded machine a fixed delay can cancel
+    // a call whose headers the server has not read yet, which is never queued and so never counted.
+    const queued = async (): Promise<boolean> => {
+      for (let i = 0; i < 100; i++) {
+        if (line(await metrics(), 'hloserve_queue_depth{model="mlp"}') === 1) return true;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      return false;
+    };
 
     before(async () => {
       server = await startServer({ HLOSERVE_MODELS_INCLUDE: 'mlp', HLOSERVE_SCHEDULER_MAX_QUEUE_DELAY_US: '3000000' });
@@ -59,10 +68,15 @@ suite(
       const m0 = await metrics();
       const execs0 = line(m0, 'nv_inference_exec_count{model="mlp",version="1"}');
       const started = Date.now();
+      let wasQueued = false;
       const err = await new Promise<ServiceError | null>((resolve) => {
         const call = client.modelInfer(request(1), (e) => resolve(e));
-        setTimeout(() => call.cancel(), 200);
+        void queued().then((q) => {
+          wasQueued = q;
+          call.cancel();
+        });
       });
+      assert.ok(wasQueued, 'the request reached the queue before the cancel');
       assert.equal(err?.code, status.CANCELLED);
       assert.ok(Date.now() - started < 2500, 'the cancel answered before the window closed');
       const m1 = await metricsOnceCancelled(1);
@@ -84,7 +98,7 @@ suite(
       });
       req.on('error', () => {}); // the hang-up below
       req.end(body);
-      await new Promise((r) => setTimeout(r, 200));
+      assert.ok(await queued(), 'the request reached the queue before the hang-up');
       req.destroy();
       const m1 = await metricsOnceCancelled(cancelled0 + 1);
       assert.equal(line(m1, CANCELED), cancelled0 + 1);
