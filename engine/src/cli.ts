@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { defaultConfig, loadNodeConfig, workerSettings } from './config/node-config.js';
+import { flagConfig, loadNodeConfig, workerSettings } from './config/node-config.js';
 import { createLogger } from './log.js';
 import { setFlagsFromString } from 'node:v8';
 import { missingServerNodeFlags } from './node-flags.js';
@@ -91,9 +91,7 @@ interface ServeValues {
 }
 
 async function runServe(values: ServeValues): Promise<number> {
-  const loaded = values.config
-    ? await loadNodeConfig(resolve(values.config))
-    : { config: defaultConfig(resolve(values['model-repo'] ?? 'examples/models')), appliedOverrides: [] };
+  const loaded = values.config ? await loadNodeConfig(resolve(values.config)) : flagConfig(values['model-repo']);
   // Several workers (node.yaml's workers, --workers N|auto): the supervisor starts them with the
   // gateway in front; one worker serves the public ports itself (docs/gateway.md).
   const flags = { ...values, basePort: values['base-port'] };

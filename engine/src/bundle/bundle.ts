@@ -133,7 +133,13 @@ export async function loadBundle(dir: string, parsedYaml?: ParsedYamlStore): Pro
     ? checkReferenceHeader(await readSafetensorsHeader(at(REFERENCE_FILE)), manifest)
     : null;
 
-  return { name, dir: root, manifest, kind: 'model', modules, weights, hooks, reference, notServable: null, warnings };
+  // The files of each variant are checked above, but the server compiles one module per batch
+  // size: a load would build from an arbitrary variant and fail its warmup, so say why up front.
+  const notServable =
+    manifest.inputShapes.length > 0
+      ? 'input_shapes (variable input axes) is checked but not served: the server compiles one module per batch size'
+      : null;
+  return { name, dir: root, manifest, kind: 'model', modules, weights, hooks, reference, notServable, warnings };
 }
 
 function loadMeta(

@@ -65,6 +65,17 @@ export function workerSettings(config: NodeConfig, name?: string): WorkerSetting
   return worker.settings;
 }
 
+/**
+ * `serve` without --config: the built-in settings for `modelRepo` (the --model-repo flag), else
+ * HLOSERVE_MODEL_REPO, else the examples; HLOSERVE_* variables override them as they do a file.
+ * The flag beats HLOSERVE_MODEL_REPO, as a command line beats the environment.
+ */
+export function flagConfig(modelRepo: string | undefined, env: Env = process.env): LoadedNodeConfig {
+  const cwd = process.cwd();
+  const used = modelRepo === undefined ? env : { ...env, HLOSERVE_MODEL_REPO: undefined };
+  return buildNodeConfig({ model_repo: resolve(cwd, modelRepo ?? 'examples/models') }, { file: null, env: used, cwd });
+}
+
 /** Validates an already-parsed node.yaml value (the CLI builds one from flags this way). */
 export function buildNodeConfig(value: unknown, options: BuildOptions = {}): LoadedNodeConfig {
   const cwd = options.cwd ?? process.cwd();

@@ -120,7 +120,7 @@ export class Metrics {
     summed('nv_inference_compute_output_duration_us', 'Cumulative output processing time (µs)', 'outputUs');
     this.pending = new Gauge({
       name: 'nv_inference_pending_request_count',
-      help: 'Requests received and not yet answered',
+      help: 'Requests queued and not yet executing',
       labelNames: mv,
       registers: r,
     });

@@ -831,8 +831,12 @@ export class Worker implements InferenceService {
       const w = slot.current?.weights;
       if (w !== undefined) this.metrics.modelResident.set({ model: slot.name }, this.cache.isResident(w.key) ? 1 : 0);
     }
-    for (const q of this.scheduler.queues())
-      this.metrics.queueDepth.set({ model: q.name }, this.scheduler.queueDepth(q));
+    for (const q of this.scheduler.queues()) {
+      const depth = this.scheduler.queueDepth(q);
+      this.metrics.queueDepth.set({ model: q.name }, depth);
+      // Triton's pending count is the requests waiting to execute: the queue, under its name.
+      this.metrics.pending.set({ model: q.name, version: '1' }, depth);
+    }
   }
 }
 

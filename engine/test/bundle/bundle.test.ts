@@ -221,6 +221,7 @@ suite('loadBundle: good bundles', () => {
       ],
     );
     assert.equal(findModule(b, 2, 1)!.fileName, 'model.v1.b2.mlir');
+    assert.match(b.notServable ?? '', /input_shapes .* not served/, 'a load is refused with the reason');
 
     // Swapping the variants' files must fail: v0 is w=8, h=4 -> wire [n, 4, 8].
     await writeFiles(dir, { 'model.v0.b1.mlir': textModule([tensorType([1, 6, 6])], [tensorType([1, 2])]) });

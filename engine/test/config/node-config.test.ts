@@ -9,6 +9,7 @@ import {
   buildNodeConfig,
   defaultConfig,
   deepMerge,
+  flagConfig,
   loadNodeConfig,
   parseNodeConfig,
   workerSettings,
@@ -503,5 +504,34 @@ suite('node config: workers', () => {
     const doc = { model_repo: 'm', global: { runtime: {} } };
     buildNodeConfig(doc, { env: { HLOSERVE_RUNTIME_PLUGIN: 'cuda' } });
     assert.deepEqual(doc, { model_repo: 'm', global: { runtime: {} } });
+  });
+});
+
+suite('node config: serve without --config (flagConfig)', () => {
+  test('HLOSERVE_* variables override the built-in settings, as they do a file', () => {
+    const loaded = flagConfig('/srv/models', {
+      HLOSERVE_ENDPOINTS_HTTP_PORT: '18000',
+      HLOSERVE_SCHEDULER_DISCIPLINE: 'edf',
+    });
+    const s = workerSettings(loaded.config);
+    assert.equal(s.endpoints.httpPort, 18000);
+    assert.equal(s.scheduler.discipline, 'edf');
+    assert.deepEqual(
+      loaded.appliedOverrides.map((o) => o.variable),
+      ['HLOSERVE_SCHEDULER_DISCIPLINE', 'HLOSERVE_ENDPOINTS_HTTP_PORT'],
+    );
+  });
+
+  test('--model-repo beats HLOSERVE_MODEL_REPO, which beats the examples default', () => {
+    assert.equal(flagConfig('/srv/flag', { HLOSERVE_MODEL_REPO: '/srv/env' }).config.modelRepo, '/srv/flag');
+    assert.equal(flagConfig(undefined, { HLOSERVE_MODEL_REPO: '/srv/env' }).config.modelRepo, '/srv/env');
+    assert.match(flagConfig(undefined, {}).config.modelRepo, /examples\/models$/);
+  });
+
+  test('a bad variable is refused, naming it', () => {
+    assert.throws(
+      () => flagConfig('/srv/models', { HLOSERVE_ENDPOINTS_GRPC_PORT: 'abc' }),
+      /HLOSERVE_ENDPOINTS_GRPC_PORT: expected an integer/,
+    );
   });
 });

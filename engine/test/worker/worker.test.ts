@@ -182,3 +182,33 @@ suite('worker with a weight budget on the CPU plugin: the device arena', () => {
     await off.stop(false);
   });
 });
+
+suite('queue gauges at scrape time', () => {
+  test('a request waiting in the batching window shows in hloserve_queue_depth and nv_inference_pending_request_count', async () => {
+    const settings = workerSettings(defaultConfig(examples));
+    const w = await Worker.start({
+      modelRepo: examples,
+      // A 1.5 s window: a lone request waits in the queue for company.
+      settings: {
+        ...settings,
+        modelsInclude: ['mlp'],
+        scheduler: { ...settings.scheduler, maxQueueDelayUs: 1_500_000 },
+      },
+      log: createLogger('silent'),
+    });
+    try {
+      const pendingLine = /nv_inference_pending_request_count\{model="mlp",version="1"\} (\d+)/;
+      const answer = w.infer(mlpRequest(1), ctx());
+      await new Promise((r) => setTimeout(r, 100));
+      w.refreshGauges();
+      const during = await w.metrics.registry.metrics();
+      assert.equal(pendingLine.exec(during)?.[1], '1', 'one request pending');
+      assert.match(during, /hloserve_queue_depth\{model="mlp"\} 1/);
+      await answer;
+      w.refreshGauges();
+      assert.equal(pendingLine.exec(await w.metrics.registry.metrics())?.[1], '0', 'none pending once answered');
+    } finally {
+      await w.stop(false);
+    }
+  });
+});
