@@ -47,7 +47,7 @@ export interface Manifest {
   /** Null when absent: clients then see the executable tensors. */
   readonly clientInputs: readonly TensorSpec[] | null;
   readonly clientOutputs: readonly TensorSpec[] | null;
-  /** Ascending, unique. Empty: one module (`model.mlir`) serves every batch. */
+  /** Ascending, unique. Empty: one module (`model.mlir`), served at the batch its `main` declares. */
   readonly compiledBatchSizes: readonly number[];
   /** True when the executable inputs carry a batch axis (then all of them do). */
   readonly batched: boolean;

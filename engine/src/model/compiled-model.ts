@@ -69,6 +69,29 @@ export function expectedSignature(src: ModelSource, batch: number): ProgramSigna
 }
 
 /**
+ * The batch a `model.mlir` (batch key 0) was compiled for. XLA compiles static shapes only ("unbounded
+ * dynamism is disabled"), so a module written for "any batch" serves exactly the batch its `main`
+ * declares: read from the first output with a batch axis (the plugin reports compiled output
+ * shapes, text and bytecode alike), else from the first batched input of a text module's signature.
+ * 0 when neither says; the model then keeps the any-batch key and the plugin judges each run.
+ */
+function declaredBatch(src: ModelSource, exe: Executable): number {
+  const fromAxis = (axis: number | null, shape: readonly number[] | undefined): number => {
+    const d = axis === null ? undefined : shape?.[axis];
+    return d !== undefined && d > 0 ? d : 0;
+  };
+  for (const [i, s] of src.manifest.executableOutputs.entries()) {
+    const b = fromAxis(s.wireBatchAxis, exe.outputs[i]?.shape);
+    if (b) return b;
+  }
+  for (const [i, s] of src.manifest.executableInputs.entries()) {
+    const b = fromAxis(s.wireBatchAxis, exe.signature?.parameters[i]?.shape);
+    if (b) return b;
+  }
+  return 0;
+}
+
+/**
  * A model's executables, one per compiled batch size, sharing one set of weights. Executables are
  * compiled once at load; weights move to and from the device through the weight cache.
  */
@@ -130,8 +153,9 @@ export class CompiledModel {
           onQueued?.();
         }
         const exe = await pending;
-        executables.set(batch, exe);
-        if (cache?.loadedFromDisk(exe)) fromCache.add(batch);
+        const key = batch || declaredBatch(src, exe);
+        executables.set(key, exe);
+        if (cache?.loadedFromDisk(exe)) fromCache.add(key);
       } catch (err) {
         throw new ServeError(
           'HLO_ERR_BUNDLE_INVALID',
@@ -188,7 +212,7 @@ export class CompiledModel {
     return this.batchSizes.filter((b) => !before.has(b));
   }
 
-  /** Compiled batch sizes, ascending (0 = one module for any batch). */
+  /** Compiled batch sizes, ascending (0: a `model.mlir` whose batch its shapes do not say). */
   get batchSizes(): number[] {
     return [...this.#executables.keys()].sort((a, b) => a - b);
   }
