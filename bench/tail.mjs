@@ -5,7 +5,9 @@
 // request's latency from perf_analyzer's profile export (so p99.9 and a histogram, not only
 // perf_analyzer's p50/p99), and at concurrency 16 (throughput: a setting must not cost it).
 // With --trace-gc, each variant's server also runs with V8's --trace-gc and the bench counts its
-// scavenges and their pauses per second of load at c=1.
+// scavenges and their pauses per second of load at c=1. With --span, each server has
+// bench/tail-span-probe.mjs preloaded, which splits every c=1 request at the server's socket into
+// the server's span (request read to answer written) and the rest (kernel and client).
 //
 // A variant is CHECKOUT[@name][:K=V+K=V...] where a K starting with "--" is a node flag added to the
 // serving flags (e.g. --max-semi-space-size=16) and any other K an environment variable.
@@ -19,6 +21,7 @@ import { machine } from './stats.mjs';
 import {
   flag,
   generatorCpu,
+  here,
   perf,
   pinnedArgv,
   pinnedChild,
@@ -41,6 +44,7 @@ const rounds = Number(flag('--rounds', '3'));
 const seconds = Number(flag('--seconds', '4'));
 const traceGc = process.argv.includes('--trace-gc');
 const skip16 = process.argv.includes('--no-c16');
+const span = process.argv.includes('--span');
 
 const variants = (positional.length > 0 ? positional : ['.']).map((v) => {
   const [head, list = ''] = v.split(/:(.*)/s);
@@ -67,7 +71,9 @@ async function startServer(v) {
     ...base.filter((f) => !names.has(f.split('=')[0])),
     ...v.nodeFlags,
     ...(traceGc ? ['--trace-gc'] : []),
+    ...(span ? ['--import', join(here, '..', 'tail-span-probe.mjs')] : []),
   ];
+  const spanOut = join(tmp, `span-${grpc}.json`);
   const proc = pinnedChild(
     'hloserve',
     process.execPath,
@@ -88,13 +94,14 @@ async function startServer(v) {
         HLOSERVE_ENDPOINTS_METRICS_PORT: '0',
         HLOSERVE_ENDPOINTS_CONSOLE_PORT: '0',
         TF_CPP_MIN_LOG_LEVEL: '2',
+        HLOSERVE_TAIL_SPAN_OUT: spanOut,
         ...v.env,
       },
     },
   );
   const url = `127.0.0.1:${grpc}`;
   await waitReady(url, proc, `hloserve ${v.name}`, 'mlp');
-  return { url, proc };
+  return { url, proc, spanOut };
 }
 
 const paBin = perfAnalyzerBinary();
@@ -146,6 +153,19 @@ function latencies(url, secs) {
   });
 }
 
+/** The span probe's window (bench/tail-span-probe.mjs), each list sorted; it writes on the signal. */
+async function readSpans(file) {
+  for (let i = 0; i < 50; i++) {
+    try {
+      const { server, outside } = JSON.parse(readFileSync(file, 'utf8'));
+      return { server: server.sort((a, b) => a - b), outside: outside.sort((a, b) => a - b) };
+    } catch {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  throw new Error(`no span probe output in ${file}`);
+}
+
 const q = (xs, p) => xs[Math.min(xs.length - 1, Math.floor(p * xs.length))];
 
 /** --trace-gc lines in the log since `from` (chars): scavenges and mark-compacts, their pauses in ms. */
@@ -193,19 +213,25 @@ try {
         await perf(s.url, 1, 300);
         const logFrom = s.proc.logs().length;
         const t0 = treeTicks(s.proc.p.pid);
+        if (span) s.proc.p.kill('SIGUSR2');
         const c1 = await latencies(s.url, seconds);
+        if (span) s.proc.p.kill('SIGUSR2');
         const cpuUs = ((treeTicks(s.proc.p.pid) - t0) * TICK_US) / c1.lat.length;
         const gc = traceGc ? gcSince(s.proc.logs(), logFrom) : null;
         const c16 = skip16 ? null : await perf(s.url, 16, Math.round((seconds * 1000) / 3));
-        rows.get(v.name).push({ c1, cpuUs, gc, c16 });
+        const spans = span ? await readSpans(s.spanOut) : null;
+        rows.get(v.name).push({ c1, cpuUs, gc, c16, spans });
         const g = gc
           ? ` gc: ${gc.scavenges} scavenges (${(gc.scavenges / c1.wallS).toFixed(1)}/s, median ${q(
               gc.scavengeMs.sort((a, b) => a - b),
               0.5,
             )} ms, max ${Math.max(...gc.scavengeMs, 0)} ms), ${gc.markCompacts} mark`
           : '';
+        const sp = spans
+          ? ` span: server ${['0.5', '0.99', '0.999'].map((p) => q(spans.server, Number(p)).toFixed(0)).join('/')}, outside ${['0.5', '0.99', '0.999'].map((p) => q(spans.outside, Number(p)).toFixed(0)).join('/')} µs (p50/p99/p99.9)`
+          : '';
         console.log(
-          `round ${k} ${v.name}: n ${c1.lat.length} p50 ${q(c1.lat, 0.5).toFixed(0)} p90 ${q(c1.lat, 0.9).toFixed(0)} p99 ${q(c1.lat, 0.99).toFixed(0)} p99.9 ${q(c1.lat, 0.999).toFixed(0)} max ${c1.lat.at(-1).toFixed(0)} µs; cpu ${cpuUs.toFixed(0)} µs/req; c16 ${c16 ? c16.rps.toFixed(0) : '-'}/s${g}`,
+          `round ${k} ${v.name}: n ${c1.lat.length} p50 ${q(c1.lat, 0.5).toFixed(0)} p90 ${q(c1.lat, 0.9).toFixed(0)} p99 ${q(c1.lat, 0.99).toFixed(0)} p99.9 ${q(c1.lat, 0.999).toFixed(0)} max ${c1.lat.at(-1).toFixed(0)} µs; cpu ${cpuUs.toFixed(0)} µs/req; c16 ${c16 ? c16.rps.toFixed(0) : '-'}/s${g}${sp}`,
         );
       } catch (err) {
         console.error(`hloserve ${v.name} failed; its log ends:\n${s.proc.logs().slice(-3000)}`);
@@ -227,16 +253,23 @@ try {
 
 const med = (xs) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
 const f0 = (x) => (x === undefined || !Number.isFinite(x) ? '-' : x.toFixed(0));
-console.log('\n| server | c=1 p50 µs | p90 | p99 | p99.9 | max | CPU µs/req c=1 | c=16 infer/s | p99 per round |');
-console.log('|---|---|---|---|---|---|---|---|---|');
+console.log(
+  '\n| server | c=1 p50 µs | p90 | p99 | p99.9 | max | CPU µs/req c=1 | c=16 infer/s | p99 per round | server span p50 / p99 / p99.9 µs | outside p50 / p99 / p99.9 µs |',
+);
+console.log('|---|---|---|---|---|---|---|---|---|---|---|');
 for (const [t, xs] of Object.entries(floors))
   console.log(
-    `| canned ${t} | ${f0(med(xs.map((r) => q(r.lat, 0.5))))} | ${f0(med(xs.map((r) => q(r.lat, 0.9))))} | ${f0(med(xs.map((r) => q(r.lat, 0.99))))} | ${f0(med(xs.map((r) => q(r.lat, 0.999))))} | ${f0(med(xs.map((r) => r.lat.at(-1))))} | | | ${xs.map((r) => f0(q(r.lat, 0.99))).join(' ')} |`,
+    `| canned ${t} | ${f0(med(xs.map((r) => q(r.lat, 0.5))))} | ${f0(med(xs.map((r) => q(r.lat, 0.9))))} | ${f0(med(xs.map((r) => q(r.lat, 0.99))))} | ${f0(med(xs.map((r) => q(r.lat, 0.999))))} | ${f0(med(xs.map((r) => r.lat.at(-1))))} | | | ${xs.map((r) => f0(q(r.lat, 0.99))).join(' ')} | | |`,
   );
+/** Median over rounds of each quantile of one side of the span probe's split, or '-' without --span. */
+function spanCell(rs, side) {
+  if (!span) return '-';
+  return [0.5, 0.99, 0.999].map((p) => f0(med(rs.map((r) => q(r.spans[side], p))))).join(' / ');
+}
 for (const v of variants) {
   const rs = rows.get(v.name);
   console.log(
-    `| ${v.name} | ${f0(med(rs.map((r) => q(r.c1.lat, 0.5))))} | ${f0(med(rs.map((r) => q(r.c1.lat, 0.9))))} | ${f0(med(rs.map((r) => q(r.c1.lat, 0.99))))} | ${f0(med(rs.map((r) => q(r.c1.lat, 0.999))))} | ${f0(med(rs.map((r) => r.c1.lat.at(-1))))} | ${f0(med(rs.map((r) => r.cpuUs)))} | ${skip16 ? '-' : f0(med(rs.map((r) => r.c16.rps)))} | ${rs.map((r) => f0(q(r.c1.lat, 0.99))).join(' ')} |`,
+    `| ${v.name} | ${f0(med(rs.map((r) => q(r.c1.lat, 0.5))))} | ${f0(med(rs.map((r) => q(r.c1.lat, 0.9))))} | ${f0(med(rs.map((r) => q(r.c1.lat, 0.99))))} | ${f0(med(rs.map((r) => q(r.c1.lat, 0.999))))} | ${f0(med(rs.map((r) => r.c1.lat.at(-1))))} | ${f0(med(rs.map((r) => r.cpuUs)))} | ${skip16 ? '-' : f0(med(rs.map((r) => r.c16.rps)))} | ${rs.map((r) => f0(q(r.c1.lat, 0.99))).join(' ')} | ${spanCell(rs, 'server')} | ${spanCell(rs, 'outside')} |`,
   );
 }
 if (variants.length > 1) {
