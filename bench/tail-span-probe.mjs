@@ -2,46 +2,101 @@
 // request's time at the server's socket. "server span": from the read that brings a request's
 // bytes (the socket's push) to the write of its answer (the one write over 100 bytes: a unary
 // answer's HEADERS, DATA and trailers in one); "outside": from that write to the next request's
-// read (the kernel both ways and the client). Only meaningful at concurrency 1 on one connection.
-// SIGUSR2 starts a window (clears what was recorded); a second SIGUSR2 writes the window's
-// spans to HLOSERVE_TAIL_SPAN_OUT as JSON and stops recording. A diagnostic: it patches
-// net.Socket's push and write in this process, nothing else.
+// read (the kernel both ways, the client, and what the server does after answering). Only
+// meaningful at concurrency 1 on one connection. It also records, for the slowest 1 % of each
+// side, what overlapped them on the event loop: a garbage collection (perf_hooks 'gc' entries) or
+// an interval timer's callback (the console's feed sampling, the metric history).
+// SIGUSR2 starts a window (clears what was recorded); a second SIGUSR2 writes the window to
+// HLOSERVE_TAIL_SPAN_OUT as JSON and stops recording. A diagnostic: it patches net.Socket's push
+// and write and wraps setInterval callbacks in this process, nothing else.
 import { writeFileSync } from 'node:fs';
 import net from 'node:net';
+import { PerformanceObserver } from 'node:perf_hooks';
 
 const out = process.env.HLOSERVE_TAIL_SPAN_OUT;
 let on = false;
-let server = [];
-let outside = [];
-let lastWrite = 0;
+/** [read, write] per request, performance.now() ms. */
+let requests = [];
+let gcs = [];
+let intervals = [];
 const readAt = new WeakMap();
+
+new PerformanceObserver((list) => {
+  if (on) for (const e of list.getEntries()) gcs.push([e.startTime, e.startTime + e.duration]);
+}).observe({ entryTypes: ['gc'] });
+
+const setIntervalOrig = globalThis.setInterval;
+globalThis.setInterval = function (fn, ...rest) {
+  if (typeof fn !== 'function') return setIntervalOrig.call(this, fn, ...rest);
+  return setIntervalOrig.call(
+    this,
+    function (...args) {
+      const t0 = performance.now();
+      try {
+        return fn.apply(this, args);
+      } finally {
+        if (on) intervals.push([t0, performance.now()]);
+      }
+    },
+    ...rest,
+  );
+};
+
 const push = net.Socket.prototype.push;
 net.Socket.prototype.push = function (chunk, ...rest) {
-  if (on && chunk && !readAt.has(this)) {
-    const t = performance.now();
-    readAt.set(this, t);
-    if (lastWrite > 0) outside.push((t - lastWrite) * 1000);
-  }
+  if (on && chunk && !readAt.has(this)) readAt.set(this, performance.now());
   return push.call(this, chunk, ...rest);
 };
 const write = net.Socket.prototype.write;
 net.Socket.prototype.write = function (data, ...rest) {
   const t0 = on ? readAt.get(this) : undefined;
   if (t0 !== undefined && (data?.length ?? 0) > 100) {
-    lastWrite = performance.now();
-    server.push((lastWrite - t0) * 1000);
+    requests.push([t0, performance.now()]);
     readAt.delete(this);
   }
   return write.call(this, data, ...rest);
 };
+
+/** How many of `spans` ([from, to] ms) overlap one of `events` (sorted by start). */
+function overlapping(spans, events) {
+  let n = 0;
+  for (const [a, b] of spans) if (events.some(([s, e]) => s < b && e > a)) n++;
+  return n;
+}
+
+/** The slowest 1 % of `spans` and what overlapped them. */
+function blame(spans) {
+  const slow = [...spans].sort((x, y) => y[1] - y[0] - (x[1] - x[0])).slice(0, Math.ceil(spans.length / 100));
+  const gc = overlapping(slow, gcs);
+  const timer = overlapping(slow, intervals);
+  const both = overlapping(
+    slow.filter((s) => overlapping([s], gcs) > 0),
+    intervals,
+  );
+  return { slow: slow.length, gc, timer, either: gc + timer - both };
+}
+
 process.on('SIGUSR2', () => {
   if (!on) {
-    server = [];
-    outside = [];
-    lastWrite = 0;
+    requests = [];
+    gcs = [];
+    intervals = [];
     on = true;
     return;
   }
   on = false;
-  if (out) writeFileSync(out, JSON.stringify({ server, outside }));
+  const server = requests.map(([r, w]) => [r, w]);
+  const outside = requests.slice(1).map(([r], i) => [requests[i][1], r]);
+  const us = (spans) => spans.map(([a, b]) => (b - a) * 1000);
+  if (out)
+    writeFileSync(
+      out,
+      JSON.stringify({
+        server: us(server),
+        outside: us(outside),
+        blame: { server: blame(server), outside: blame(outside) },
+        gcs: gcs.length,
+        intervals: intervals.length,
+      }),
+    );
 });

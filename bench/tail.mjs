@@ -157,14 +157,23 @@ function latencies(url, secs) {
 async function readSpans(file) {
   for (let i = 0; i < 50; i++) {
     try {
-      const { server, outside } = JSON.parse(readFileSync(file, 'utf8'));
-      return { server: server.sort((a, b) => a - b), outside: outside.sort((a, b) => a - b) };
+      const { server, outside, blame, gcs, intervals } = JSON.parse(readFileSync(file, 'utf8'));
+      return {
+        server: server.sort((a, b) => a - b),
+        outside: outside.sort((a, b) => a - b),
+        blame,
+        gcs,
+        intervals,
+      };
     } catch {
       await new Promise((r) => setTimeout(r, 100));
     }
   }
   throw new Error(`no span probe output in ${file}`);
 }
+
+/** "n slow: g with a GC, t with an interval callback, rest neither" for one side's slowest 1 %. */
+const blameText = (b) => `${b.slow} (${b.gc} GC, ${b.timer} timer, ${b.slow - b.either} neither)`;
 
 const q = (xs, p) => xs[Math.min(xs.length - 1, Math.floor(p * xs.length))];
 
@@ -228,7 +237,7 @@ try {
             )} ms, max ${Math.max(...gc.scavengeMs, 0)} ms), ${gc.markCompacts} mark`
           : '';
         const sp = spans
-          ? ` span: server ${['0.5', '0.99', '0.999'].map((p) => q(spans.server, Number(p)).toFixed(0)).join('/')}, outside ${['0.5', '0.99', '0.999'].map((p) => q(spans.outside, Number(p)).toFixed(0)).join('/')} µs (p50/p99/p99.9)`
+          ? ` span: server ${['0.5', '0.99', '0.999'].map((p) => q(spans.server, Number(p)).toFixed(0)).join('/')}, outside ${['0.5', '0.99', '0.999'].map((p) => q(spans.outside, Number(p)).toFixed(0)).join('/')} µs (p50/p99/p99.9); slowest 1 %: server ${blameText(spans.blame.server)}, outside ${blameText(spans.blame.outside)} (${spans.gcs} gcs, ${spans.intervals} interval callbacks)`
           : '';
         console.log(
           `round ${k} ${v.name}: n ${c1.lat.length} p50 ${q(c1.lat, 0.5).toFixed(0)} p90 ${q(c1.lat, 0.9).toFixed(0)} p99 ${q(c1.lat, 0.99).toFixed(0)} p99.9 ${q(c1.lat, 0.999).toFixed(0)} max ${c1.lat.at(-1).toFixed(0)} µs; cpu ${cpuUs.toFixed(0)} µs/req; c16 ${c16 ? c16.rps.toFixed(0) : '-'}/s${g}${sp}`,
