@@ -5,17 +5,20 @@
 // read (the kernel both ways, the client, and what the server does after answering). Only
 // meaningful at concurrency 1 on one connection. It also records, for the slowest 1 % of each
 // side, what overlapped them on the event loop: a garbage collection (perf_hooks 'gc' entries) or
-// an interval timer's callback (the console's feed sampling, the metric history).
+// an interval timer's callback (the console's feed sampling, the metric history), and how the
+// outside part divides into the server's own work after the answer (until a setImmediate queued at
+// the write runs: the loop is done with that request) and the wait for the next request's bytes.
 // SIGUSR2 starts a window (clears what was recorded); a second SIGUSR2 writes the window to
 // HLOSERVE_TAIL_SPAN_OUT as JSON and stops recording. A diagnostic: it patches net.Socket's push
 // and write and wraps setInterval callbacks in this process, nothing else.
 import { writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { PerformanceObserver } from 'node:perf_hooks';
+import { setImmediate } from 'node:timers';
 
 const out = process.env.HLOSERVE_TAIL_SPAN_OUT;
 let on = false;
-/** [read, write] per request, performance.now() ms. */
+/** [read, write, idle] per request, performance.now() ms (idle: see the header). */
 let requests = [];
 let gcs = [];
 let intervals = [];
@@ -51,8 +54,10 @@ const write = net.Socket.prototype.write;
 net.Socket.prototype.write = function (data, ...rest) {
   const t0 = on ? readAt.get(this) : undefined;
   if (t0 !== undefined && (data?.length ?? 0) > 100) {
-    requests.push([t0, performance.now()]);
+    const entry = [t0, performance.now(), NaN];
+    requests.push(entry);
     readAt.delete(this);
+    setImmediate(() => (entry[2] = performance.now()));
   }
   return write.call(this, data, ...rest);
 };
@@ -64,9 +69,13 @@ function overlapping(spans, events) {
   return n;
 }
 
+const slowest = (spans) =>
+  [...spans].sort((x, y) => y[1] - y[0] - (x[1] - x[0])).slice(0, Math.ceil(spans.length / 100));
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
+
 /** The slowest 1 % of `spans` and what overlapped them. */
 function blame(spans) {
-  const slow = [...spans].sort((x, y) => y[1] - y[0] - (x[1] - x[0])).slice(0, Math.ceil(spans.length / 100));
+  const slow = slowest(spans);
   const gc = overlapping(slow, gcs);
   const timer = overlapping(slow, intervals);
   const both = overlapping(
@@ -86,7 +95,12 @@ process.on('SIGUSR2', () => {
   }
   on = false;
   const server = requests.map(([r, w]) => [r, w]);
-  const outside = requests.slice(1).map(([r], i) => [requests[i][1], r]);
+  // Each outside span carries its request's idle time: [write, next read, idle].
+  const outside = requests.slice(1).map(([r], i) => [requests[i][1], r, requests[i][2]]);
+  const afterAnswer = (spans) => ({
+    workUs: median(spans.map(([w, , idle]) => (idle - w) * 1000)),
+    waitUs: median(spans.map(([w, r, idle]) => (r - Math.max(w, idle)) * 1000)),
+  });
   const us = (spans) => spans.map(([a, b]) => (b - a) * 1000);
   if (out)
     writeFileSync(
@@ -94,7 +108,10 @@ process.on('SIGUSR2', () => {
       JSON.stringify({
         server: us(server),
         outside: us(outside),
-        blame: { server: blame(server), outside: blame(outside) },
+        blame: {
+          server: blame(server),
+          outside: { ...blame(outside), all: afterAnswer(outside), slowest: afterAnswer(slowest(outside)) },
+        },
         gcs: gcs.length,
         intervals: intervals.length,
       }),

@@ -175,6 +175,7 @@ async function readSpans(file) {
 /** "n slow: g with a GC, t with an interval callback, rest neither" for one side's slowest 1 %. */
 const blameText = (b) => `${b.slow} (${b.gc} GC, ${b.timer} timer, ${b.slow - b.either} neither)`;
 
+const afterText = (a) => `${a.workUs.toFixed(0)} / ${a.waitUs.toFixed(0)}`;
 const q = (xs, p) => xs[Math.min(xs.length - 1, Math.floor(p * xs.length))];
 
 /** --trace-gc lines in the log since `from` (chars): scavenges and mark-compacts, their pauses in ms. */
@@ -237,7 +238,7 @@ try {
             )} ms, max ${Math.max(...gc.scavengeMs, 0)} ms), ${gc.markCompacts} mark`
           : '';
         const sp = spans
-          ? ` span: server ${['0.5', '0.99', '0.999'].map((p) => q(spans.server, Number(p)).toFixed(0)).join('/')}, outside ${['0.5', '0.99', '0.999'].map((p) => q(spans.outside, Number(p)).toFixed(0)).join('/')} µs (p50/p99/p99.9); slowest 1 %: server ${blameText(spans.blame.server)}, outside ${blameText(spans.blame.outside)} (${spans.gcs} gcs, ${spans.intervals} interval callbacks)`
+          ? ` span: server ${['0.5', '0.99', '0.999'].map((p) => q(spans.server, Number(p)).toFixed(0)).join('/')}, outside ${['0.5', '0.99', '0.999'].map((p) => q(spans.outside, Number(p)).toFixed(0)).join('/')} µs (p50/p99/p99.9); slowest 1 %: server ${blameText(spans.blame.server)}, outside ${blameText(spans.blame.outside)}, its work after the answer / wait for the next read median ${afterText(spans.blame.outside.all)} µs, slowest 1 % ${afterText(spans.blame.outside.slowest)} µs (${spans.gcs} gcs, ${spans.intervals} interval callbacks)`
           : '';
         console.log(
           `round ${k} ${v.name}: n ${c1.lat.length} p50 ${q(c1.lat, 0.5).toFixed(0)} p90 ${q(c1.lat, 0.9).toFixed(0)} p99 ${q(c1.lat, 0.99).toFixed(0)} p99.9 ${q(c1.lat, 0.999).toFixed(0)} max ${c1.lat.at(-1).toFixed(0)} µs; cpu ${cpuUs.toFixed(0)} µs/req; c16 ${c16 ? c16.rps.toFixed(0) : '-'}/s${g}${sp}`,
