@@ -18,7 +18,9 @@
 //   bash bench/peers/setup.sh            # venvs under .cache/peers (pip, from PyPI)
 //   export HLOSERVE_PERF_ANALYZER=... HLOSERVE_PERF_ANALYZER_LD_PATH=...   (node scripts/setup-tests.mjs perf-analyzer prints them)
 //   npm run build && node bench/peers/run.mjs [--model mlp|resnet] [--seconds 4] [--rounds 3]
-//       [--only canned,hloserve,kserve,mlserver] [--server-cpu 0] [--generator-cpu 1]
+//       [--only canned,hloserve,kserve,mlserver] [--server-cpu 0] [--generator-cpu 1] [--shield]
+// --shield runs every server and perf_analyzer SCHED_RR (pinned.mjs): the servers compared without
+// the machine's other load, a diagnostic labelled as such.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { InferenceClient, tensor } from '../../client/dist/src/index.js';
@@ -36,6 +38,7 @@ import {
   removeTmp,
   root,
   serverCpu,
+  shield,
   spread,
   startCanned,
   startHloserve,
@@ -124,7 +127,7 @@ const names = Object.keys(starters).filter((n) => only.includes(n));
 const results = new Map(names.map((n) => [n, new Map(concurrencies.map((c) => [c, []]))]));
 const t0 = performance.now();
 console.log(
-  `# bench/peers, model ${model} (${spec.inputs.map((t) => `${t.name} ${t.datatype} [${t.shape}]`).join(', ')}; the peers run the batch-1 program once per request, they have no batching), machine: ${machine()}; perf_analyzer on cpu ${generatorCpu}, server on cpu ${serverCpu}; ~${seconds} s per point, ${rounds} round(s) interleaved`,
+  `# bench/peers, model ${model} (${spec.inputs.map((t) => `${t.name} ${t.datatype} [${t.shape}]`).join(', ')}; the peers run the batch-1 program once per request, they have no batching), machine: ${machine()}; perf_analyzer on cpu ${generatorCpu}, server on cpu ${serverCpu}; ~${seconds} s per point, ${rounds} round(s) interleaved${shield ? '; SHIELDED (SCHED_RR)' : ''}`,
 );
 try {
   for (let k = 0; k < rounds; k++) {
