@@ -6,6 +6,7 @@ import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { DType } from '@hloserve/native/dtype';
+import type { WireInferRequest } from '@hloserve/common/wire';
 import { writeSafetensors, type SafetensorsInput } from '../../src/bundle/safetensors-writer.js';
 
 export const MLP_MANIFEST = `format_version: "2.0"
@@ -141,4 +142,29 @@ export async function writeMlpBundle(
     );
   }
   return dir;
+}
+
+/** A request of `rows` rows to a model with the fixture MLP's input (x f32 [n,4], x[i] = i / 10). */
+export function mlpRequest(
+  model: string,
+  rows: number,
+  parameters: Record<string, string | number> = {},
+): WireInferRequest {
+  const x = new Float32Array(rows * 4).map((_, i) => i / 10);
+  return {
+    modelName: model,
+    modelVersion: '',
+    id: `${model}-${JSON.stringify(parameters)}`,
+    parameters,
+    inputs: [
+      {
+        name: 'x',
+        datatype: 'FP32',
+        shape: [rows, 4],
+        parameters: {},
+        data: { kind: 'raw', bytes: new Uint8Array(x.buffer) },
+      },
+    ],
+    outputs: [],
+  };
 }

@@ -2,11 +2,10 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, suite, test } from 'node:test';
 import { ServeError } from '@hloserve/common/errors';
-import type { WireInferRequest } from '@hloserve/common/wire';
 import { defaultConfig, workerSettings } from '../../src/config/node-config.js';
 import { createLogger } from '../../src/log.js';
 import { Worker } from '../../src/worker/worker.js';
-import { MLP_MANIFEST, removeDir, tempDir, writeFiles, writeMlpBundle } from '../bundle/fixtures.js';
+import { MLP_MANIFEST, mlpRequest, removeDir, tempDir, writeFiles, writeMlpBundle } from '../bundle/fixtures.js';
 
 // The fixture MLP: x f32 [n,4] -> y f32 [n,3]. Its preprocess misbehaves as the request asks.
 const FAULTY = `
@@ -53,25 +52,7 @@ export async function run({ x }, call, ctx) {
 }
 `;
 
-function request(model: string, rows: number, parameters: Record<string, string | number> = {}): WireInferRequest {
-  const x = new Float32Array(rows * 4).map((_, i) => i / 10);
-  return {
-    modelName: model,
-    modelVersion: '',
-    id: `${model}-${JSON.stringify(parameters)}`,
-    parameters,
-    inputs: [
-      {
-        name: 'x',
-        datatype: 'FP32',
-        shape: [rows, 4],
-        parameters: {},
-        data: { kind: 'raw', bytes: new Uint8Array(x.buffer) },
-      },
-    ],
-    outputs: [],
-  };
-}
+const request = mlpRequest;
 
 const ctx = (deadline: number | null = null) => ({ deadline, signal: new AbortController().signal });
 const fails = (code: string, message: RegExp) => (e: unknown) => {

@@ -2,11 +2,10 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, suite, test } from 'node:test';
 import { ServeError } from '@hloserve/common/errors';
-import type { WireInferRequest } from '@hloserve/common/wire';
 import { defaultConfig, workerSettings } from '../../src/config/node-config.js';
 import { createLogger } from '../../src/log.js';
 import { Worker } from '../../src/worker/worker.js';
-import { MLP_MANIFEST, mlpModule, removeDir, tempDir, writeMlpBundle } from '../bundle/fixtures.js';
+import { MLP_MANIFEST, mlpModule, mlpRequest, removeDir, tempDir, writeMlpBundle } from '../bundle/fixtures.js';
 
 // A bundle with one `model.mlir` and no compiled sizes: XLA compiles its static shapes, so it serves
 // the batch its main declares. Before, the server took it for "any batch": a module declared for
@@ -14,25 +13,7 @@ import { MLP_MANIFEST, mlpModule, removeDir, tempDir, writeMlpBundle } from '../
 // internal error from the plugin.
 const SINGLE = MLP_MANIFEST.replace('compiled_batch_sizes: [1, 4]', 'compiled_batch_sizes: []');
 
-function request(model: string, rows: number): WireInferRequest {
-  const x = new Float32Array(rows * 4).map((_, i) => i / 10);
-  return {
-    modelName: model,
-    modelVersion: '',
-    id: '',
-    parameters: {},
-    inputs: [
-      {
-        name: 'x',
-        datatype: 'FP32',
-        shape: [rows, 4],
-        parameters: {},
-        data: { kind: 'raw', bytes: new Uint8Array(x.buffer) },
-      },
-    ],
-    outputs: [],
-  };
-}
+const request = mlpRequest;
 
 const ctx = () => ({ deadline: null, signal: new AbortController().signal });
 
