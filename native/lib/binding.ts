@@ -87,8 +87,15 @@ export interface NativeExecutable {
     download: false,
     lane?: { background: boolean },
   ): Promise<NativeBuffer[]>;
-  /** The same execution on the calling thread, outputs downloaded (see Executable.runInline). */
-  executeInline(args: Array<NativeBuffer | NativeHostArray>, deviceIndex: number, download: true): NativeHostResult[];
+  /**
+   * The same execution on the calling thread, outputs downloaded (see Executable.runInline); null
+   * when the client serializes its executions and another one is under way.
+   */
+  executeInline(
+    args: Array<NativeBuffer | NativeHostArray>,
+    deviceIndex: number,
+    download: true,
+  ): NativeHostResult[] | null;
   serialize(): Promise<Buffer>;
   dispose(): void;
   /** Disposed now; the PJRT executable is destroyed on the background lane (see Executable.disposeInBackground). */

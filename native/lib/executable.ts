@@ -71,12 +71,18 @@ export class Executable {
    * whole execution. Only for programs shorter than the two thread hops around run() (a task-pool
    * wake-up, then the event loop's wake-up for the completion): a single caller's cheap model on
    * the CPU plugin. A run that may hang or take long belongs on run().
+   *
+   * Null, having run nothing, when the runtime was created with `cpuAsynchronous: false` and
+   * another execution of it is under way (a warmup on another thread): that client runs one
+   * execution at a time (see RuntimeOptions.cpuAsynchronous), and waiting here would hold the
+   * event loop for the other one's length. Use run() then.
    */
-  runInline(args: readonly ExecuteArg[], options: Pick<ExecuteOptions, 'device'> = {}): HostArray[] {
+  runInline(args: readonly ExecuteArg[], options: Pick<ExecuteOptions, 'device'> = {}): HostArray[] | null {
     const [nativeArgs, device] = this.#prepare(args, options);
-    return this.#native
-      .executeInline(nativeArgs, device, true)
-      .map((o) => ({ dtype: dtypeFromPjrt(o.type) ?? 'u8', shape: o.dims, data: o.data }));
+    const out = this.#native.executeInline(nativeArgs, device, true);
+    return out === null
+      ? null
+      : out.map((o) => ({ dtype: dtypeFromPjrt(o.type) ?? 'u8', shape: o.dims, data: o.data }));
   }
 
   /** Executes and leaves the outputs on the device. */

@@ -33,9 +33,12 @@ export interface RuntimeOptions {
   /**
    * CPU plugin: hand each execution to the client's own thread pool (true, the plugin's default
    * and the worker's: global.runtime.cpu_asynchronous) or run it on the thread that launches it
-   * (false). false saves two thread wake-ups per execution; a background execution (a warmup) then
-   * computes on its lowered launching thread, and a server with false stalled once under the
-   * end-to-end tests (bench/RESULTS.md, session 13).
+   * (false). false saves two thread wake-ups per execution. With false the addon runs this
+   * client's executions one at a time (as the asynchronous client orders them itself): the
+   * plugin's FFT waits on its Eigen pool from inside that pool, and concurrent synchronous
+   * executions of an FFT program stopped the client for good (bench/RESULTS.md, session 14). A
+   * background execution (a warmup) then runs on the serving threads, so that it never holds the
+   * others back from a lowered thread; runInline answers null while another execution runs.
    */
   cpuAsynchronous?: boolean;
   cuda?: CudaOptions;

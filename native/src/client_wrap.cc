@@ -243,6 +243,8 @@ Napi::Value CreateClient(const Napi::CallbackInfo& info) {
     s = TakeError(plugin->api, plugin->api->PJRT_Client_Create(&c));
     if (!s.ok()) return s;
     auto cs = std::make_shared<ClientState>(plugin, c.client);
+    for (const NamedOption& o : *options)
+      if (o.name == "asynchronous" && o.kind == hloabi::PJRT_NamedValue_kBool && !o.b) cs->serialize_executions = true;
     if (const char* d = std::getenv("HLOSERVE_DIRECT_HOST_COPY")) cs->direct_host_copy = std::string(d) != "0";
     s = QueryDevices(cs.get());
     if (!s.ok()) return s;

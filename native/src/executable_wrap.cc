@@ -25,6 +25,10 @@ struct ExecuteJob {
   std::vector<std::shared_ptr<BufferResource>> buffers;
   std::vector<HostArg> host;
   std::vector<bool> is_host;
+  // executeInline on a client that serializes its executions: run only if no other execution of
+  // the client is under way; otherwise set `busy` and do nothing (the caller runs it pooled).
+  bool only_if_free = false;
+  bool busy = false;
   // Results.
   std::vector<std::shared_ptr<BufferResource>> outputs;
   std::vector<OutputArray> arrays;
@@ -61,6 +65,17 @@ bool CopyIfOnCpu(const hloabi::PJRT_Api* api, hloabi::PJRT_Buffer* b, uint8_t* d
 }
 
 Status RunExecute(ExecuteJob& job) {
+  // See ClientState::serialize_executions. Taken before the uploads: on the synchronous client
+  // they are part of the execution's own work.
+  std::unique_lock<std::mutex> gate(job.cs->execute_mu, std::defer_lock);
+  if (job.cs->serialize_executions) {
+    if (!job.only_if_free) {
+      gate.lock();
+    } else if (!gate.try_lock()) {
+      job.busy = true;
+      return Status::Ok();
+    }
+  }
   const auto* api = job.cs->api();
   hloabi::PJRT_Device* device = job.cs->devices[job.device].device;
   const size_t n = job.is_host.size();
@@ -131,6 +146,7 @@ Status RunExecute(ExecuteJob& job) {
     // On GPU an execution error arrives through the event, after the outputs exist.
     if (s.ok()) s = AwaitAndDestroy(api, done);
   }
+  if (gate.owns_lock()) gate.unlock();
   for (auto* b : transient) DestroyBuffer(api, b);
   await_uploads();
   if (!s.ok()) {
@@ -333,9 +349,14 @@ Napi::Value OutputsToJs(Napi::Env env, ExecuteJob& job) {
 Napi::Value ExecutableWrap::Execute(const Napi::CallbackInfo& info) {
   KeepAlive keep;
   auto job = PrepareJob(info, Live(info.Env()), keep);
-  // A background execution (a warmup) is a run, not a build: see TaskKind.
-  const Lane lane = LaneOf(info[3]) == Lane::kServing ? Lane::kServing : Lane::kBackgroundRun;
-  if (lane == Lane::kServing) NoteServingActivity();
+  // A background execution (a warmup) is a run, not a build: see TaskKind. On a client that
+  // serializes its executions it runs on the serving threads instead: it holds the client's
+  // execution gate while it computes, and at SCHED_IDLE it could starve there under load while a
+  // serving execution waits behind it (what the asynchronous client does with a warmup too: it
+  // computes on the plugin's own threads, in the device's one order, at normal priority).
+  const bool asked_background = LaneOf(info[3]) != Lane::kServing;
+  const Lane lane = asked_background && !job->cs->serialize_executions ? Lane::kBackgroundRun : Lane::kServing;
+  if (!asked_background) NoteServingActivity();
   AsyncOp op;
   op.work = [job]() -> Status { return RunAndRelease(*job); };
   op.finish = [job, keep](Napi::Env env) -> Napi::Value { return OutputsToJs(env, *job); };
@@ -352,6 +373,7 @@ Napi::Value ExecutableWrap::ExecuteInline(const Napi::CallbackInfo& info) {
   KeepAlive keep;
   auto job = PrepareJob(info, Live(env), keep);
   NoteServingActivity();
+  job->only_if_free = true;
   Status s;
   try {
     s = RunAndRelease(*job);
@@ -359,6 +381,9 @@ Napi::Value ExecutableWrap::ExecuteInline(const Napi::CallbackInfo& info) {
     s = Status{13, std::string("internal error in native work: ") + e.what()};
   }
   if (!s.ok()) ThrowStatus(env, s);
+  // Another execution of this client is under way (a warmup): waiting for it here would hold the
+  // event loop; the caller runs this one pooled instead.
+  if (job->busy) return env.Null();
   return OutputsToJs(env, *job);
 }
 

@@ -78,6 +78,16 @@ class ClientState {
   // Read outputs that live in host memory with a plain memcpy instead of an async transfer
   // (HLOSERVE_DIRECT_HOST_COPY=0 turns it off, for comparison).
   bool direct_host_copy = true;
+  // Set when the client was created with the CPU plugin's `asynchronous: false`: that client runs
+  // each execution on the thread that launches it, and does not order executions one after
+  // another as its asynchronous mode does (one stream per device). Then every execution of this
+  // client holds `execute_mu` from launch to completion. Why: the plugin's FFT (ducc) splits its
+  // work over the client's Eigen pool and blocks its thread until the pieces are done, also when
+  // that thread is one of the pool's own (a thunk continued there). Two executions of an FFT
+  // program at once could leave both Eigen threads, and the launching threads, waiting on pieces
+  // that no free thread remained to run: the whole client stopped (bench/RESULTS.md, session 14).
+  bool serialize_executions = false;
+  std::mutex execute_mu;
 
  private:
   void DestroyLocked();

@@ -75,6 +75,7 @@ suite('numerics on the real CPU plugin (float64 reference, relative error < 1e-5
     const args = [hostArray('f32', [b, i], x), ...weights];
     const [pooled] = await exe.run(args);
     const inline = exe.runInline(args);
+    assert.ok(inline !== null, 'the asynchronous client never answers busy');
     assert.equal(inline.length, 1);
     assert.deepEqual(inline[0]!.shape, pooled!.shape);
     assert.equal(inline[0]!.dtype, 'f32');

@@ -42,6 +42,36 @@ export const MLP = (b: number, i: number, h: number, o: number) => `module {
   }
 }`;
 
+/**
+ * A Fourier-layer stack in the shape of examples/models/fno: per layer a 2-D real FFT and its
+ * inverse beside a pointwise channel mix, added and squashed. The two branches are independent,
+ * so the plugin runs one on an Eigen thread, and its FFT (ducc) waits there for pieces of work it
+ * hands to the same pool. Inputs: x (1 x c x n x n), w (c x c).
+ */
+export const SPECTRAL = (layers: number, c = 16, n = 64) => {
+  const h = n / 2 + 1;
+  const t = `tensor<1x${c}x${n}x${n}xf32>`;
+  const f = `tensor<1x${c}x${n}x${h}xcomplex<f32>>`;
+  const mixed = `tensor<${c}x1x${n}x${n}xf32>`;
+  let body = '';
+  let prev = '%x';
+  for (let i = 0; i < layers; i++) {
+    body += `    %f${i} = stablehlo.fft ${prev}, type = RFFT, length = [${n}, ${n}] : (${t}) -> ${f}
+    %g${i} = stablehlo.fft %f${i}, type = IRFFT, length = [${n}, ${n}] : (${f}) -> ${t}
+    %d${i} = stablehlo.dot_general %w, ${prev}, contracting_dims = [1] x [1] : (tensor<${c}x${c}xf32>, ${t}) -> ${mixed}
+    %m${i} = stablehlo.transpose %d${i}, dims = [1, 0, 2, 3] : (${mixed}) -> ${t}
+    %s${i} = stablehlo.add %g${i}, %m${i} : ${t}
+    %y${i} = stablehlo.tanh %s${i} : ${t}
+`;
+    prev = `%y${i}`;
+  }
+  return `module {
+  func.func public @main(%x: ${t}, %w: tensor<${c}x${c}xf32>) -> ${t} {
+${body}    return ${prev} : ${t}
+  }
+}`;
+};
+
 /** Deterministic pseudo-random floats in [-1, 1) (xorshift), so failures reproduce. */
 /**
  * A program whose compile takes a few hundred ms of CPU: `n` convolutions with distinct kernels

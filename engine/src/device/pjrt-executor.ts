@@ -50,8 +50,11 @@ export class PjrtExecutor implements Executor<PjrtLease, ModelVersion> {
       // The dispatch timeout's signal is not passed on: PJRT cannot stop a launched execution, and
       // settling early would end the lease while the device still reads the weights, letting the
       // cache count their bytes free too soon. The scheduler has answered the callers already.
-      if (this.#inline && req.mayRunInline === true)
-        return v.compiled.runInline(req.batchSize, req.inputs, req.lease.weights);
+      if (this.#inline && req.mayRunInline === true) {
+        // Null while a warmup holds the synchronous client (cpu_asynchronous: false): pooled then.
+        const out = v.compiled.runInline(req.batchSize, req.inputs, req.lease.weights);
+        if (out !== null) return out;
+      }
       return await v.compiled.run(req.batchSize, req.inputs, req.lease.weights);
     } finally {
       v.release();

@@ -253,11 +253,14 @@ export class CompiledModel {
     }));
   }
 
-  /** run() on the calling thread (Executable.runInline): for the scheduler's inline batches. */
-  runInline(batch: number, inputs: readonly HostTensor[], weights: readonly DeviceBuffer[]): HostTensor[] {
+  /**
+   * run() on the calling thread (Executable.runInline): for the scheduler's inline batches. Null,
+   * having run nothing, when the runtime runs one execution at a time and another is under way.
+   */
+  runInline(batch: number, inputs: readonly HostTensor[], weights: readonly DeviceBuffer[]): HostTensor[] | null {
     const exe = this.#executable(batch);
     const out = exe.runInline([...this.#hostArgs(inputs), ...weights]);
-    return this.#named(out);
+    return out === null ? null : this.#named(out);
   }
 
   /**

@@ -39,4 +39,33 @@ suite('PjrtExecutor', () => {
     assert.deepEqual(await running, out);
     assert.equal(holds, 0);
   });
+  test('an inline batch that finds the synchronous client busy (runInline null) runs pooled instead', async () => {
+    const out: HostTensor[] = [{ name: 'y', dtype: 'f32', shape: [1], data: new Uint8Array(4) }];
+    const calls: string[] = [];
+    let busy = true;
+    const model = {
+      runInline: () => (calls.push('inline'), busy ? null : out),
+      run: () => (calls.push('pooled'), Promise.resolve(out)),
+    } as unknown as CompiledModel;
+    const version = { compiled: model, hold: () => {}, release: () => {} } as unknown as ModelVersion;
+    const exec = new PjrtExecutor({} as never, { inline: true });
+    const lease = { weights: [], release: () => {} } as unknown as PjrtLease;
+    const req = {
+      model: 'm',
+      version,
+      batchSize: 1,
+      rows: 1,
+      requests: 1,
+      inputs: [],
+      lease,
+      signal: new AbortController().signal,
+      mayRunInline: true,
+    };
+    assert.deepEqual(await exec.execute(req), out);
+    assert.deepEqual(calls, ['inline', 'pooled'], 'tried inline, then pooled');
+    busy = false;
+    calls.length = 0;
+    assert.deepEqual(await exec.execute(req), out);
+    assert.deepEqual(calls, ['inline'], 'a free client runs it inline');
+  });
 });
