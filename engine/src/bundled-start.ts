@@ -7,17 +7,19 @@
  * (module.enableCompileCache is Node 22), hence a CommonJS bundle run through vm.Script.
  *
  * The cache is written beside the bundle, once, after the first start that had none (or whose
- * cache V8 refused: another Node, other V8 flags); a start that used it writes nothing. Where the
+ * cache was refused: by V8, made by another Node or under other V8 flags; or by bundle-code-cache.ts,
+ * made from another bundle, cut short or damaged); a start that used it writes nothing. Where the
  * directory is not writable (an image's read-only tree) a start runs without it. A rebuild of the
- * bundle empties the directory, so a cache never outlives the bundle it was made from.
+ * bundle empties the directory, and the cache's header names the bundle it was made from.
  */
 import { isAscii } from 'node:buffer';
-import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { Script } from 'node:vm';
+import { bundleIdentity, decodeCodeCache, encodeCodeCache } from './bundle-code-cache.js';
 
 /** What cli.ts calls once `serve` is ready (listening, every model answering); the same key there. */
 const READY_HOOK = Symbol.for('hloserve.bundled-start.ready');
@@ -25,6 +27,9 @@ const READY_HOOK = Symbol.for('hloserve.bundled-start.ready');
 const here = dirname(fileURLToPath(import.meta.url));
 const bundle = join(here, 'cli.cjs');
 const cacheFile = join(here, `cli.cjs.${process.version}-${process.arch}.v8cache`);
+// scripts/bundle-engine.mjs writes the bundle's SHA-256 and length here, so a start need not hash
+// its 4.5 MB (~3 ms); unbuilt (this file run from dist/src), the bundle is hashed at start.
+const BUILT_BUNDLE: { sha256: string; bytes: number } | null = null;
 
 // V8 refuses a code cache made under other flags; cli.ts sets this one before serving, after the
 // bundle was compiled, so it is set here first (it only changes the GC's pretenuring).
@@ -36,9 +41,11 @@ setFlagsFromString('--no-allocation-site-pretenuring');
 // decodes as UTF-8.
 const bytes = readFileSync(bundle);
 const source = (isAscii(bytes) ? bytes.toString('latin1') : bytes.toString('utf8')).replace(/^#!/, '//');
+const identity = bundleIdentity(bytes, BUILT_BUNDLE);
 let cached: Buffer | undefined;
 try {
-  cached = readFileSync(cacheFile);
+  const read = decodeCodeCache(readFileSync(cacheFile), identity);
+  cached = 'payload' in read ? read.payload : undefined;
 } catch {
   cached = undefined;
 }
@@ -55,10 +62,11 @@ if (cached === undefined || script.cachedDataRejected === true) {
     setImmediate(() => {
       const tmp = `${cacheFile}.${process.pid}.tmp`;
       try {
-        writeFileSync(tmp, script.createCachedData());
+        writeFileSync(tmp, encodeCodeCache(script.createCachedData(), identity));
         renameSync(tmp, cacheFile);
       } catch {
         // Not writable here: the next start compiles the bundle again, as this one did.
+        rmSync(tmp, { force: true });
       }
     });
 }
