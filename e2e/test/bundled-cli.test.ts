@@ -11,6 +11,7 @@ import {
   statSync,
   writeFileSync,
 } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, suite, test } from 'node:test';
 import { InferenceClient, tensor } from '@hloserve/client';
@@ -78,29 +79,43 @@ suite('the bundled CLI (engine/dist/bundle/cli.js)', () => {
     }
   });
 
-  test('where the cache cannot be written, a start serves without it and leaves no partial file', async () => {
+  test("where the bundle's directory takes no cache, it goes under $HLOSERVE_CACHE_DIR; with neither, a start serves without one", async () => {
     const copy = mkdtempSync(join(repoRoot, 'engine', 'dist', 'bundle-test-'));
+    const cacheDir = mkdtempSync(join(tmpdir(), 'hlo-code-cache-'));
     try {
       for (const f of bundleFiles) copyFileSync(join(bundleDir, f), join(copy, f));
-      // A directory where the cache file goes: the rename onto it fails (as a read-only tree's
-      // write would; the tests run as root, whom file modes do not stop).
+      // A directory where the cache file goes: the rename onto it fails, as a write into a
+      // read-only tree would (the tests run as root, whom file modes do not stop).
       const cacheName = `cli.cjs.${process.version}-${process.arch}.v8cache`;
       mkdirSync(join(copy, cacheName, 'occupied'), { recursive: true });
-      const s = await startServer({ HLOSERVE_MODELS_INCLUDE: 'mlp' }, undefined, [], join(copy, 'cli.js'));
-      try {
-        await new Promise((r) => setTimeout(r, 1000));
-        const c = new InferenceClient({ url: s.grpcUrl(), protocol: 'grpc' });
+      const serveOnce = async (env: Record<string, string>) => {
+        const s = await startServer({ HLOSERVE_MODELS_INCLUDE: 'mlp', ...env }, undefined, [], join(copy, 'cli.js'));
         try {
-          assert.ok((await c.model('mlp').infer(x1())).outputs.length > 0);
+          await new Promise((r) => setTimeout(r, 1000));
+          const c = new InferenceClient({ url: s.grpcUrl(), protocol: 'grpc' });
+          try {
+            assert.ok((await c.model('mlp').infer(x1())).outputs.length > 0);
+          } finally {
+            await c.close();
+          }
         } finally {
-          await c.close();
+          assert.equal(await s.stop(), 0);
         }
-      } finally {
-        assert.equal(await s.stop(), 0);
-      }
+      };
+      // Nowhere to write (the e2e servers' cache directory is not set here): no cache, no partial file.
+      await serveOnce({ HLOSERVE_CACHE_DIR: '' });
+      assert.deepEqual(readdirSync(copy).sort(), [...bundleFiles, cacheName].sort());
+      // With a cache directory: written there, and the next start uses it (so does not rewrite it).
+      const kept = join(cacheDir, 'code-cache', cacheName);
+      await serveOnce({ HLOSERVE_CACHE_DIR: cacheDir });
+      assert.ok(existsSync(kept), 'the code cache is under $HLOSERVE_CACHE_DIR/code-cache');
+      const written = statSync(kept).mtimeMs;
+      await serveOnce({ HLOSERVE_CACHE_DIR: cacheDir });
+      assert.equal(statSync(kept).mtimeMs, written, 'the cache was used, so not written again');
       assert.deepEqual(readdirSync(copy).sort(), [...bundleFiles, cacheName].sort());
     } finally {
       rmSync(copy, { recursive: true, force: true });
+      rmSync(cacheDir, { recursive: true, force: true });
     }
   });
 

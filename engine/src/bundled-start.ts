@@ -9,11 +9,13 @@
  * The cache is written beside the bundle, once, after the first start that had none (or whose
  * cache was refused: by V8, made by another Node or under other V8 flags; or by bundle-code-cache.ts,
  * made from another bundle, cut short or damaged); a start that used it writes nothing. Where the
- * directory is not writable (an image's read-only tree) a start runs without it. A rebuild of the
- * bundle empties the directory, and the cache's header names the bundle it was made from.
+ * bundle's directory is not writable (the Docker image's tree belongs to root, its server runs as
+ * another user) it goes to `$HLOSERVE_CACHE_DIR/code-cache/` (the image and the systemd unit set
+ * that variable); with neither, a start runs without one. A rebuild of the bundle empties its
+ * directory, and the cache's header names the bundle it was made from.
  */
 import { isAscii } from 'node:buffer';
-import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,7 +28,12 @@ const READY_HOOK = Symbol.for('hloserve.bundled-start.ready');
 
 const here = dirname(fileURLToPath(import.meta.url));
 const bundle = join(here, 'cli.cjs');
-const cacheFile = join(here, `cli.cjs.${process.version}-${process.arch}.v8cache`);
+const cacheName = `cli.cjs.${process.version}-${process.arch}.v8cache`;
+// Where a cache is looked for and written, in this order. node.yaml's cache_dir is not known
+// before the bundle runs, so only the environment's is.
+const cacheDirs = [here];
+const envCacheDir = process.env['HLOSERVE_CACHE_DIR'];
+if (envCacheDir !== undefined && envCacheDir !== '') cacheDirs.push(join(envCacheDir, 'code-cache'));
 // scripts/bundle-engine.mjs writes the bundle's SHA-256 and length here, so a start need not hash
 // its 4.5 MB (~3 ms); unbuilt (this file run from dist/src), the bundle is hashed at start.
 const BUILT_BUNDLE: { sha256: string; bytes: number } | null = null;
@@ -43,11 +50,16 @@ const bytes = readFileSync(bundle);
 const source = (isAscii(bytes) ? bytes.toString('latin1') : bytes.toString('utf8')).replace(/^#!/, '//');
 const identity = bundleIdentity(bytes, BUILT_BUNDLE);
 let cached: Buffer | undefined;
-try {
-  const read = decodeCodeCache(readFileSync(cacheFile), identity);
-  cached = 'payload' in read ? read.payload : undefined;
-} catch {
-  cached = undefined;
+for (const dir of cacheDirs) {
+  try {
+    const read = decodeCodeCache(readFileSync(join(dir, cacheName)), identity);
+    if ('payload' in read) {
+      cached = read.payload;
+      break;
+    }
+  } catch {
+    // None here.
+  }
 }
 // CommonJS's own function wrapper (Module.wrap), so the bundle sees what a required file sees.
 const wrapped = `(function (exports, require, module, __filename, __dirname) { ${source}\n});`;
@@ -60,13 +72,18 @@ const script = new Script(wrapped, {
 if (cached === undefined || script.cachedDataRejected === true) {
   (globalThis as Record<symbol, unknown>)[READY_HOOK] = () =>
     setImmediate(() => {
-      const tmp = `${cacheFile}.${process.pid}.tmp`;
-      try {
-        writeFileSync(tmp, encodeCodeCache(script.createCachedData(), identity));
-        renameSync(tmp, cacheFile);
-      } catch {
-        // Not writable here: the next start compiles the bundle again, as this one did.
-        rmSync(tmp, { force: true });
+      const data = encodeCodeCache(script.createCachedData(), identity);
+      for (const dir of cacheDirs) {
+        const tmp = join(dir, `${cacheName}.${process.pid}.tmp`);
+        try {
+          if (dir !== here) mkdirSync(dir, { recursive: true, mode: 0o700 });
+          writeFileSync(tmp, data);
+          renameSync(tmp, join(dir, cacheName));
+          return;
+        } catch {
+          // Not writable here: the next place, or none (the next start compiles the bundle again).
+          rmSync(tmp, { force: true });
+        }
       }
     });
 }
