@@ -102,15 +102,21 @@ suite('the bundled CLI (engine/dist/bundle/cli.js)', () => {
           assert.equal(await s.stop(), 0);
         }
       };
-      // Nowhere to write (the e2e servers' cache directory is not set here): no cache, no partial file.
-      await serveOnce({ HLOSERVE_CACHE_DIR: '' });
+      // Nowhere to write (a file where the cache directory's code-cache/ would go): no cache, no
+      // partial file.
+      const blocked = join(cacheDir, 'blocked');
+      mkdirSync(blocked);
+      writeFileSync(join(blocked, 'code-cache'), '');
+      await serveOnce({ HLOSERVE_CACHE_DIR: blocked });
       assert.deepEqual(readdirSync(copy).sort(), [...bundleFiles, cacheName].sort());
+      assert.equal(statSync(join(blocked, 'code-cache')).size, 0);
       // With a cache directory: written there, and the next start uses it (so does not rewrite it).
-      const kept = join(cacheDir, 'code-cache', cacheName);
-      await serveOnce({ HLOSERVE_CACHE_DIR: cacheDir });
+      const writable = join(cacheDir, 'writable');
+      const kept = join(writable, 'code-cache', cacheName);
+      await serveOnce({ HLOSERVE_CACHE_DIR: writable });
       assert.ok(existsSync(kept), 'the code cache is under $HLOSERVE_CACHE_DIR/code-cache');
       const written = statSync(kept).mtimeMs;
-      await serveOnce({ HLOSERVE_CACHE_DIR: cacheDir });
+      await serveOnce({ HLOSERVE_CACHE_DIR: writable });
       assert.equal(statSync(kept).mtimeMs, written, 'the cache was used, so not written again');
       assert.deepEqual(readdirSync(copy).sort(), [...bundleFiles, cacheName].sort());
     } finally {

@@ -82,7 +82,11 @@ if (cached === undefined || script.cachedDataRejected === true) {
           return;
         } catch {
           // Not writable here: the next place, or none (the next start compiles the bundle again).
-          rmSync(tmp, { force: true });
+          try {
+            rmSync(tmp, { force: true });
+          } catch {
+            // No such directory, or not a directory: nothing was written.
+          }
         }
       }
     });
