@@ -15,7 +15,8 @@
 // Run by `npm run build` after tsc; skipped when no input is newer than the bundle. The output
 // directory is emptied first, so no code cache outlives the bundle it was made from.
 import { build } from 'esbuild';
-import { copyFileSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { newest } from './newest-mtime.mjs';
 import { rm } from 'node:fs/promises';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -27,6 +28,7 @@ const start = join(root, 'engine', 'dist', 'src', 'bundled-start.js');
 const outdir = join(root, 'engine', 'dist', 'bundle');
 const outfile = join(outdir, 'cli.cjs');
 const startOut = join(outdir, 'cli.js');
+const cacheReaderOut = join(outdir, 'bundle-code-cache.js');
 
 /** Packages loaded from node_modules at run time, not bundled. */
 const EXTERNAL = [
@@ -49,7 +51,7 @@ const inputs = [
   'gateway/dist',
   'package-lock.json',
 ];
-const built = existsSync(outfile) && existsSync(startOut) ? statSync(outfile).mtimeMs : 0;
+const built = existsSync(outfile) && existsSync(startOut) && existsSync(cacheReaderOut) ? statSync(outfile).mtimeMs : 0;
 if (!process.argv.includes('--force') && built > 0 && inputs.every((p) => newest(join(root, p)) < built)) {
   console.log('engine bundle: up to date (engine/dist/bundle/cli.cjs)');
   process.exit(0);
@@ -98,7 +100,20 @@ const ascii = text.replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toStrin
 if (ascii !== text) writeFileSync(outfile, ascii);
 // The entry point: bundled-start.js imports only Node's own modules, so it runs from here as it is
 // (its source map comment would point at a file not copied).
-copyFileSync(start, startOut);
-writeFileSync(startOut, readFileSync(startOut, 'utf8').replace(/\n\/\/# sourceMappingURL=.*\n?$/, '\n'));
+// Its code cache's reader comes with it, and it is told the bundle's identity (bundle-code-cache.ts),
+// so that a start need not hash the bundle to know which bundle a cache was made from.
+const bundleBytes = readFileSync(outfile);
+const identity = { sha256: createHash('sha256').update(bundleBytes).digest('hex'), bytes: bundleBytes.length };
+const unbuilt = 'const BUILT_BUNDLE = null;';
+const startText = readFileSync(start, 'utf8');
+if (!startText.includes(unbuilt)) throw new Error(`${start}: no '${unbuilt}' to fill in`);
+writeFileSync(
+  startOut,
+  startText
+    .replace(unbuilt, `const BUILT_BUNDLE = ${JSON.stringify(identity)};`)
+    .replace(/\n\/\/# sourceMappingURL=.*\n?$/, '\n'),
+);
+const cacheReader = join(dirname(start), 'bundle-code-cache.js');
+writeFileSync(cacheReaderOut, readFileSync(cacheReader, 'utf8').replace(/\n\/\/# sourceMappingURL=.*\n?$/, '\n'));
 const files = Object.keys(result.metafile.inputs).length;
 console.log(`engine bundle: ${files} modules -> ${relative(root, outfile)} (entry ${relative(root, startOut)})`);

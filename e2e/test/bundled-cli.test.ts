@@ -1,6 +1,17 @@
 import assert from 'node:assert/strict';
 import { isAscii } from 'node:buffer';
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, suite, test } from 'node:test';
 import { InferenceClient, tensor } from '@hloserve/client';
@@ -12,6 +23,8 @@ import { repoRoot, startServer, type ServerProcess } from '../src/server-process
 // console's assets, the migrations, thread entry points) must still be found.
 const bundleDir = join(repoRoot, 'engine', 'dist', 'bundle');
 const entry = join(bundleDir, 'cli.js');
+/** What a copy of the bundle needs to run: the entry point, its code cache's reader, the bundle. */
+const bundleFiles = ['cli.js', 'bundle-code-cache.js', 'cli.cjs'];
 const x1 = () => ({ x: tensor(new Float32Array(784).fill(0.5), [1, 784]) });
 
 suite('the bundled CLI (engine/dist/bundle/cli.js)', () => {
@@ -35,11 +48,11 @@ suite('the bundled CLI (engine/dist/bundle/cli.js)', () => {
     assert.ok(isAscii(readFileSync(join(bundleDir, 'cli.cjs'))));
   });
 
-  test('a ready server leaves a code cache beside the bundle, and a start that used it does not rewrite it', async () => {
+  test('a ready server leaves a code cache beside the bundle; a start that used it does not rewrite it, one that found it damaged does', async () => {
     // A copy of the bundle at the same depth (its files are found relative to it), with no cache.
     const copy = mkdtempSync(join(repoRoot, 'engine', 'dist', 'bundle-test-'));
     try {
-      for (const f of ['cli.js', 'cli.cjs']) copyFileSync(join(bundleDir, f), join(copy, f));
+      for (const f of bundleFiles) copyFileSync(join(bundleDir, f), join(copy, f));
       const caches = () => readdirSync(copy).filter((f) => f.endsWith('.v8cache'));
       const first = await startServer({ HLOSERVE_MODELS_INCLUDE: 'mlp' }, undefined, [], join(copy, 'cli.js'));
       for (let i = 0; i < 50 && caches().length === 0; i++) await new Promise((r) => setTimeout(r, 100));
@@ -51,8 +64,64 @@ suite('the bundled CLI (engine/dist/bundle/cli.js)', () => {
       await new Promise((r) => setTimeout(r, 500));
       assert.equal(await second.stop(), 0);
       assert.equal(statSync(file).mtimeMs, written, 'the cache was accepted, so not written again');
+
+      // Damaged inside (its header intact, so V8 would take it and abort): not used, rewritten.
+      const damaged = readFileSync(file);
+      damaged[damaged.length >> 1]! ^= 0xff;
+      writeFileSync(file, damaged);
+      const third = await startServer({ HLOSERVE_MODELS_INCLUDE: 'mlp' }, undefined, [], join(copy, 'cli.js'));
+      for (let i = 0; i < 50 && statSync(file).size === damaged.length && readFileSync(file).equals(damaged); i++)
+        await new Promise((r) => setTimeout(r, 100));
+      assert.equal(await third.stop(), 0);
+      assert.ok(!readFileSync(file).equals(damaged), 'a damaged cache is rewritten');
     } finally {
       rmSync(copy, { recursive: true, force: true });
+    }
+  });
+
+  test("where the bundle's directory takes no cache, it goes under $HLOSERVE_CACHE_DIR; with neither, a start serves without one", async () => {
+    const copy = mkdtempSync(join(repoRoot, 'engine', 'dist', 'bundle-test-'));
+    const cacheDir = mkdtempSync(join(tmpdir(), 'hlo-code-cache-'));
+    try {
+      for (const f of bundleFiles) copyFileSync(join(bundleDir, f), join(copy, f));
+      // A directory where the cache file goes: the rename onto it fails, as a write into a
+      // read-only tree would (the tests run as root, whom file modes do not stop).
+      const cacheName = `cli.cjs.${process.version}-${process.arch}.v8cache`;
+      mkdirSync(join(copy, cacheName, 'occupied'), { recursive: true });
+      const serveOnce = async (env: Record<string, string>) => {
+        const s = await startServer({ HLOSERVE_MODELS_INCLUDE: 'mlp', ...env }, undefined, [], join(copy, 'cli.js'));
+        try {
+          await new Promise((r) => setTimeout(r, 1000));
+          const c = new InferenceClient({ url: s.grpcUrl(), protocol: 'grpc' });
+          try {
+            assert.ok((await c.model('mlp').infer(x1())).outputs.length > 0);
+          } finally {
+            await c.close();
+          }
+        } finally {
+          assert.equal(await s.stop(), 0);
+        }
+      };
+      // Nowhere to write (a file where the cache directory's code-cache/ would go): no cache, no
+      // partial file.
+      const blocked = join(cacheDir, 'blocked');
+      mkdirSync(blocked);
+      writeFileSync(join(blocked, 'code-cache'), '');
+      await serveOnce({ HLOSERVE_CACHE_DIR: blocked });
+      assert.deepEqual(readdirSync(copy).sort(), [...bundleFiles, cacheName].sort());
+      assert.equal(statSync(join(blocked, 'code-cache')).size, 0);
+      // With a cache directory: written there, and the next start uses it (so does not rewrite it).
+      const writable = join(cacheDir, 'writable');
+      const kept = join(writable, 'code-cache', cacheName);
+      await serveOnce({ HLOSERVE_CACHE_DIR: writable });
+      assert.ok(existsSync(kept), 'the code cache is under $HLOSERVE_CACHE_DIR/code-cache');
+      const written = statSync(kept).mtimeMs;
+      await serveOnce({ HLOSERVE_CACHE_DIR: writable });
+      assert.equal(statSync(kept).mtimeMs, written, 'the cache was used, so not written again');
+      assert.deepEqual(readdirSync(copy).sort(), [...bundleFiles, cacheName].sort());
+    } finally {
+      rmSync(copy, { recursive: true, force: true });
+      rmSync(cacheDir, { recursive: true, force: true });
     }
   });
 
