@@ -18,9 +18,13 @@ function pins(): Record<string, PluginPin> {
   return JSON.parse(readFileSync(join(packageRoot, 'plugins.json'), 'utf8')) as Record<string, PluginPin>;
 }
 
-/** The default state directory (node.yaml `cache_dir`): $HLOSERVE_CACHE_DIR, else <install>/.cache. */
+/**
+ * The default state directory (node.yaml `cache_dir`): $HLOSERVE_CACHE_DIR, else <install>/.cache.
+ * Set but empty counts as unset, as in the config's overrides: resolve('') would be the working
+ * directory, and the server would write its state wherever it was started.
+ */
 export function cacheDir(): string {
-  return resolve(process.env.HLOSERVE_CACHE_DIR ?? join(repoRoot, '.cache'));
+  return resolve(process.env.HLOSERVE_CACHE_DIR || join(repoRoot, '.cache'));
 }
 
 /**
@@ -29,7 +33,7 @@ export function cacheDir(): string {
  * both read. Moving the state (cache_dir) never loses the plugin.
  */
 export function pluginDir(): string {
-  return resolve(process.env.HLOSERVE_PLUGIN_DIR ?? join(repoRoot, '.cache', 'plugins'));
+  return resolve(process.env.HLOSERVE_PLUGIN_DIR || join(repoRoot, '.cache', 'plugins'));
 }
 
 /** The directory of one pinned plugin package (native/plugins.json) under pluginDir(). */

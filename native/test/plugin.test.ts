@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { suite, test } from 'node:test';
-import { PluginLoadError, resolvePlugin, Runtime } from '../lib/index.js';
+import { cacheDir, PluginLoadError, pluginDir, resolvePlugin, Runtime } from '../lib/index.js';
 
 suite('plugin resolution and loading', () => {
   test('the pinned CPU plugin resolves to an existing file', () => {
@@ -19,6 +19,29 @@ suite('plugin resolution and loading', () => {
     } finally {
       if (saved === undefined) delete process.env.HLOSERVE_CACHE_DIR;
       else process.env.HLOSERVE_CACHE_DIR = saved;
+    }
+  });
+
+  test('HLOSERVE_CACHE_DIR and HLOSERVE_PLUGIN_DIR set but empty count as unset, not as the working directory', () => {
+    const saved = [process.env.HLOSERVE_CACHE_DIR, process.env.HLOSERVE_PLUGIN_DIR] as const;
+    const defaults = (() => {
+      delete process.env.HLOSERVE_CACHE_DIR;
+      delete process.env.HLOSERVE_PLUGIN_DIR;
+      return [cacheDir(), pluginDir()];
+    })();
+    process.env.HLOSERVE_CACHE_DIR = '';
+    process.env.HLOSERVE_PLUGIN_DIR = '';
+    try {
+      assert.deepEqual([cacheDir(), pluginDir()], defaults);
+      assert.notEqual(cacheDir(), process.cwd());
+    } finally {
+      for (const [k, v] of [
+        ['HLOSERVE_CACHE_DIR', saved[0]],
+        ['HLOSERVE_PLUGIN_DIR', saved[1]],
+      ] as const) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
     }
   });
 
