@@ -24,7 +24,8 @@ Napi::Value AttributeToJs(Napi::Env env, const AttributeValue& v) {
   if (auto* i = std::get_if<int64_t>(&v)) return Napi::Number::New(env, static_cast<double>(*i));
   if (auto* l = std::get_if<std::vector<int64_t>>(&v)) {
     Napi::Array a = Napi::Array::New(env, l->size());
-    for (size_t k = 0; k < l->size(); ++k) a.Set(static_cast<uint32_t>(k), Napi::Number::New(env, static_cast<double>((*l)[k])));
+    for (size_t k = 0; k < l->size(); ++k)
+      a.Set(static_cast<uint32_t>(k), Napi::Number::New(env, static_cast<double>((*l)[k])));
     return a;
   }
   if (auto* d = std::get_if<double>(&v)) return Napi::Number::New(env, *d);
@@ -35,7 +36,8 @@ Napi::Value AttributeToJs(Napi::Env env, const AttributeValue& v) {
 // the real types.
 Napi::Value Init(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (!info[0].IsFunction() || !info[1].IsFunction()) throw Napi::TypeError::New(env, "init(PjrtError, DisposedError) expects two classes");
+  if (!info[0].IsFunction() || !info[1].IsFunction())
+    throw Napi::TypeError::New(env, "init(PjrtError, DisposedError) expects two classes");
   AddonData* data = AddonData::Get(env);
   data->pjrt_error_ctor = Napi::Persistent(info[0].As<Napi::Function>());
   data->disposed_error_ctor = Napi::Persistent(info[1].As<Napi::Function>());
@@ -115,7 +117,8 @@ Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
   // and a second model's build need not wait behind the first. XLA starts its compile helper
   // threads lazily from the first thread that compiles and they inherit that thread's priority,
   // which is why every compile goes through this pool.
-  const ThreadPriority priority = ParseThreadPriority(std::getenv("HLOSERVE_BACKGROUND_PRIORITY"), ThreadPriority::kIdle);
+  const ThreadPriority priority =
+      ParseThreadPriority(std::getenv("HLOSERVE_BACKGROUND_PRIORITY"), ThreadPriority::kIdle);
   data->background = std::make_unique<TaskPool>(2, priority, /*build=*/true);
   // Only where builds run lowered: at normal priority they compete openly and a nudge adds nothing.
   int64_t nudge_us = kBuildNudgeMicros;
@@ -125,8 +128,8 @@ Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
   }
   // Confinement finds the build's threads by SCHED_IDLE, so only builds at that priority get it.
   const char* confine_env = std::getenv("HLOSERVE_BUILD_CONFINE");
-  const bool confine = data->background->applied_priority() == "idle" &&
-                       !(confine_env != nullptr && std::string(confine_env) == "0");
+  const bool confine =
+      data->background->applied_priority() == "idle" && !(confine_env != nullptr && std::string(confine_env) == "0");
   const int nudgers = data->background->applied_priority() == "normal" ? 0 : StartBuildNudger(nudge_us, confine);
   data->nudging = nudgers > 0;
   data->completions = Napi::ThreadSafeFunction::New(env, Napi::Function::New(env, [](const Napi::CallbackInfo&) {}),

@@ -22,7 +22,8 @@ void Settle(Napi::Env env, Pending* p) {
       value = Napi::Value();
     } catch (const std::exception& e) {
       // Converting a result can fail to allocate; that rejects this call, never the process.
-      p->deferred.Reject(MakeError(env, Status{13, std::string("internal error converting a native result: ") + e.what()}).Value());
+      p->deferred.Reject(
+          MakeError(env, Status{13, std::string("internal error converting a native result: ") + e.what()}).Value());
       value = Napi::Value();
     }
     if (!value.IsEmpty()) p->deferred.Resolve(value);
@@ -48,8 +49,8 @@ Napi::Error MakeError(Napi::Env env, const Status& s) {
     return Napi::Error(env, e);
   }
   if (data != nullptr && !data->pjrt_error_ctor.IsEmpty()) {
-    Napi::Object e = data->pjrt_error_ctor.New(
-        {Napi::String::New(env, s.message), Napi::Number::New(env, s.code), Napi::String::New(env, PjrtCodeName(s.code))});
+    Napi::Object e = data->pjrt_error_ctor.New({Napi::String::New(env, s.message), Napi::Number::New(env, s.code),
+                                                Napi::String::New(env, PjrtCodeName(s.code))});
     return Napi::Error(env, e);
   }
   return Napi::Error::New(env, s.message);
@@ -70,17 +71,19 @@ Napi::Promise RunAsync(Napi::Env env, AsyncOp op, Lane lane) {
   const bool background = lane != Lane::kServing && data->background;
   TaskPool* pool = background ? data->background.get() : data->pool.get();
   const TaskKind kind = lane == Lane::kBackgroundRun ? TaskKind::kRun : TaskKind::kBuild;
-  pool->Post([p, tsfn = data->completions]() mutable {
-    try {
-      p->status = p->op.work();
-    } catch (const std::exception& e) {
-      p->status = Status{13, std::string("internal error in native work: ") + e.what()};
-    }
-    // On teardown the call is refused; the promise can no longer be settled and is dropped.
-    if (tsfn.BlockingCall(p, [](Napi::Env env, Napi::Function, Pending* p) { Settle(env, p); }) != napi_ok) {
-      delete p;
-    }
-  }, kind);
+  pool->Post(
+      [p, tsfn = data->completions]() mutable {
+        try {
+          p->status = p->op.work();
+        } catch (const std::exception& e) {
+          p->status = Status{13, std::string("internal error in native work: ") + e.what()};
+        }
+        // On teardown the call is refused; the promise can no longer be settled and is dropped.
+        if (tsfn.BlockingCall(p, [](Napi::Env env, Napi::Function, Pending* p) { Settle(env, p); }) != napi_ok) {
+          delete p;
+        }
+      },
+      kind);
   return promise;
 }
 

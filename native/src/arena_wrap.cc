@@ -92,8 +92,8 @@ bool BeginLanes(ClientState& cs, size_t lanes) {
 Napi::Function ArenaWrap::Init(Napi::Env env) {
   return DefineClass(env, "PjrtArena",
                      {InstanceMethod<&ArenaWrap::Place>("place"), InstanceMethod<&ArenaWrap::Refill>("refill"),
-                      InstanceMethod<&ArenaWrap::Stats>("stats"),
-                      InstanceMethod<&ArenaWrap::SetLimit>("setLimit"), InstanceMethod<&ArenaWrap::Dispose>("dispose")});
+                      InstanceMethod<&ArenaWrap::Stats>("stats"), InstanceMethod<&ArenaWrap::SetLimit>("setLimit"),
+                      InstanceMethod<&ArenaWrap::Dispose>("dispose")});
 }
 
 Napi::Object ArenaWrap::NewInstance(Napi::Env env, std::shared_ptr<ClientState> cs, int device, int memory,
@@ -181,7 +181,8 @@ Napi::Value ArenaWrap::Place(const Napi::CallbackInfo& info) {
     op.work = [cs, arena, device, memory, mine, outs]() -> Status {
       for (auto& p : *mine) std::memcpy(p.dst, p.src.data, p.src.bytes);
       Status s;
-      for (size_t i = 0; i < mine->size() && s.ok(); i++) s = CreateView(cs, arena, device, memory, (*mine)[i], &(*outs)[i]);
+      for (size_t i = 0; i < mine->size() && s.ok(); i++)
+        s = CreateView(cs, arena, device, memory, (*mine)[i], &(*outs)[i]);
       if (!s.ok()) {
         for (auto& res : *outs)
           if (res) res->Release();
@@ -193,7 +194,8 @@ Napi::Value ArenaWrap::Place(const Napi::CallbackInfo& info) {
     };
     op.finish = [outs, keep](Napi::Env env) -> Napi::Value {
       Napi::Array a = Napi::Array::New(env, outs->size());
-      for (size_t i = 0; i < outs->size(); i++) a.Set(static_cast<uint32_t>(i), BufferWrap::NewInstance(env, (*outs)[i]));
+      for (size_t i = 0; i < outs->size(); i++)
+        a.Set(static_cast<uint32_t>(i), BufferWrap::NewInstance(env, (*outs)[i]));
       return a;
     };
     promises.Set(static_cast<uint32_t>(l), RunAsync(env, std::move(op)));
@@ -208,7 +210,8 @@ Napi::Value ArenaWrap::Place(const Napi::CallbackInfo& info) {
 Napi::Value ArenaWrap::Refill(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto arena = Live(env);
-  if (!info[0].IsArray() || !info[1].IsArray()) throw Napi::TypeError::New(env, "refill expects (buffers, arrays, lanes)");
+  if (!info[0].IsArray() || !info[1].IsArray())
+    throw Napi::TypeError::New(env, "refill expects (buffers, arrays, lanes)");
   Napi::Array bufs = info[0].As<Napi::Array>();
   Napi::Array arrs = info[1].As<Napi::Array>();
   if (bufs.Length() != arrs.Length()) throw Napi::TypeError::New(env, "refill needs as many arrays as buffers");
@@ -280,7 +283,8 @@ Napi::Value ArenaWrap::Stats(const Napi::CallbackInfo& info) {
 Napi::Value ArenaWrap::SetLimit(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto arena = Live(env);
-  if (!info[0].IsNumber() || info[0].As<Napi::Number>().DoubleValue() < 0) throw Napi::TypeError::New(env, "limit must be a non-negative number");
+  if (!info[0].IsNumber() || info[0].As<Napi::Number>().DoubleValue() < 0)
+    throw Napi::TypeError::New(env, "limit must be a non-negative number");
   arena->SetLimit(static_cast<size_t>(info[0].As<Napi::Number>().DoubleValue()));
   return env.Undefined();
 }

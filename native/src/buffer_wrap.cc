@@ -5,15 +5,17 @@
 namespace hlo {
 
 Napi::Function BufferWrap::Init(Napi::Env env) {
-  return DefineClass(env, "PjrtBuffer",
-                     {InstanceMethod<&BufferWrap::Describe>("describe"), InstanceMethod<&BufferWrap::ToHost>("toHost"),
-                      InstanceMethod<&BufferWrap::CopyToMemory>("copyToMemory"),
-                      InstanceMethod<&BufferWrap::IsDeleted>("isDeleted"), InstanceMethod<&BufferWrap::Dispose>("dispose")});
+  return DefineClass(
+      env, "PjrtBuffer",
+      {InstanceMethod<&BufferWrap::Describe>("describe"), InstanceMethod<&BufferWrap::ToHost>("toHost"),
+       InstanceMethod<&BufferWrap::CopyToMemory>("copyToMemory"), InstanceMethod<&BufferWrap::IsDeleted>("isDeleted"),
+       InstanceMethod<&BufferWrap::Dispose>("dispose")});
 }
 
 Napi::Object BufferWrap::NewInstance(Napi::Env env, std::shared_ptr<BufferResource> res) {
   auto* holder = new std::shared_ptr<BufferResource>(std::move(res));
-  auto ext = Napi::External<std::shared_ptr<BufferResource>>::New(env, holder, [](Napi::Env, std::shared_ptr<BufferResource>* h) { delete h; });
+  auto ext = Napi::External<std::shared_ptr<BufferResource>>::New(
+      env, holder, [](Napi::Env, std::shared_ptr<BufferResource>* h) { delete h; });
   return AddonData::Get(env)->buffer_ctor.New({ext});
 }
 
@@ -23,7 +25,8 @@ constexpr napi_type_tag kBufferTag = {0x8f3a61c2d94b4e07ULL, 0xb25e0c7a19d3f648U
 }  // namespace
 
 BufferWrap::BufferWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<BufferWrap>(info) {
-  if (info.Length() != 1 || !info[0].IsExternal()) throw Napi::TypeError::New(info.Env(), "PjrtBuffer is created by upload() or execute()");
+  if (info.Length() != 1 || !info[0].IsExternal())
+    throw Napi::TypeError::New(info.Env(), "PjrtBuffer is created by upload() or execute()");
   res_ = *info[0].As<Napi::External<std::shared_ptr<BufferResource>>>().Data();
   info.This().As<Napi::Object>().TypeTag(&kBufferTag);
 }
@@ -41,7 +44,8 @@ BufferWrap::~BufferWrap() {
 }
 
 std::shared_ptr<BufferResource> BufferWrap::Live(Napi::Env env) {
-  if (!res_ || res_->released() || res_->client()->closed()) ThrowStatus(env, Status::Disposed("the device buffer has been disposed"));
+  if (!res_ || res_->released() || res_->client()->closed())
+    ThrowStatus(env, Status::Disposed("the device buffer has been disposed"));
   return res_;
 }
 
@@ -77,7 +81,9 @@ Napi::Value BufferWrap::ToHost(const Napi::CallbackInfo& info) {
     const uint8_t* p = nullptr;
     size_t n = 0;
     ReadBytes(info[0], "destination", &p, &n, keep);
-    if (n != logical) throw Napi::RangeError::New(env, "destination has " + std::to_string(n) + " bytes, the buffer holds " + std::to_string(logical));
+    if (n != logical)
+      throw Napi::RangeError::New(
+          env, "destination has " + std::to_string(n) + " bytes, the buffer holds " + std::to_string(logical));
     dst = const_cast<uint8_t*>(p);
   }
   if (!cs->Begin() || !b->Pin()) {
@@ -118,7 +124,8 @@ Napi::Value BufferWrap::CopyToMemory(const Napi::CallbackInfo& info) {
   if (!info[0].IsNumber()) throw Napi::TypeError::New(env, "memory index must be a number");
   int mem = info[0].As<Napi::Number>().Int32Value();
   const DeviceInfo& dev = cs->devices[b->device_index()];
-  if (mem < 0 || mem >= static_cast<int>(dev.memories.size())) throw Napi::RangeError::New(env, "memory index out of range");
+  if (mem < 0 || mem >= static_cast<int>(dev.memories.size()))
+    throw Napi::RangeError::New(env, "memory index out of range");
   if (!cs->Begin()) ThrowStatus(env, Status::Disposed("the PJRT client has been disposed"));
   if (!b->Pin()) {
     cs->End();
@@ -132,8 +139,10 @@ Napi::Value BufferWrap::CopyToMemory(const Napi::CallbackInfo& info) {
     // Resolve when the copy has landed, so callers can time it and free the source safely.
     Status s = StartCopy(b.get(), target, &res);
     if (s.ok()) s = FinishCopy(res.get());
-    if (s.ok()) *out = res;
-    else if (res) res->Release();
+    if (s.ok())
+      *out = res;
+    else if (res)
+      res->Release();
     b->Unpin();
     cs->End();
     return s;

@@ -117,7 +117,8 @@ Status QueryDevices(ClientState* cs) {
         hloabi::PJRT_Memory_Kind_Args mk{};
         mk.struct_size = HLO_STRUCT_SIZE(hloabi::PJRT_Memory_Kind_Args, kind_size);
         mk.memory = mem;
-        d.memory_kinds.push_back(TakeError(api, api->PJRT_Memory_Kind(&mk)).ok() ? std::string(mk.kind, mk.kind_size) : "");
+        d.memory_kinds.push_back(TakeError(api, api->PJRT_Memory_Kind(&mk)).ok() ? std::string(mk.kind, mk.kind_size)
+                                                                                 : "");
         hloabi::PJRT_Memory_Id_Args mi{};
         mi.struct_size = HLO_STRUCT_SIZE(hloabi::PJRT_Memory_Id_Args, id);
         mi.memory = mem;
@@ -182,8 +183,10 @@ Status AdoptLoaded(const std::shared_ptr<ClientState>& cs, hloabi::PJRT_LoadedEx
     ed.executable = ge.executable;
     TakeError(api, api->PJRT_Executable_Destroy(&ed));
   }
-  if (s.ok()) *out = exe;
-  else exe->Release();
+  if (s.ok())
+    *out = exe;
+  else
+    exe->Release();
   return s;
 }
 
@@ -229,11 +232,23 @@ Napi::Value CreateClient(const Napi::CallbackInfo& info) {
       v.type = static_cast<hloabi::PJRT_NamedValue_Type>(o.kind);
       v.value_size = 1;
       switch (o.kind) {
-        case hloabi::PJRT_NamedValue_kString: v.string_value = o.s.c_str(); v.value_size = o.s.size(); break;
-        case hloabi::PJRT_NamedValue_kInt64: v.int64_value = o.i; break;
-        case hloabi::PJRT_NamedValue_kInt64List: v.int64_array_value = o.list.data(); v.value_size = o.list.size(); break;
-        case hloabi::PJRT_NamedValue_kFloat: v.float_value = static_cast<float>(o.f); break;
-        case hloabi::PJRT_NamedValue_kBool: v.bool_value = o.b; break;
+        case hloabi::PJRT_NamedValue_kString:
+          v.string_value = o.s.c_str();
+          v.value_size = o.s.size();
+          break;
+        case hloabi::PJRT_NamedValue_kInt64:
+          v.int64_value = o.i;
+          break;
+        case hloabi::PJRT_NamedValue_kInt64List:
+          v.int64_array_value = o.list.data();
+          v.value_size = o.list.size();
+          break;
+        case hloabi::PJRT_NamedValue_kFloat:
+          v.float_value = static_cast<float>(o.f);
+          break;
+        case hloabi::PJRT_NamedValue_kBool:
+          v.bool_value = o.b;
+          break;
       }
     }
     hloabi::PJRT_Client_Create_Args c{};
@@ -264,30 +279,29 @@ Napi::Value CreateClient(const Napi::CallbackInfo& info) {
 }
 
 Napi::Function ClientWrap::Init(Napi::Env env) {
-  return DefineClass(env, "PjrtClient",
-                     {InstanceMethod<&ClientWrap::PlatformName>("platformName"),
-                      InstanceMethod<&ClientWrap::PlatformVersion>("platformVersion"),
-                      InstanceMethod<&ClientWrap::Devices>("devices"),
-                      InstanceMethod<&ClientWrap::MemoryStats>("memoryStats"),
-                      InstanceMethod<&ClientWrap::Ledger>("ledger"),
-                      InstanceMethod<&ClientWrap::Compile>("compile"),
-                      InstanceMethod<&ClientWrap::DeserializeAndLoad>("deserializeAndLoad"),
-                      InstanceMethod<&ClientWrap::Upload>("upload"),
-                      InstanceMethod<&ClientWrap::CopyBuffers>("copyBuffers"),
-                      InstanceMethod<&ClientWrap::CreateArena>("createArena"),
-                      InstanceMethod<&ClientWrap::DisposeInBackground>("disposeInBackground"),
-                      InstanceMethod<&ClientWrap::Dispose>("dispose"),
-                      InstanceMethod<&ClientWrap::IsDisposed>("isDisposed")});
+  return DefineClass(
+      env, "PjrtClient",
+      {InstanceMethod<&ClientWrap::PlatformName>("platformName"),
+       InstanceMethod<&ClientWrap::PlatformVersion>("platformVersion"), InstanceMethod<&ClientWrap::Devices>("devices"),
+       InstanceMethod<&ClientWrap::MemoryStats>("memoryStats"), InstanceMethod<&ClientWrap::Ledger>("ledger"),
+       InstanceMethod<&ClientWrap::Compile>("compile"),
+       InstanceMethod<&ClientWrap::DeserializeAndLoad>("deserializeAndLoad"),
+       InstanceMethod<&ClientWrap::Upload>("upload"), InstanceMethod<&ClientWrap::CopyBuffers>("copyBuffers"),
+       InstanceMethod<&ClientWrap::CreateArena>("createArena"),
+       InstanceMethod<&ClientWrap::DisposeInBackground>("disposeInBackground"),
+       InstanceMethod<&ClientWrap::Dispose>("dispose"), InstanceMethod<&ClientWrap::IsDisposed>("isDisposed")});
 }
 
 Napi::Object ClientWrap::NewInstance(Napi::Env env, std::shared_ptr<ClientState> state) {
   auto* holder = new std::shared_ptr<ClientState>(std::move(state));
-  auto ext = Napi::External<std::shared_ptr<ClientState>>::New(env, holder, [](Napi::Env, std::shared_ptr<ClientState>* h) { delete h; });
+  auto ext = Napi::External<std::shared_ptr<ClientState>>::New(
+      env, holder, [](Napi::Env, std::shared_ptr<ClientState>* h) { delete h; });
   return AddonData::Get(env)->client_ctor.New({ext});
 }
 
 ClientWrap::ClientWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<ClientWrap>(info) {
-  if (info.Length() != 1 || !info[0].IsExternal()) throw Napi::TypeError::New(info.Env(), "PjrtClient is created by createClient()");
+  if (info.Length() != 1 || !info[0].IsExternal())
+    throw Napi::TypeError::New(info.Env(), "PjrtClient is created by createClient()");
   state_ = *info[0].As<Napi::External<std::shared_ptr<ClientState>>>().Data();
 }
 
@@ -298,8 +312,12 @@ std::shared_ptr<ClientState> ClientWrap::Live(Napi::Env env) {
   return state_;
 }
 
-Napi::Value ClientWrap::PlatformName(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), Live(info.Env())->platform_name); }
-Napi::Value ClientWrap::PlatformVersion(const Napi::CallbackInfo& info) { return Napi::String::New(info.Env(), Live(info.Env())->platform_version); }
+Napi::Value ClientWrap::PlatformName(const Napi::CallbackInfo& info) {
+  return Napi::String::New(info.Env(), Live(info.Env())->platform_name);
+}
+Napi::Value ClientWrap::PlatformVersion(const Napi::CallbackInfo& info) {
+  return Napi::String::New(info.Env(), Live(info.Env())->platform_version);
+}
 
 Napi::Value ClientWrap::Devices(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -335,14 +353,17 @@ Napi::Value ClientWrap::MemoryStats(const Napi::CallbackInfo& info) {
   if (dev >= cs->devices.size()) throw Napi::RangeError::New(env, "device index out of range");
   hloabi::PJRT_Device_MemoryStats_Args a{};
   // The struct grew at 0.113; an older plugin would refuse the larger size, so send what it knows.
-  a.struct_size = cs->plugin()->minor >= 113 ? HLO_STRUCT_SIZE(hloabi::PJRT_Device_MemoryStats_Args, peak_allocated_bytes_is_set)
-                                             : HLO_STRUCT_SIZE(hloabi::PJRT_Device_MemoryStats_Args, peak_pool_bytes_is_set);
+  a.struct_size = cs->plugin()->minor >= 113
+                      ? HLO_STRUCT_SIZE(hloabi::PJRT_Device_MemoryStats_Args, peak_allocated_bytes_is_set)
+                      : HLO_STRUCT_SIZE(hloabi::PJRT_Device_MemoryStats_Args, peak_pool_bytes_is_set);
   a.device = cs->devices[dev].device;
   Status s = TakeError(cs->api(), cs->api()->PJRT_Device_MemoryStats(&a));
   if (!s.ok()) return env.Null();  // the CPU plugin has no allocator statistics
   Napi::Object o = Napi::Object::New(env);
   o.Set("bytesInUse", Napi::Number::New(env, static_cast<double>(a.bytes_in_use)));
-  auto opt = [&](const char* name, bool set, int64_t v) { o.Set(name, set ? Napi::Number::New(env, static_cast<double>(v)) : env.Null()); };
+  auto opt = [&](const char* name, bool set, int64_t v) {
+    o.Set(name, set ? Napi::Number::New(env, static_cast<double>(v)) : env.Null());
+  };
   opt("peakBytesInUse", a.peak_bytes_in_use_is_set, a.peak_bytes_in_use);
   opt("numAllocs", a.num_allocs_is_set, a.num_allocs);
   opt("largestAllocSize", a.largest_alloc_size_is_set, a.largest_alloc_size);
@@ -413,7 +434,8 @@ Napi::Value ClientWrap::DeserializeAndLoad(const Napi::CallbackInfo& info) {
     op.work = [cs, bytes, out]() -> Status {
       const auto* api = cs->api();
       hloabi::PJRT_Executable_DeserializeAndLoad_Args d{};
-      d.struct_size = HLO_STRUCT_SIZE(hloabi::PJRT_Executable_DeserializeAndLoad_Args, overridden_serialized_compile_options_size);
+      d.struct_size =
+          HLO_STRUCT_SIZE(hloabi::PJRT_Executable_DeserializeAndLoad_Args, overridden_serialized_compile_options_size);
       d.client = cs->client();
       d.serialized_executable = bytes->data();
       d.serialized_executable_size = bytes->size();
@@ -445,7 +467,8 @@ Napi::Value ClientWrap::Upload(const Napi::CallbackInfo& info) {
   uint32_t dev = info[1].IsNumber() ? info[1].As<Napi::Number>().Uint32Value() : 0;
   if (dev >= cs->devices.size()) throw Napi::RangeError::New(env, "device index out of range");
   int mem = info[2].IsNumber() ? info[2].As<Napi::Number>().Int32Value() : -1;
-  if (mem >= static_cast<int>(cs->devices[dev].memories.size())) throw Napi::RangeError::New(env, "memory index out of range");
+  if (mem >= static_cast<int>(cs->devices[dev].memories.size()))
+    throw Napi::RangeError::New(env, "memory index out of range");
   if (!cs->Begin()) ThrowStatus(env, Status::Disposed("the PJRT client has been disposed"));
   auto out = std::make_shared<std::shared_ptr<BufferResource>>();
   AsyncOp op;
@@ -468,8 +491,10 @@ Napi::Value ClientWrap::Upload(const Napi::CallbackInfo& info) {
       // The JS memory stays referenced until this event fires and the promise settles.
       s = AwaitAndDestroy(api, b.done_with_host_buffer);
       if (s.ok()) s = DescribeBuffer(res.get());
-      if (s.ok()) *out = res;
-      else res->Release();
+      if (s.ok())
+        *out = res;
+      else
+        res->Release();
     }
     cs->End();
     return s;
@@ -492,7 +517,8 @@ Napi::Value ClientWrap::CopyBuffers(const Napi::CallbackInfo& info) {
   srcs.reserve(arr.Length());
   for (uint32_t i = 0; i < arr.Length(); i++) {
     auto b = BufferWrap::FromValue(arr.Get(i), "buffers[" + std::to_string(i) + "]");
-    if (b->client() != cs) throw Napi::TypeError::New(env, "buffers[" + std::to_string(i) + "] belongs to another client");
+    if (b->client() != cs)
+      throw Napi::TypeError::New(env, "buffers[" + std::to_string(i) + "] belongs to another client");
     if (!srcs.empty() && b->device_index() != srcs[0]->device_index()) {
       throw Napi::TypeError::New(env, "buffers must all live on one device");
     }
@@ -504,7 +530,8 @@ Napi::Value ClientWrap::CopyBuffers(const Napi::CallbackInfo& info) {
     return done.Promise();
   }
   const DeviceInfo& dev = cs->devices[srcs[0]->device_index()];
-  if (mem < 0 || mem >= static_cast<int>(dev.memories.size())) throw Napi::RangeError::New(env, "memory index out of range");
+  if (mem < 0 || mem >= static_cast<int>(dev.memories.size()))
+    throw Napi::RangeError::New(env, "memory index out of range");
   hloabi::PJRT_Memory* target = dev.memories[mem];
   if (!cs->Begin()) ThrowStatus(env, Status::Disposed("the PJRT client has been disposed"));
   // Pin every source before the work starts, so a dispose() meanwhile cannot free what is read.
@@ -579,18 +606,22 @@ Napi::Value ClientWrap::CreateArena(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto cs = Live(env);
   if (cs->platform_name != "cpu") {
-    throw Napi::TypeError::New(env, "a device arena needs host-addressable device memory (the cpu platform), not '" + cs->platform_name + "'");
+    throw Napi::TypeError::New(
+        env, "a device arena needs host-addressable device memory (the cpu platform), not '" + cs->platform_name + "'");
   }
   for (int i = 0; i < 4; i++) {
-    if (!info[i].IsNumber()) throw Napi::TypeError::New(env, "createArena(device, memoryIndex, limitBytes, chunkBytes) expects four numbers");
+    if (!info[i].IsNumber())
+      throw Napi::TypeError::New(env, "createArena(device, memoryIndex, limitBytes, chunkBytes) expects four numbers");
   }
   uint32_t dev = info[0].As<Napi::Number>().Uint32Value();
   if (dev >= cs->devices.size()) throw Napi::RangeError::New(env, "device index out of range");
   int mem = info[1].As<Napi::Number>().Int32Value();
-  if (mem < 0 || mem >= static_cast<int>(cs->devices[dev].memories.size())) throw Napi::RangeError::New(env, "memory index out of range");
+  if (mem < 0 || mem >= static_cast<int>(cs->devices[dev].memories.size()))
+    throw Napi::RangeError::New(env, "memory index out of range");
   double limit = info[2].As<Napi::Number>().DoubleValue();
   double chunk = info[3].As<Napi::Number>().DoubleValue();
-  if (!(limit >= 0) || !(chunk >= 1) || limit > 9e15 || chunk > 9e15) throw Napi::RangeError::New(env, "limitBytes must be >= 0 and chunkBytes >= 1");
+  if (!(limit >= 0) || !(chunk >= 1) || limit > 9e15 || chunk > 9e15)
+    throw Napi::RangeError::New(env, "limitBytes must be >= 0 and chunkBytes >= 1");
   auto arena = std::make_shared<DeviceArena>(static_cast<size_t>(limit), static_cast<size_t>(chunk));
   return ArenaWrap::NewInstance(env, cs, static_cast<int>(dev), mem, std::move(arena));
 }

@@ -67,7 +67,7 @@ class DeviceArena {
   size_t chunk_bytes_;
   size_t mapped_ = 0;
   size_t failed_ = 0;
-  std::map<uint8_t*, Chunk> chunks_;                           // by base address
+  std::map<uint8_t*, Chunk> chunks_;                                // by base address
   std::unordered_map<uint8_t*, std::pair<uint8_t*, size_t>> live_;  // range -> (chunk base, length)
 };
 

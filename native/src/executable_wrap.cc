@@ -55,7 +55,8 @@ bool CopyIfOnCpu(const hloabi::PJRT_Api* api, hloabi::PJRT_Buffer* b, uint8_t* d
   hloabi::PJRT_Buffer_OnDeviceSizeInBytes_Args z{};
   z.struct_size = HLO_STRUCT_SIZE(hloabi::PJRT_Buffer_OnDeviceSizeInBytes_Args, on_device_size_in_bytes);
   z.buffer = b;
-  if (!TakeError(api, api->PJRT_Buffer_OnDeviceSizeInBytes(&z)).ok() || z.on_device_size_in_bytes != bytes) return false;
+  if (!TakeError(api, api->PJRT_Buffer_OnDeviceSizeInBytes(&z)).ok() || z.on_device_size_in_bytes != bytes)
+    return false;
   hloabi::PJRT_Buffer_UnsafePointer_Args p{};
   p.struct_size = HLO_STRUCT_SIZE(hloabi::PJRT_Buffer_UnsafePointer_Args, buffer_pointer);
   p.buffer = b;
@@ -207,13 +208,12 @@ Status RunExecute(ExecuteJob& job) {
 }  // namespace
 
 Napi::Function ExecutableWrap::Init(Napi::Env env) {
-  return DefineClass(env, "PjrtExecutable",
-                     {InstanceMethod<&ExecutableWrap::Describe>("describe"),
-                      InstanceMethod<&ExecutableWrap::Execute>("execute"),
-                      InstanceMethod<&ExecutableWrap::ExecuteInline>("executeInline"),
-                      InstanceMethod<&ExecutableWrap::Serialize>("serialize"),
-                      InstanceMethod<&ExecutableWrap::Dispose>("dispose"),
-                      InstanceMethod<&ExecutableWrap::DisposeInBackground>("disposeInBackground")});
+  return DefineClass(
+      env, "PjrtExecutable",
+      {InstanceMethod<&ExecutableWrap::Describe>("describe"), InstanceMethod<&ExecutableWrap::Execute>("execute"),
+       InstanceMethod<&ExecutableWrap::ExecuteInline>("executeInline"),
+       InstanceMethod<&ExecutableWrap::Serialize>("serialize"), InstanceMethod<&ExecutableWrap::Dispose>("dispose"),
+       InstanceMethod<&ExecutableWrap::DisposeInBackground>("disposeInBackground")});
 }
 
 Napi::Object ExecutableWrap::NewInstance(Napi::Env env, std::shared_ptr<ExecutableResource> res) {
@@ -224,7 +224,8 @@ Napi::Object ExecutableWrap::NewInstance(Napi::Env env, std::shared_ptr<Executab
 }
 
 ExecutableWrap::ExecutableWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<ExecutableWrap>(info) {
-  if (info.Length() != 1 || !info[0].IsExternal()) throw Napi::TypeError::New(info.Env(), "PjrtExecutable is created by compile()");
+  if (info.Length() != 1 || !info[0].IsExternal())
+    throw Napi::TypeError::New(info.Env(), "PjrtExecutable is created by compile()");
   res_ = *info[0].As<Napi::External<std::shared_ptr<ExecutableResource>>>().Data();
 }
 
@@ -233,7 +234,8 @@ ExecutableWrap::~ExecutableWrap() {
 }
 
 std::shared_ptr<ExecutableResource> ExecutableWrap::Live(Napi::Env env) {
-  if (!res_ || res_->released() || res_->client()->closed()) ThrowStatus(env, Status::Disposed("the executable has been disposed"));
+  if (!res_ || res_->released() || res_->client()->closed())
+    ThrowStatus(env, Status::Disposed("the executable has been disposed"));
   return res_;
 }
 
@@ -243,10 +245,12 @@ Napi::Value ExecutableWrap::Describe(const Napi::CallbackInfo& info) {
   Napi::Object o = Napi::Object::New(env);
   o.Set("numOutputs", Napi::Number::New(env, static_cast<double>(e->num_outputs)));
   Napi::Array types = Napi::Array::New(env, e->output_types.size());
-  for (size_t i = 0; i < e->output_types.size(); ++i) types.Set(static_cast<uint32_t>(i), Napi::Number::New(env, e->output_types[i]));
+  for (size_t i = 0; i < e->output_types.size(); ++i)
+    types.Set(static_cast<uint32_t>(i), Napi::Number::New(env, e->output_types[i]));
   o.Set("outputTypes", types);
   Napi::Array dims = Napi::Array::New(env, e->output_dims.size());
-  for (size_t i = 0; i < e->output_dims.size(); ++i) dims.Set(static_cast<uint32_t>(i), DimsToJs(env, e->output_dims[i]));
+  for (size_t i = 0; i < e->output_dims.size(); ++i)
+    dims.Set(static_cast<uint32_t>(i), DimsToJs(env, e->output_dims[i]));
   o.Set("outputDims", dims);
   if (e->has_memory_stats) {
     const auto& m = e->memory_stats;
@@ -306,8 +310,10 @@ std::shared_ptr<ExecuteJob> PrepareJob(const Napi::CallbackInfo& info, std::shar
   size_t pinned = 0;
   bool ok = exe_pinned;
   while (ok && pinned < job->buffers.size()) {
-    if (job->buffers[pinned]->Pin()) ++pinned;
-    else ok = false;
+    if (job->buffers[pinned]->Pin())
+      ++pinned;
+    else
+      ok = false;
   }
   if (!ok || !job->cs->Begin()) {
     for (size_t i = 0; i < pinned; ++i) job->buffers[i]->Unpin();
@@ -328,7 +334,8 @@ Status RunAndRelease(ExecuteJob& job) {
 Napi::Value OutputsToJs(Napi::Env env, ExecuteJob& job) {
   if (!job.download) {
     Napi::Array out = Napi::Array::New(env, job.outputs.size());
-    for (size_t i = 0; i < job.outputs.size(); ++i) out.Set(static_cast<uint32_t>(i), BufferWrap::NewInstance(env, job.outputs[i]));
+    for (size_t i = 0; i < job.outputs.size(); ++i)
+      out.Set(static_cast<uint32_t>(i), BufferWrap::NewInstance(env, job.outputs[i]));
     return out;
   }
   Napi::Array out = Napi::Array::New(env, job.arrays.size());

@@ -56,7 +56,8 @@ size_t MmapThresholdNow() {
 size_t FixMmapThreshold() {
 #if defined(__GLIBC__)
   if (std::getenv("MALLOC_MMAP_THRESHOLD_") != nullptr) return 0;
-  if (const char* t = std::getenv("GLIBC_TUNABLES"); t != nullptr && std::strstr(t, "mmap_threshold") != nullptr) return 0;
+  if (const char* t = std::getenv("GLIBC_TUNABLES"); t != nullptr && std::strstr(t, "mmap_threshold") != nullptr)
+    return 0;
   if (mallopt(M_MMAP_THRESHOLD, static_cast<int>(kMmapThreshold)) != 1) return 0;
   // Fixing the mmap threshold also stops glibc moving the trim threshold with it (twice the mmap
   // threshold when dynamic); kept there, so that the top of the heap is not handed back and

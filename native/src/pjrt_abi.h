@@ -7,6 +7,10 @@
 // the runtime guards in plugin.cc refuse slots beyond the loaded plugin's vtable.
 #pragma once
 
+// One declaration per line, so that each reads against its line in pjrt_c_api.h: clang-format would
+// spread them over five times the lines.
+// clang-format off
+
 #include <cstddef>
 #include <cstdint>
 

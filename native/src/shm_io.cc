@@ -5,6 +5,8 @@
 // just before, so only inside that window), never raise a signal. shmRead (pread) is
 // the fallback for a window the addon could not map. fstat before each copy catches the common
 // cases (the object truncated below the registered window, or unlinked) with a clear message.
+#include "shm_io.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -13,13 +15,12 @@
 
 #include <atomic>
 #include <cstring>
-#include <mutex>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "addon_data.h"
-#include "shm_io.h"
 #include "tensor_helper.h"
 #include "wraps.h"
 
@@ -76,7 +77,8 @@ Napi::Value ShmRead(const Napi::CallbackInfo& info) {
     *block = HostBlock::Allocate(static_cast<size_t>(length));
     size_t done = 0;
     while (done < static_cast<size_t>(length)) {
-      ssize_t n = pread(a.fd, block->data + done, static_cast<size_t>(length) - done, a.position + static_cast<int64_t>(done));
+      ssize_t n =
+          pread(a.fd, block->data + done, static_cast<size_t>(length) - done, a.position + static_cast<int64_t>(done));
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) return Status::Shm(std::string("read failed: ") + std::strerror(errno));
       if (n == 0) return Status::Shm("the shared memory object was truncated by its owner during the read");
@@ -116,7 +118,6 @@ Napi::Value ShmWrite(const Napi::CallbackInfo& info) {
   return RunAsync(env, std::move(op));
 }
 
-
 // ---- Mapped regions -------------------------------------------------------------------------
 //
 // A registered region is mapped once (MAP_SHARED) and handed to JS as one external Buffer; an
@@ -151,7 +152,8 @@ void OnBus(int sig, siginfo_t* info, void* ctx) {
     const size_t length = g_maps[i].length.load(std::memory_order_acquire);
     if (start == 0 || addr < start || addr >= start + length) continue;
     // Same address range, private anonymous pages: the faulting instruction restarts and succeeds.
-    void* r = mmap(reinterpret_cast<void*>(start), length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    void* r = mmap(reinterpret_cast<void*>(start), length, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
     if (r == MAP_FAILED) break;
     g_maps[i].faulted.store(true, std::memory_order_release);
     return;
@@ -226,7 +228,8 @@ Napi::Value ShmMap(const Napi::CallbackInfo& info) {
   g_maps[slot].length.store(map_len, std::memory_order_release);
   g_maps[slot].start.store(reinterpret_cast<uintptr_t>(base), std::memory_order_release);
   auto* hint = new MapHint{slot, base, map_len};
-  return Napi::Buffer<uint8_t>::New(env, static_cast<uint8_t*>(base) + (offset - aligned), static_cast<size_t>(length), Unmap, hint);
+  return Napi::Buffer<uint8_t>::New(env, static_cast<uint8_t*>(base) + (offset - aligned), static_cast<size_t>(length),
+                                    Unmap, hint);
 }
 
 // shmFaulted(view) -> boolean: whether the mapping holding `view` was hit by a SIGBUS (its object

@@ -43,10 +43,11 @@ Status AwaitAndDestroy(const hloabi::PJRT_Api* api, hloabi::PJRT_Event* event) {
 }
 
 const char* PjrtCodeName(int code) {
-  static const char* names[] = {"OK",        "CANCELLED",         "UNKNOWN",     "INVALID_ARGUMENT",
-                                "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED",
-                                "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
-                                "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
+  static const char* names[] = {
+      "OK",        "CANCELLED",      "UNKNOWN",           "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",
+      "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+      "ABORTED",   "OUT_OF_RANGE",   "UNIMPLEMENTED",     "INTERNAL",           "UNAVAILABLE",
+      "DATA_LOSS", "UNAUTHENTICATED"};
   if (code >= 0 && code <= 16) return names[code];
   if (code == kStatusDisposed) return "DISPOSED";
   if (code == kStatusInvalid) return "INVALID_ARGUMENT";

@@ -1,9 +1,9 @@
 #include "task_pool.h"
 
+#include <cstring>
+
 #include "build_nudge.h"
 #include "malloc_tuning.h"
-
-#include <cstring>
 
 #if defined(__linux__)
 #include <sched.h>
@@ -96,7 +96,8 @@ void TaskPool::Shutdown() {
 }
 
 void TaskPool::Loop() {
-  const ThreadPriority got = priority_ == ThreadPriority::kNormal ? ThreadPriority::kNormal : LowerThisThread(priority_);
+  const ThreadPriority got =
+      priority_ == ThreadPriority::kNormal ? ThreadPriority::kNormal : LowerThisThread(priority_);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (got < applied_) applied_ = got;

@@ -8,17 +8,32 @@ namespace hlo {
 
 size_t ElementSize(int t) {
   switch (t) {
-    case 1: case 2: case 6: return 1;             // PRED S8 U8
-    case 3: case 7: case 10: case 13: return 2;   // S16 U16 F16 BF16
-    case 4: case 8: case 11: return 4;            // S32 U32 F32
-    case 5: case 9: case 12: return 8;            // S64 U64 F64
-    default: return 0;
+    case 1:
+    case 2:
+    case 6:
+      return 1;  // PRED S8 U8
+    case 3:
+    case 7:
+    case 10:
+    case 13:
+      return 2;  // S16 U16 F16 BF16
+    case 4:
+    case 8:
+    case 11:
+      return 4;  // S32 U32 F32
+    case 5:
+    case 9:
+    case 12:
+      return 8;  // S64 U64 F64
+    default:
+      return 0;
   }
 }
 
 void ReadBytes(const Napi::Value& v, const std::string& field, const uint8_t** data, size_t* length, KeepAlive& keep) {
   Napi::Env env = v.Env();
-  if (!v.IsTypedArray() && !v.IsDataView()) throw Napi::TypeError::New(env, field + " must be a TypedArray, Buffer or DataView");
+  if (!v.IsTypedArray() && !v.IsDataView())
+    throw Napi::TypeError::New(env, field + " must be a TypedArray, Buffer or DataView");
   Napi::ArrayBuffer ab;
   size_t offset = 0;
   if (v.IsTypedArray()) {
@@ -85,7 +100,8 @@ HostArg ReadHostArg(const Napi::Object& o, const std::string& field, KeepAlive& 
 
 Napi::Array DimsToJs(Napi::Env env, const std::vector<int64_t>& dims) {
   Napi::Array a = Napi::Array::New(env, dims.size());
-  for (size_t i = 0; i < dims.size(); ++i) a.Set(static_cast<uint32_t>(i), Napi::Number::New(env, static_cast<double>(dims[i])));
+  for (size_t i = 0; i < dims.size(); ++i)
+    a.Set(static_cast<uint32_t>(i), Napi::Number::New(env, static_cast<double>(dims[i])));
   return a;
 }
 

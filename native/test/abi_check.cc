@@ -2,6 +2,8 @@
 // against the pjrt_c_api.h shipped in the xla-cpu-pjrt wheel (API 0.81). Fields newer than
 // 0.81 are checked for position only (they must follow everything the old header has).
 // Build: g++ -std=c++17 -fsyntax-only -I<wheel include dir> -Inative/src native/test/abi_check.cc
+// One struct's checks per line; clang-format would give each check a line of its own.
+// clang-format off
 #include <cstddef>
 #include "pjrt_c_api.h"
 #include "pjrt_abi.h"
