@@ -101,7 +101,8 @@ export async function tempDir(prefix = 'hloserve-bundle-'): Promise<string> {
 }
 
 export async function removeDir(dir: string): Promise<void> {
-  await rm(dir, { recursive: true, force: true });
+  // A stopped worker may still be finishing a compile-cache write in the directory: retry ENOTEMPTY.
+  await rm(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
 }
 
 /** Files by name: strings are written as UTF-8, byte arrays as is, null skips the file. */
