@@ -49,7 +49,7 @@ async function profile(checkout) {
     const stats = async () => {
       for (;;) {
         try {
-          const r = await fetch(`http://127.0.0.1:${http}/v2/models/mlp/stats`);
+          const r = await globalThis.fetch(`http://127.0.0.1:${http}/v2/models/mlp/stats`);
           if (r.ok) return (await r.json()).model_stats[0];
         } catch {
           /* not up yet */
@@ -60,14 +60,17 @@ async function profile(checkout) {
     const url = `127.0.0.1:${grpc}`;
     await waitReady(url, proc, 'hloserve');
     await perf(url, 1, 1500); // warm: compile, first scavenges
-    const list = await (await fetch(`http://127.0.0.1:${inspect}/json/list`)).json();
+    const list = await (await globalThis.fetch(`http://127.0.0.1:${inspect}/json/list`)).json();
     const ws = new WebSocket(list[0].webSocketDebuggerUrl);
     await new Promise((r) => ws.once('open', r));
     let id = 0;
     const pending = new Map();
     ws.on('message', (m) => {
       const x = JSON.parse(m);
-      if (x.id && pending.has(x.id)) (pending.get(x.id)(x), pending.delete(x.id));
+      if (x.id && pending.has(x.id)) {
+        pending.get(x.id)(x);
+        pending.delete(x.id);
+      }
     });
     const send = (method, params = {}) =>
       new Promise((r) => {
