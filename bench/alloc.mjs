@@ -5,7 +5,7 @@
 // already collected included) through the inspector while perf_analyzer runs at concurrency 1, and
 // prints bytes per request and the top allocation sites (self size, then the same by stack).
 //
-//   npm run build && node bench/alloc.mjs [CHECKOUT ...] [--seconds 3] [--interval 128] [--top 30] [--http]
+//   npm run build && node bench/alloc.mjs [CHECKOUT ...] [--seconds 3] [--interval 128] [--top 30]
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import WebSocket from 'ws';
@@ -16,6 +16,8 @@ const checkouts = process.argv.slice(2).filter((a, i, all) => !a.startsWith('--'
 const seconds = Number(flag('--seconds', '3'));
 const interval = Number(flag('--interval', '128'));
 const top = Number(flag('--top', '30'));
+
+const sumSelf = (node) => node.selfSize + node.children.reduce((a, c) => a + sumSelf(c), 0);
 
 async function profile(checkout) {
   const [grpc, http, inspect] = [port(), port(), port()];
@@ -79,15 +81,25 @@ async function profile(checkout) {
         ws.send(JSON.stringify({ id: i, method, params }));
       });
     await send('HeapProfiler.enable');
-    const before = await stats();
-    await send('HeapProfiler.startSampling', {
+    // The idle server's own allocation (console feed, metric history timers) over the same time,
+    // so that what is left per request does not depend on how many requests the load got through.
+    const sampling = {
       samplingInterval: interval,
       includeObjectsCollectedByMajorGC: true,
       includeObjectsCollectedByMinorGC: true,
-    });
+    };
+    await send('HeapProfiler.startSampling', sampling);
+    const idleStart = performance.now();
+    await new Promise((r) => setTimeout(r, seconds * 1000));
+    const idleProf = (await send('HeapProfiler.stopSampling')).result.profile;
+    const idleRate = sumSelf(idleProf.head) / (performance.now() - idleStart);
+    const before = await stats();
+    const loadStart = performance.now();
+    await send('HeapProfiler.startSampling', sampling);
     await perf(url, 1, Math.round((seconds * 1000) / 3));
     const prof = (await send('HeapProfiler.stopSampling')).result.profile;
     const after = await stats();
+    const idle = idleRate * (performance.now() - loadStart);
     ws.close();
     const n = Number(after.inference_count) - Number(before.inference_count);
     const self = new Map();
@@ -106,7 +118,7 @@ async function profile(checkout) {
       for (const c of node.children) walk(c, p);
     };
     walk(prof.head, []);
-    return { n, total, self, stacks };
+    return { n, total, idle, self, stacks };
   } finally {
     await proc.stop();
   }
@@ -114,8 +126,11 @@ async function profile(checkout) {
 
 try {
   for (const c of checkouts.length > 0 ? checkouts : ['.']) {
-    const { n, total, self, stacks } = await profile(resolve(c));
-    console.log(`\n== ${c}: ${n} requests, ${(total / n).toFixed(0)} B/request sampled (interval ${interval} B)`);
+    const { n, total, idle, self, stacks } = await profile(resolve(c));
+    console.log(
+      `\n== ${c}: ${n} requests, ${(total / n).toFixed(0)} B/request sampled (interval ${interval} B), ` +
+        `${((total - idle) / n).toFixed(0)} B/request less the idle server's own allocation over the same time`,
+    );
     for (const [k, v] of [...self].sort((a, b) => b[1] - a[1]).slice(0, top))
       console.log((v / n).toFixed(0).padStart(7), 'B/req', k);
     console.log('-- by stack (4 frames)');
