@@ -269,22 +269,40 @@ function fieldName(l: ModelLookups, k: number, idx: number, name: string): strin
 }
 
 function selectOutputs(model: ModelIO, req: WireInferRequest): readonly RequestedOutput[] {
-  if (req.outputs.length === 0) return lookups(model).allOutputs;
-  const seen = new Set<string>();
-  return req.outputs.map((o, k) => {
-    const index = model.outputs.findIndex((s) => s.name === o.name);
+  const l = lookups(model);
+  if (req.outputs.length === 0) return l.allOutputs;
+  // Loops rather than a Set, findIndex and a record per output: an output asked for without
+  // parameters gets the model's shared record, as a request that names no outputs does.
+  const selected = new Array<RequestedOutput>(req.outputs.length);
+  for (let k = 0; k < req.outputs.length; k++) {
+    const o = req.outputs[k]!;
+    let index = -1;
+    for (let i = 0; i < model.outputs.length; i++) {
+      if (model.outputs[i]!.name === o.name) {
+        index = i;
+        break;
+      }
+    }
     if (index < 0) {
       throw invalidArgument(
         `unexpected inference output ${quote(o.name)} for model '${model.name}' (has: ${model.outputs.map((s) => s.name).join(', ')})`,
       );
     }
-    if (seen.has(o.name)) throw invalidArgument(`outputs[${k}] ${quote(o.name)} requested twice`);
-    seen.add(o.name);
-    return {
-      index,
-      spec: model.outputs[index]!,
-      shm: shmTarget(o.parameters, `outputs[${k}] ${quote(o.name)}`),
-      parameters: o.parameters,
-    };
-  });
+    for (let j = 0; j < k; j++)
+      if (req.outputs[j]!.name === o.name) throw invalidArgument(`outputs[${k}] ${quote(o.name)} requested twice`);
+    selected[k] = noKeys(o.parameters)
+      ? l.allOutputs[index]!
+      : {
+          index,
+          spec: model.outputs[index]!,
+          shm: shmTarget(o.parameters, `outputs[${k}] ${quote(o.name)}`),
+          parameters: o.parameters,
+        };
+  }
+  return selected;
+}
+
+function noKeys(p: Params): boolean {
+  for (const _ in p) return false;
+  return true;
 }

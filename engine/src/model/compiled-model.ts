@@ -226,8 +226,10 @@ export class CompiledModel {
     background = false,
   ): Promise<HostTensor[]> {
     const exe = this.#executable(batch);
-    const args = this.#hostArgs(inputs);
-    const out = await exe.run([...args, ...weights], background ? { signal, background } : signal ? { signal } : {});
+    const out = await exe.run(
+      this.#args(inputs, weights),
+      background ? { signal, background } : signal ? { signal } : {},
+    );
     return this.#named(out);
   }
 
@@ -237,11 +239,16 @@ export class CompiledModel {
     return exe;
   }
 
-  #hostArgs(inputs: readonly HostTensor[]): HostArray[] {
-    return inputs.map((t): HostArray => {
+  /** The inputs as host arrays, then the weights: one array, no spread of intermediate ones. */
+  #args(inputs: readonly HostTensor[], weights: readonly DeviceBuffer[]): (HostArray | DeviceBuffer)[] {
+    const args = new Array<HostArray | DeviceBuffer>(inputs.length + weights.length);
+    for (let i = 0; i < inputs.length; i++) {
+      const t = inputs[i]!;
       if (t.dtype === 'BYTES') throw new ServeError('HLO_ERR_INTERNAL', `executable input '${t.name}' cannot be BYTES`);
-      return { dtype: t.dtype, shape: t.shape, data: t.data };
-    });
+      args[i] = { dtype: t.dtype, shape: t.shape, data: t.data };
+    }
+    for (let i = 0; i < weights.length; i++) args[inputs.length + i] = weights[i]!;
+    return args;
   }
 
   #named(out: readonly HostArray[]): HostTensor[] {
@@ -259,7 +266,7 @@ export class CompiledModel {
    */
   runInline(batch: number, inputs: readonly HostTensor[], weights: readonly DeviceBuffer[]): HostTensor[] | null {
     const exe = this.#executable(batch);
-    const out = exe.runInline([...this.#hostArgs(inputs), ...weights]);
+    const out = exe.runInline(this.#args(inputs, weights));
     return out === null ? null : this.#named(out);
   }
 

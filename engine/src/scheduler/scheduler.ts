@@ -196,6 +196,8 @@ interface ModelState {
   readonly queue: RequestQueue<PendingRequest>;
   readonly deadlines: DeadlineHeap<PendingRequest>;
   costs: CostTable;
+  /** costs.measured, made once for planBatch (whichever CostTable the model holds then). */
+  readonly measuredCost: (batchSize: number) => number | undefined;
   readonly counters: ModelCounters;
   readonly keys: CoalesceKeyMemo;
   removed: boolean;
@@ -224,6 +226,7 @@ interface QueueView {
 interface Candidate extends SelectionCandidate {
   readonly state: ModelState;
 }
+type Writable<T> = { -readonly [K in keyof T]: T[K] };
 
 export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
   readonly clock: Clock;
@@ -233,6 +236,12 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
   readonly #aloneOutsideQueue: (() => boolean) | null;
   /** The lone request whose inline run waited one event-loop turn (#deferForInline). */
   #inlineProbe: PendingRequest | null = null;
+  /**
+   * #select's scratch: the candidates of the running choice, overwritten by the next (the choice is
+   * synchronous and keeps only the winner's state), so a pump allocates no array or records.
+   */
+  readonly #candidates: Candidate[] = [];
+  readonly #candidatePool: Writable<Candidate>[] = [];
   readonly #cap: number;
   readonly #discount: number;
   readonly #coldHoldMs: number;
@@ -323,6 +332,7 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
       queue: new RequestQueue(),
       deadlines: new DeadlineHeap(),
       costs: new CostTable(this.#alpha, this.#defaultCost),
+      measuredCost: (b) => st.costs.measured(b),
       counters: new ModelCounters(),
       keys: new CoalesceKeyMemo(),
       removed: false,
@@ -569,13 +579,18 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
 
   // ---- the loop -----------------------------------------------------------------------------
 
+  // Made once: a closure per pump or per inline probe was a few hundred bytes of garbage per
+  // request at one caller, where each scavenge delays a request (bench/alloc.mjs).
+  readonly #runPump = (): void => {
+    this.#pumpQueued = false;
+    this.#pump();
+  };
+  readonly #pumpSoon = (): void => this.#schedulePump();
+
   #schedulePump(): void {
     if (this.#pumpQueued) return;
     this.#pumpQueued = true;
-    queueMicrotask(() => {
-      this.#pumpQueued = false;
-      this.#pump();
-    });
+    queueMicrotask(this.#runPump);
   }
 
   #pump(): void {
@@ -612,6 +627,17 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
 
   /** Answers every queued request whose deadline has passed; O(expired) per model via the heap. */
   #dropExpired(now: number): void {
+    // The copy (dropping may empty a model's queue and take it out of #withWork) only when
+    // something has expired: nearly every pump finds nothing.
+    let any = false;
+    for (const st of this.#withWork) {
+      const top = st.deadlines.peek();
+      if (top !== undefined && top.deadline <= now) {
+        any = true;
+        break;
+      }
+    }
+    if (!any) return;
     for (const st of [...this.#withWork]) {
       for (let top = st.deadlines.peek(); top !== undefined && top.deadline <= now; top = st.deadlines.peek()) {
         this.#dropQueued(
@@ -633,7 +659,8 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
     const prefixRows: number[] = [];
     let rows = 0;
     let closed = false;
-    for (const node of st.queue) {
+    // The list walked by hand: the queue's generator allocated an iterator and a result per node.
+    for (let node: typeof front | null = front; node !== null; node = node.next) {
       if (node.value.key !== front.value.key || node.value.version !== front.value.version) {
         closed = true;
         break;
@@ -655,11 +682,14 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
 
   #plan(st: ModelState, prefixRows: readonly number[]): BatchPlan {
     const info = st.queue.front!.value.info;
-    const costs = st.costs;
-    return planBatch(prefixRows, info.sizes, info.cap, {
-      coalescable: info.coalescable,
-      ...(this.#costAware ? { measuredCost: (b: number) => costs.measured(b) } : {}),
-    });
+    return planBatch(
+      prefixRows,
+      info.sizes,
+      info.cap,
+      this.#costAware
+        ? { coalescable: info.coalescable, measuredCost: st.measuredCost }
+        : { coalescable: info.coalescable },
+    );
   }
 
   #select(now: number): ModelState | undefined {
@@ -673,7 +703,8 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
     // recent-compute fractions to at most 1, so some busy model is always at or under its share.
     let busyWeight = 0;
     if (fair) for (const st of this.#withWork) busyWeight += st.info.weight;
-    const candidates: Candidate[] = [];
+    const candidates = this.#candidates;
+    candidates.length = 0;
     for (const st of this.#withWork) {
       const view = this.#view(st, now);
       if (!view.ready) continue;
@@ -685,17 +716,30 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
         const eff = effectiveCost(st.costs.estimate(plan.batchSize), plan.count, this.#discount);
         priority = fairPriority(share, nema, this.#cap, eff);
       }
-      candidates.push({
-        state: st,
-        name: st.info.name,
-        frontArrival: st.queue.front!.value.arrival,
-        aheadFront: st.queue.front!.ahead,
-        minDeadline: st.deadlines.peek()?.deadline ?? null,
-        priority,
-      });
+      const c = this.#candidatePool[candidates.length] ?? this.#newCandidate(candidates.length);
+      c.state = st;
+      c.name = st.info.name;
+      c.frontArrival = st.queue.front!.value.arrival;
+      c.aheadFront = st.queue.front!.ahead;
+      c.minDeadline = st.deadlines.peek()?.deadline ?? null;
+      c.priority = priority;
+      candidates.push(c);
     }
     const winner = selectCandidate(this.#discipline, candidates);
     return (this.#heldBack(winner, now) ? this.#bestReady(candidates) : undefined)?.state ?? winner?.state;
+  }
+
+  #newCandidate(i: number): Writable<Candidate> {
+    const c: Writable<Candidate> = {
+      state: undefined as unknown as ModelState,
+      name: '',
+      frontArrival: 0,
+      aheadFront: false,
+      minDeadline: null,
+      priority: 0,
+    };
+    this.#candidatePool[i] = c;
+    return c;
   }
 
   /** The winner is cold and young enough to wait behind a cache hit (coldHoldMs). */
@@ -1052,7 +1096,7 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
     const plan = this.#plan(st, this.#view(st, now).prefixRows);
     if (plan.count !== 1 || !this.#inlineEligible(st, plan.batchSize)) return false;
     this.#inlineProbe = front;
-    setImmediate(() => this.#schedulePump());
+    setImmediate(this.#pumpSoon);
     return true;
   }
 

@@ -13,8 +13,17 @@ import type { Params, ParamValue, WireData, WireInferRequest, WireInferResponse 
 import { fromWireDatatype } from '../dtypes.js';
 import { invalidArgument, quote } from '@hloserve/common/errors';
 
+/**
+ * What a message without parameters gets, shared: nothing on the request path writes into a
+ * request's or response's parameters (frozen, so a write would throw, not leak into another
+ * request), and one object fewer per tensor is less garbage per request at one caller.
+ */
+const NO_PARAMS: Params = Object.freeze({});
+/** The response side's empty map: only read, by the encoder (see toGrpcResponse). */
+const NO_PARAM_MAP: Map<string, InferParameter> = new Map();
+
 function params(m: Map<string, InferParameter>): Params {
-  if (m.size === 0) return {};
+  if (m.size === 0) return NO_PARAMS;
   const out: Record<string, ParamValue> = {};
   for (const [k, v] of m) {
     const x = paramValue(v);
@@ -24,8 +33,10 @@ function params(m: Map<string, InferParameter>): Params {
 }
 
 function toParamMap(p: Params): Map<string, InferParameter> {
+  const entries = Object.entries(p);
+  if (entries.length === 0) return NO_PARAM_MAP;
   const m = new Map<string, InferParameter>();
-  for (const [k, v] of Object.entries(p)) {
+  for (const [k, v] of entries) {
     m.set(
       k,
       typeof v === 'boolean'
@@ -65,9 +76,18 @@ const SNAKE: Record<string, string> = {
   bytesContents: 'bytes_contents',
 };
 
-function typedData(c: InferTensorContents, datatype: string, field: string): WireData {
-  const used = (Object.keys(SNAKE) as (keyof InferTensorContents)[]).filter((k) => c[k].length > 0);
-  if (used.length === 0) return { kind: 'none' };
+const CONTENT_FIELDS = Object.keys(SNAKE) as (keyof InferTensorContents)[];
+const NO_DATA: WireData = Object.freeze({ kind: 'none' });
+
+/** `inputs[i] 'name'`: built only for an error message (quote is not free on every request). */
+const inputField = (i: number, name: string): string => `inputs[${i}] ${quote(name)}`;
+
+function typedData(c: InferTensorContents, datatype: string, i: number, name: string): WireData {
+  let any = false;
+  for (const k of CONTENT_FIELDS) if (c[k].length > 0) any = true;
+  if (!any) return NO_DATA;
+  const field = inputField(i, name);
+  const used = CONTENT_FIELDS.filter((k) => c[k].length > 0);
   const want = TYPED_FIELD[datatype];
   if (!want)
     throw invalidArgument(`${field}: datatype ${quote(datatype)} has no typed contents; send raw_input_contents`);
@@ -88,12 +108,11 @@ export function fromGrpcRequest(r: ModelInferRequest): WireInferRequest {
   const raws = r.rawInputContents;
   let nextRaw = 0;
   const inputs = r.inputs.map((t, i) => {
-    const field = `inputs[${i}] ${quote(t.name)}`;
     const p = params(t.parameters);
-    let data: WireData = t.contents ? typedData(t.contents, t.datatype, field) : { kind: 'none' };
+    let data: WireData = t.contents ? typedData(t.contents, t.datatype, i, t.name) : NO_DATA;
     if (raws.length > 0) {
       if (data.kind !== 'none')
-        throw invalidArgument(`${field}: contents must not be given when raw_input_contents is used`);
+        throw invalidArgument(`${inputField(i, t.name)}: contents must not be given when raw_input_contents is used`);
       if (p.shared_memory_region === undefined) {
         if (nextRaw >= raws.length)
           throw invalidArgument(`raw_input_contents has ${raws.length} entries, fewer than the inputs that need one`);
@@ -101,7 +120,7 @@ export function fromGrpcRequest(r: ModelInferRequest): WireInferRequest {
       }
     }
     if (fromWireDatatype(t.datatype) === undefined)
-      throw invalidArgument(`${field}: unknown datatype ${quote(t.datatype)}`);
+      throw invalidArgument(`${inputField(i, t.name)}: unknown datatype ${quote(t.datatype)}`);
     return { name: t.name, datatype: t.datatype, shape: t.shape, parameters: p, data };
   });
   if (nextRaw !== raws.length) {
@@ -123,11 +142,12 @@ export function toGrpcResponse(w: WireInferResponse): ModelInferResponse {
     modelName: w.modelName,
     modelVersion: w.modelVersion,
     id: w.id,
-    parameters: new Map(),
+    parameters: NO_PARAM_MAP,
     outputs: w.outputs.map((o) => ({
       name: o.name,
       datatype: o.datatype,
-      shape: [...o.shape],
+      // Encoded at once and dropped: the codec's shape is read, never kept or changed.
+      shape: o.shape as number[],
       parameters: toParamMap(o.parameters),
       contents: undefined,
     })),

@@ -98,6 +98,51 @@ suite('decodeRequest', () => {
       data: { kind: 'typed', values: Array(rows * 2).fill(7), field: 'contents.int_contents' },
     });
 
+  test('requested outputs: each request gets its own selection, the shared record only without parameters', () => {
+    const two: ModelIO = {
+      ...io,
+      outputs: [
+        { name: 'y', dtype: 'f32', dims: [-1, 1], batchAxis: 0 },
+        { name: 'z', dtype: 'f32', dims: [-1, 2], batchAxis: 0 },
+      ],
+    };
+    const first = decodeRequest(two, req([input(), b()], { outputs: [{ name: 'z', parameters: {} }] }), null);
+    const second = decodeRequest(
+      two,
+      req([input(), b()], {
+        outputs: [
+          { name: 'y', parameters: { binary_data: true } },
+          { name: 'z', parameters: {} },
+        ],
+      }),
+      null,
+    );
+    const third = decodeRequest(two, req([input(), b()], { outputs: [{ name: 'y', parameters: {} }] }), null);
+    const seen = (d: typeof first) => d.outputs.map((o) => [o.index, o.spec.name, { ...o.parameters }, o.shm]);
+    assert.deepEqual(seen(first), [[1, 'z', {}, null]]);
+    assert.deepEqual(seen(second), [
+      [0, 'y', { binary_data: true }, null],
+      [1, 'z', {}, null],
+    ]);
+    assert.deepEqual(seen(third), [[0, 'y', {}, null]]);
+    // The shared record is frozen: a later request cannot see what an earlier one wrote.
+    assert.ok(Object.isFrozen(third.outputs[0]) && Object.isFrozen(third.outputs[0]!.parameters));
+    assert.throws(
+      () =>
+        decodeRequest(
+          two,
+          req([input(), b()], {
+            outputs: [
+              { name: 'z', parameters: {} },
+              { name: 'z', parameters: {} },
+            ],
+          }),
+          null,
+        ),
+      invalid(/outputs\[1\] 'z' requested twice/),
+    );
+  });
+
   test('inputs come back in the model order with their rows; typed contents are converted', () => {
     const d = decodeRequest(io, req([b(), input()]), null);
     assert.deepEqual(
