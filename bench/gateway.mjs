@@ -425,6 +425,14 @@ if (!process.argv.includes('--skip-measured-spread')) {
             ),
           ].map((m) => `${m[1]}:${fmt(Number(m[2]), 2)}`);
           factors.push(`; worker factors ${wf.join(' ') || 'none'}`);
+          // Which worker did what: each worker's device-seconds per model over the run.
+          const mix = ['worker0', 'worker1', 'worker2'].map(
+            (w) =>
+              `${w} ${Object.keys(shares)
+                .map((m) => `${m}:${fmt((after.get(w)?.get(m) ?? 0) - (before.get(w)?.get(m) ?? 0), 2)}`)
+                .join(' ')}`,
+          );
+          factors.push(`; device s per worker and model ${mix.join(', ')}`);
           console.error(
             `lpt_packing run ${k + 1} placement (packings counted with the startup one): as the measured run began ${placedBefore}; at its end ${await placementNow()}; cost factors ${factors.join(' ') || 'none'}`,
           );

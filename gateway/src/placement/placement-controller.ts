@@ -9,6 +9,7 @@ import { computeAssignment, type PackingInput, type PackingResult } from './lpt-
 import { computeSplitAssignment } from './split-packing.js';
 import { reweigh } from './reweigh.js';
 import { DEFAULT_FEEDBACK, WorkerFeedback, type FeedbackSettings } from './worker-feedback.js';
+import { DEFAULT_DEBT, DeviceDebt, type DebtSettings } from './device-debt.js';
 import { DEFAULT_SPREAD_TRIGGER, SpreadTrigger, type SpreadTriggerSettings } from './spread-trigger.js';
 import type { OperatorPlacement } from '../control/placement-state.js';
 
@@ -23,6 +24,8 @@ export interface PlacementSettings {
   readonly feedback?: FeedbackSettings;
   /** The repack on the measured spread (absent: DEFAULT_SPREAD_TRIGGER). */
   readonly spreadTrigger?: SpreadTriggerSettings;
+  /** The payback of each worker's measured excess through split weights (absent: DEFAULT_DEBT). */
+  readonly debt?: DebtSettings;
 }
 
 export const DEFAULT_PLACEMENT: PlacementSettings = {
@@ -38,6 +41,7 @@ export class PlacementController {
   readonly estimator: LoadEstimator;
   readonly feedback: WorkerFeedback;
   readonly spread: SpreadTrigger;
+  readonly debt: DeviceDebt;
   private accumulated = 0;
   private trafficRepacks = 0;
   /** Polls that saw fleet compute. */
@@ -58,6 +62,7 @@ export class PlacementController {
     this.estimator = new LoadEstimator(settings.rebalanceComputeSeconds);
     this.feedback = new WorkerFeedback(settings.feedback ?? DEFAULT_FEEDBACK);
     this.spread = new SpreadTrigger(settings.spreadTrigger ?? DEFAULT_SPREAD_TRIGGER);
+    this.debt = new DeviceDebt(settings.debt ?? DEFAULT_DEBT);
     this.replicas = new Map(settings.replicas);
   }
 
@@ -151,6 +156,7 @@ export class PlacementController {
         this.estimator.utilisation(models),
         uneven,
       );
+    if (this.trafficRepacks > 0) this.debt.observe(this.estimator.lastWindow(), this.last?.placement ?? null);
     this.accumulated += done;
     if (done > 0) this.trafficPolls++;
     const threshold =
@@ -285,6 +291,7 @@ export class PlacementController {
       pinned: new Set(this.pins.keys()),
       memoryLoad: this.last.memoryLoad,
       factor: this.feedback.factor(),
+      charge: this.debt.charge(u, workers),
     });
   }
 
@@ -313,7 +320,8 @@ export class PlacementController {
     // The fresh sets' weights corrected by what each worker measured (the packing predicts in
     // estimated load; the factors turn that into each worker's device time).
     const factor = this.feedback.factor();
-    if (split && factor)
+    const charge = this.debt.charge(u, workers);
+    if (split && (factor || charge))
       result = {
         ...reweigh({
           utilisation: u,
@@ -322,6 +330,7 @@ export class PlacementController {
           pinned: new Set(this.pins.keys()),
           memoryLoad: result.memoryLoad,
           factor,
+          charge,
         }),
         held: result.held,
       };
