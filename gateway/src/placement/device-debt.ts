@@ -11,10 +11,15 @@
  * device time stays level within a window or two's noise, whatever the mix does.
  *
  * Units: a debt of x device-seconds is x / D of a window's fleet work, where D is the fleet's
- * device time in the last window; charged as that fraction of the estimated fleet load, times the
- * gain. Old debt fades with fleet work done (half-life `halflifeComputeSeconds`), so a debt the
- * weights cannot pay (a weight already at zero) is forgotten rather than wound up; a worker in no
- * group (holding no split model) has no lever and carries none. An idle fleet keeps its debts.
+ * device time per window (a mean over the last few windows with work, so a run's thin last window
+ * does not inflate the next charge); charged as that fraction of the estimated fleet load, times
+ * the gain, at most `limit` of a worker's mean load. A debt is held to what that cap can charge,
+ * and old debt fades with fleet work done (half-life `halflifeComputeSeconds`), so a debt the
+ * weights cannot pay is bounded rather than wound up, and what carries over an idle gap into the
+ * next burst of traffic is at most one capped charge. Groups are joined only by replicas that
+ * carry weight: a standby at weight 0 can take load but not shed it, so a worker held up by whole
+ * models and a standby is alone, carries no debt, and does not pull its group's mean (the packing,
+ * the model scale and the spread trigger are what move its load). An idle fleet keeps its debts.
  */
 import type { ModelPlacement } from './lpt-packing.js';
 import type { WorkerWindow } from './worker-feedback.js';
@@ -34,14 +39,17 @@ export const DEFAULT_DEBT: DebtSettings = {
   limit: 0.5,
 };
 
+/** A replica under this weight is a standby: it does not join its worker to the others. */
+const MIN_WEIGHT = 0.01;
+
 /** Extra load (estimate units) the re-weigh charges a worker; absent: none. */
 export type DebtCharge = (worker: string) => number;
 
 export class DeviceDebt {
   /** Worker -> device-seconds above its group's mean (sums to zero over each group). */
   private readonly debt = new Map<string, number>();
-  /** The fleet's device time in the last window with work (seconds). */
-  private lastWindowSeconds = 0;
+  /** The fleet's device time per window with work (seconds; a moving mean). */
+  private windowSeconds = 0;
 
   constructor(private readonly settings: DebtSettings) {}
 
@@ -67,7 +75,7 @@ export class DeviceDebt {
       total += d;
     }
     if (!(total > 0)) return;
-    this.lastWindowSeconds = total;
+    this.windowSeconds = this.windowSeconds > 0 ? this.windowSeconds + (total - this.windowSeconds) / 4 : total;
     const decay = s.halflifeComputeSeconds > 0 ? 2 ** (-total / s.halflifeComputeSeconds) : 0;
     for (const [w, x] of this.debt) this.debt.set(w, x * decay);
     // Groups over the live workers: joined by a model with two or more live replicas.
@@ -78,7 +86,7 @@ export class DeviceDebt {
       return r;
     };
     for (const p of inForce.values()) {
-      const live = p.workers.filter((w) => parent.has(w));
+      const live = p.workers.filter((w, i) => parent.has(w) && (p.weights[i] ?? 0) > MIN_WEIGHT);
       for (const w of live.slice(1)) {
         const [a, b] = [root(w), root(live[0]!)];
         if (a !== b) parent.set(a, b);
@@ -94,7 +102,9 @@ export class DeviceDebt {
       }
       const after = group.map((w) => this.of(w) + done.get(w)!);
       const mean = after.reduce((a, b) => a + b, 0) / group.length;
-      group.forEach((w, i) => this.debt.set(w, after[i]! - mean));
+      // The most a charge can use (the cap, in device-seconds): more would only carry over.
+      const most = (s.limit * this.windowSeconds) / (s.gain * done.size);
+      group.forEach((w, i) => this.debt.set(w, Math.max(-most, Math.min(most, after[i]! - mean))));
     }
   }
 
@@ -104,13 +114,13 @@ export class DeviceDebt {
    */
   charge(utilisation: ReadonlyMap<string, number>, workers: readonly string[]): DebtCharge | null {
     const s = this.settings;
-    if (!(s.gain > 0) || this.debt.size === 0 || !(this.lastWindowSeconds > 0) || workers.length === 0) return null;
+    if (!(s.gain > 0) || this.debt.size === 0 || !(this.windowSeconds > 0) || workers.length === 0) return null;
     let fleet = 0;
     for (const x of utilisation.values()) fleet += Math.max(0, x);
     if (!(fleet > 0)) return null;
     const cap = (s.limit * fleet) / workers.length;
     return (w) => {
-      const c = (s.gain * this.of(w) * fleet) / this.lastWindowSeconds;
+      const c = (s.gain * this.of(w) * fleet) / this.windowSeconds;
       return Math.max(-cap, Math.min(cap, c));
     };
   }
