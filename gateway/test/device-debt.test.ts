@@ -126,6 +126,56 @@ suite('device debt: each worker pays back its measured excess through split weig
       }
   });
 
+  test('a standby (weight 0) joins no group: an excess it cannot shed is not charged to the others', () => {
+    const d = new DeviceDebt(DEFAULT_DEBT);
+    // w0 holds fno whole and a resnet standby; mlp joins w1 and w2.
+    const inForce = placed({
+      fno: [['w0'], [1]],
+      resnet: [
+        ['w1', 'w0'],
+        [1, 0],
+      ],
+      mlp: [
+        ['w1', 'w2'],
+        [0.5, 0.5],
+      ],
+    });
+    d.observe(window({ w0: { fno: 4 }, w1: { mlp: 1.2, resnet: 0.3 }, w2: { mlp: 1.5 } }), inForce);
+    assert.equal(d.of('w0'), 0);
+    assert.ok(Math.abs(d.of('w1')) < 1e-9 && Math.abs(d.of('w2')) < 1e-9, 'w1 and w2 did the same');
+  });
+
+  test('eight workers of unequal speed with the spread trigger: joins bounded, sets still once level', () => {
+    let seed = 15;
+    const rnd = (): number => ((seed = (seed * 16807) % 2147483647) - 1) / 2147483646;
+    const workers = Array.from({ length: 8 }, (_, i) => `w${String(i).padStart(2, '0')}`);
+    const speed = new Map(workers.map((w) => [w, 0.7 + 0.6 * rnd()]));
+    const demand = new Map(Array.from({ length: 64 }, (_, i) => [`m${i}`, 4 / (i + 1) / Math.log(64)]));
+    const mean = [...demand.values()].reduce((a, b) => a + b, 0) / 8;
+    const replicas = new Map(
+      [...demand].filter(([, x]) => x > mean * 0.5).map(([m, x]) => [m, Math.min(8, Math.ceil((2 * x) / mean))]),
+    );
+    const ctrl = (): PlacementController =>
+      new PlacementController({
+        ...DEFAULT_PLACEMENT,
+        firstRebalanceComputeSeconds: 5,
+        rebalanceComputeSeconds: 30,
+        replicas,
+      });
+    const quiet = ctrl();
+    const run = simulateFleet(quiet, { speed, demand }, 80);
+    assert.equal(setChanges(run.slice(40)), 0, 'no set changes in the last 40 windows');
+    const noisy = ctrl();
+    const ws = simulateFleet(noisy, { speed, demand, noise: 0.03 }, 120);
+    assert.ok(noisy.joins <= 5, `joins under noise ${noisy.joins}`);
+    // Cumulative device time over the last 40 windows: level within 5 %.
+    const tot = new Map<string, number>();
+    for (const w of ws.slice(-40)) for (const [k, x] of w.measured) tot.set(k, (tot.get(k) ?? 0) + x);
+    const v = [...tot.values()];
+    const spread = Math.max(...v) / (v.reduce((a, b) => a + b, 0) / v.length);
+    assert.ok(spread <= 1.05, `spread over 40 windows ${spread}`);
+  });
+
   test("an operator's move is never re-weighed by the debt", () => {
     const ctrl = controller(DEFAULT_DEBT.gain);
     ctrl.pin('fno', ['w0', 'w1']);

@@ -22,7 +22,7 @@
  * the model scale and the spread trigger are what move its load). An idle fleet keeps its debts.
  */
 import type { ModelPlacement } from './lpt-packing.js';
-import type { WorkerWindow } from './worker-feedback.js';
+import { STANDBY_WEIGHT, type WorkerWindow } from './worker-feedback.js';
 
 export interface DebtSettings {
   /** The fraction of a worker's debt charged per window: 0 turns the payback off. */
@@ -38,9 +38,6 @@ export const DEFAULT_DEBT: DebtSettings = {
   halflifeComputeSeconds: 30,
   limit: 0.5,
 };
-
-/** A replica under this weight is a standby: it does not join its worker to the others. */
-const MIN_WEIGHT = 0.01;
 
 /** Extra load (estimate units) the re-weigh charges a worker; absent: none. */
 export type DebtCharge = (worker: string) => number;
@@ -86,7 +83,7 @@ export class DeviceDebt {
       return r;
     };
     for (const p of inForce.values()) {
-      const live = p.workers.filter((w, i) => parent.has(w) && (p.weights[i] ?? 0) > MIN_WEIGHT);
+      const live = p.workers.filter((w, i) => parent.has(w) && (p.weights[i] ?? 0) > STANDBY_WEIGHT);
       for (const w of live.slice(1)) {
         const [a, b] = [root(w), root(live[0]!)];
         if (a !== b) parent.set(a, b);

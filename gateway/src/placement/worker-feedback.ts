@@ -52,6 +52,9 @@ export const DEFAULT_FEEDBACK: FeedbackSettings = {
   periodComputeSeconds: 15,
 };
 
+/** A replica whose weight is under this is a standby: it takes traffic only on failover. */
+export const STANDBY_WEIGHT = 0.01;
+
 /** One poll window: worker -> model -> device-seconds done there (live workers only). */
 export type WorkerWindow = ReadonlyMap<string, ReadonlyMap<string, number>>;
 
@@ -135,7 +138,9 @@ export class WorkerFeedback {
     for (const [m, p] of inForce) {
       const live = p.workers.map((w, i) => [w, p.weights[i] ?? 0] as const).filter(([w]) => window.has(w));
       if (live.length < 2) continue;
-      per.links.push(live.map(([w]) => w));
+      // A standby (weight about 0) can take load but not shed it: it joins no group.
+      const carrying = live.filter(([, x]) => x > STANDBY_WEIGHT).map(([w]) => w);
+      if (carrying.length >= 2) per.links.push(carrying);
       const wsum = live.reduce((a, [, x]) => a + x, 0);
       let total = 0;
       for (const [w] of live) total += window.get(w)!.get(m) ?? 0;
