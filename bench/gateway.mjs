@@ -437,6 +437,12 @@ if (!process.argv.includes('--skip-measured-spread')) {
             ),
           ].map((m) => `${m[1]}:${fmt(Number(m[2]), 2)}`);
           factors.push(`; worker factors ${wf.join(' ') || 'none'}`);
+          const debts = [
+            ...(await httpText(`http://127.0.0.1:${node.ports.metrics}/metrics`)).matchAll(
+              /^hloserve_gateway_worker_device_debt_seconds\{worker="(\w+)"\} (\S+)/gm,
+            ),
+          ].map((m) => `${m[1]}:${fmt(Number(m[2]), 2)}`);
+          factors.push(`; device debts ${debts.join(' ') || 'none'}`);
           // Which worker did what: each worker's device-seconds per model over the run.
           const mix = ['worker0', 'worker1', 'worker2'].map(
             (w) =>

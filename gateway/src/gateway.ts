@@ -359,6 +359,7 @@ export class Gateway {
       measuredSpread: this.placement.spread.lastSpread,
       replicaFactors: this.placement.feedback.replicaFactors(),
       workerFactors: this.placement.feedback.workerFactors(),
+      workerDebts: this.placement.debt.debts(),
     });
     const workerTexts = await Promise.all(
       [...this.fleet.workers.values()].map(async (w) => {
