@@ -112,6 +112,17 @@ suite('device debt: each worker pays back its measured excess through split weig
     assert.ok(off.filter((x) => x > 1.05).length >= off.length / 4, `without, ${off.map((x) => x.toFixed(3))}`);
   });
 
+  test('models without traffic (left without replicas) do not stop the re-weigh between repacks', () => {
+    const demand = new Map([...MIX.demand, ['detector', 0], ['grader', 0]]);
+    const ctrl = controller(DEFAULT_DEBT.gain);
+    const fleet = { ...MIX, demand, modelNoise: 0.2, modelNoiseWindows: RUN };
+    const ws = simulateFleet(ctrl, fleet, 40 * RUN, 1000, 3);
+    assert.ok(ctrl.reweighs > ctrl.repacks, `reweighs ${ctrl.reweighs}, repacks ${ctrl.repacks}`);
+    const on = runSpreads(ws, 10 * RUN);
+    assert.ok(Math.max(...on) <= 1.05, `worst run ${Math.max(...on)}`);
+    for (const w of ws.slice(-RUN)) assert.deepEqual(w.placement.get('detector'), { workers: [], weights: [] });
+  });
+
   test('no flapping: the payback moves weights only, never replica sets, and holds still when level', () => {
     const fleet = { ...MIX, modelNoise: 0.2, modelNoiseWindows: RUN };
     const on = simulateFleet(controller(DEFAULT_DEBT.gain), fleet, 40 * RUN, 1000, 3);

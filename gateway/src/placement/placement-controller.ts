@@ -279,16 +279,24 @@ export class PlacementController {
   private keptSets(u: ReadonlyMap<string, number>, workers: readonly string[]): PackingResult | null {
     if (this.last === null) return null;
     const sets = new Map<string, readonly string[]>();
+    // A model the packing left without replicas (no measured load: nothing to place) stays so
+    // while it has none; it must not stop the others' re-weigh (it did: with one idle model in
+    // the repository the weights moved only at repacks).
+    const idle: string[] = [];
     for (const m of u.keys()) {
       const set = this.previous.get(m);
+      if (set && set.length === 0 && !((u.get(m) ?? 0) > 0) && !this.pins.has(m)) {
+        idle.push(m);
+        continue;
+      }
       if (!set || set.length === 0 || set.some((w) => !workers.includes(w))) return null;
       const pins = this.pins.get(m);
       if (pins && pins.join('\0') !== set.join('\0')) return null;
       if (!pins && this.replicas.has(m) && set.length !== this.desiredReplicas(m, workers.length)) return null;
       sets.set(m, set);
     }
-    return reweigh({
-      utilisation: u,
+    const result = reweigh({
+      utilisation: new Map([...u].filter(([m]) => sets.has(m))),
       workers: [...workers].sort(),
       sets,
       pinned: new Set(this.pins.keys()),
@@ -296,6 +304,10 @@ export class PlacementController {
       factor: this.feedback.factor(),
       charge: this.debt.charge(u, workers),
     });
+    if (idle.length === 0) return result;
+    const placement = new Map(result.placement);
+    for (const m of idle) placement.set(m, { workers: [], weights: [] });
+    return { ...result, placement };
   }
 
   private pack(
