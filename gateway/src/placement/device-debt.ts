@@ -36,7 +36,7 @@ export interface DebtSettings {
 export const DEFAULT_DEBT: DebtSettings = {
   gain: 0.5,
   halflifeComputeSeconds: 30,
-  limit: 0.5,
+  limit: 0.25,
 };
 
 /** Extra load (estimate units) the re-weigh charges a worker; absent: none. */
