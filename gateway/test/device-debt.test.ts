@@ -137,7 +137,7 @@ suite('device debt: each worker pays back its measured excess through split weig
       }
   });
 
-  test('a standby (weight 0) joins no group: an excess it cannot shed is not charged to the others', () => {
+  test('a worker that cannot shed (only standbys) keeps no debt; a standby still joins its group', () => {
     const d = new DeviceDebt(DEFAULT_DEBT);
     // w0 holds fno whole and a resnet standby; mlp joins w1 and w2.
     const inForce = placed({
@@ -153,7 +153,17 @@ suite('device debt: each worker pays back its measured excess through split weig
     });
     d.observe(window({ w0: { fno: 4 }, w1: { mlp: 1.2, resnet: 0.3 }, w2: { mlp: 1.5 } }), inForce);
     assert.equal(d.of('w0'), 0);
-    assert.ok(Math.abs(d.of('w1')) < 1e-9 && Math.abs(d.of('w2')) < 1e-9, 'w1 and w2 did the same');
+    assert.ok(Math.abs(d.of('w1') - d.of('w2')) < 1e-9, 'w1 and w2 did the same: charged alike');
+    // A weight driven to zero keeps its worker in the group: the debt can bring it back.
+    const zero = placed({
+      mlp: [
+        ['w1', 'w2'],
+        [1, 0],
+      ],
+    });
+    const e = new DeviceDebt(DEFAULT_DEBT);
+    e.observe(window({ w1: { mlp: 3 }, w2: {} }), zero);
+    assert.ok(e.of('w1') > 0 && e.of('w2') < 0, `w1 ${e.of('w1')}, w2 ${e.of('w2')}`);
   });
 
   test('eight workers of unequal speed with the spread trigger: joins bounded, sets still once level', () => {

@@ -16,10 +16,12 @@
  * the gain, at most `limit` of a worker's mean load. A debt is held to what that cap can charge,
  * and old debt fades with fleet work done (half-life `halflifeComputeSeconds`), so a debt the
  * weights cannot pay is bounded rather than wound up, and what carries over an idle gap into the
- * next burst of traffic is at most one capped charge. Groups are joined only by replicas that
- * carry weight: a standby at weight 0 can take load but not shed it, so a worker held up by whole
- * models and a standby is alone, carries no debt, and does not pull its group's mean (the packing,
- * the model scale and the spread trigger are what move its load). An idle fleet keeps its debts.
+ * next burst of traffic is at most one capped charge. A standby (a replica at weight about 0)
+ * joins its worker to the group, since it can take load, but a worker whose split replicas are all
+ * standbys cannot shed any: it carries no positive debt, so an excess it cannot pay neither winds
+ * up nor pulls the others' charges (the packing, the model scale and the spread trigger are what
+ * move its load). Groups only through weighted replicas would trap a worker whose weight reached
+ * zero outside its group, where no debt could bring the weight back. An idle fleet keeps its debts.
  */
 import type { ModelPlacement } from './lpt-packing.js';
 import { STANDBY_WEIGHT, type WorkerWindow } from './worker-feedback.js';
@@ -82,8 +84,14 @@ export class DeviceDebt {
       while (parent.get(r) !== r) r = parent.get(r)!;
       return r;
     };
+    // Workers that hold a weighted share of some split model: they can shed load, not only take it.
+    const canShed = new Set<string>();
     for (const p of inForce.values()) {
-      const live = p.workers.filter((w, i) => parent.has(w) && (p.weights[i] ?? 0) > STANDBY_WEIGHT);
+      const live = p.workers.filter((w) => parent.has(w));
+      if (live.length >= 2)
+        p.workers.forEach((w, i) => {
+          if ((p.weights[i] ?? 0) > STANDBY_WEIGHT) canShed.add(w);
+        });
       for (const w of live.slice(1)) {
         const [a, b] = [root(w), root(live[0]!)];
         if (a !== b) parent.set(a, b);
@@ -101,7 +109,9 @@ export class DeviceDebt {
       const mean = after.reduce((a, b) => a + b, 0) / group.length;
       // The most a charge can use (the cap, in device-seconds): more would only carry over.
       const most = (s.limit * this.windowSeconds) / (s.gain * done.size);
-      group.forEach((w, i) => this.debt.set(w, Math.max(-most, Math.min(most, after[i]! - mean))));
+      // A worker whose split replicas are all standbys cannot pay a debt: it keeps none (else its
+      // excess would pull its group's mean, and the others' charges, with nothing to show for it).
+      group.forEach((w, i) => this.debt.set(w, Math.max(-most, Math.min(canShed.has(w) ? most : 0, after[i]! - mean))));
     }
   }
 

@@ -8,7 +8,7 @@ import { LoadEstimator, type FleetSample } from './load-estimator.js';
 import { computeAssignment, type PackingInput, type PackingResult } from './lpt-packing.js';
 import { computeSplitAssignment } from './split-packing.js';
 import { reweigh } from './reweigh.js';
-import { DEFAULT_FEEDBACK, STANDBY_WEIGHT, WorkerFeedback, type FeedbackSettings } from './worker-feedback.js';
+import { DEFAULT_FEEDBACK, WorkerFeedback, type FeedbackSettings } from './worker-feedback.js';
 import { DEFAULT_DEBT, DeviceDebt, type DebtSettings } from './device-debt.js';
 import { DEFAULT_SPREAD_TRIGGER, SpreadTrigger, type SpreadTriggerSettings } from './spread-trigger.js';
 import type { OperatorPlacement } from '../control/placement-state.js';
@@ -200,14 +200,11 @@ export class PlacementController {
       while ((parent.get(r) ?? r) !== r) r = parent.get(r)!;
       return r;
     };
-    // Joined only by replicas that carry weight: a standby cannot take load off its worker.
-    for (const p of last.placement.values()) {
-      const carrying = p.workers.filter((_, i) => (p.weights[i] ?? 0) > STANDBY_WEIGHT);
-      for (const w of carrying.slice(1)) {
-        const [a, b] = [root(w), root(carrying[0]!)];
+    for (const p of last.placement.values())
+      for (const w of p.workers.slice(1)) {
+        const [a, b] = [root(w), root(p.workers[0]!)];
         if (a !== b) parent.set(a, b);
       }
-    }
     if (root(hot) === root(cold)) return null;
     const mean = [...loads.values()].reduce((a, b) => a + b, 0) / loads.size;
     const u = this.utilisation(models);

@@ -138,9 +138,7 @@ export class WorkerFeedback {
     for (const [m, p] of inForce) {
       const live = p.workers.map((w, i) => [w, p.weights[i] ?? 0] as const).filter(([w]) => window.has(w));
       if (live.length < 2) continue;
-      // A standby (weight about 0) can take load but not shed it: it joins no group.
-      const carrying = live.filter(([, x]) => x > STANDBY_WEIGHT).map(([w]) => w);
-      if (carrying.length >= 2) per.links.push(carrying);
+      per.links.push(live.map(([w]) => w));
       const wsum = live.reduce((a, [, x]) => a + x, 0);
       let total = 0;
       for (const [w] of live) total += window.get(w)!.get(m) ?? 0;
