@@ -19,6 +19,7 @@ import { DEFAULT_PLACEMENT, PlacementController } from '../gateway/dist/src/plac
 import { simulateFleet } from '../gateway/dist/src/testing/fleet-sim.js';
 import { DEFAULT_FEEDBACK } from '../gateway/dist/src/placement/worker-feedback.js';
 import { DEFAULT_SPREAD_TRIGGER } from '../gateway/dist/src/placement/spread-trigger.js';
+import { DEFAULT_DEBT } from '../gateway/dist/src/placement/device-debt.js';
 import { loadavg } from 'node:os';
 import { runPerfAnalyzer } from '../e2e/dist/src/perf-analyzer.js';
 import { repoRoot, startServer } from '../e2e/dist/src/server-process.js';
@@ -209,13 +210,15 @@ if (onlyLatency) process.exit(0);
 // in speed (device time per unit of load uniform in [0.7, 1.3]), 3 % noise per window, 5 s polls,
 // Zipf(1) demand, the hottest models with an operator's count as above; the spread is measured
 // device time per window (max/mean), the mean of the last 20 of 60 windows, with the per-replica
-// feedback and without it (gain 0).
+// feedback and without it (gain 0), with the device debt's payback and without it; and the spread
+// of the last 20 windows' device time taken together (what a run of that length measures: the
+// payback trades a window's evenness for the sum's).
 {
   console.log('\n## work spread in closed loop, simulated (workers of unequal speed, controller of gateway/)\n');
   console.log(
-    '| workers | models | feedback | spread trigger | measured max/mean, last 20 of 60 windows (mean, worst) | joins | replica-set changes |',
+    '| workers | models | feedback | spread trigger | debt payback | measured max/mean, last 20 of 60 windows (mean, worst) | the 20 together | joins | replica-set changes |',
   );
-  console.log('|---|---|---|---|---|---|---|');
+  console.log('|---|---|---|---|---|---|---|---|---|');
   for (const [W, M] of [
     [4, 24],
     [8, 64],
@@ -230,10 +233,11 @@ if (onlyLatency) process.exit(0);
     const replicas = new Map(
       [...demand].filter(([, x]) => x > mean * 0.5).map(([m, x]) => [m, Math.min(W, Math.ceil((2 * x) / mean))]),
     );
-    for (const [gain, threshold] of [
-      [DEFAULT_FEEDBACK.gain, DEFAULT_SPREAD_TRIGGER.threshold],
-      [DEFAULT_FEEDBACK.gain, 0],
-      [0, 0],
+    for (const [gain, threshold, debt] of [
+      [DEFAULT_FEEDBACK.gain, DEFAULT_SPREAD_TRIGGER.threshold, DEFAULT_DEBT.gain],
+      [DEFAULT_FEEDBACK.gain, DEFAULT_SPREAD_TRIGGER.threshold, 0],
+      [DEFAULT_FEEDBACK.gain, 0, 0],
+      [0, 0, 0],
     ]) {
       const ctrl = new PlacementController({
         ...DEFAULT_PLACEMENT,
@@ -242,15 +246,19 @@ if (onlyLatency) process.exit(0);
         replicas,
         feedback: { ...DEFAULT_FEEDBACK, gain },
         spreadTrigger: { ...DEFAULT_SPREAD_TRIGGER, threshold },
+        debt: { ...DEFAULT_DEBT, gain: debt },
       });
       const run = simulateFleet(ctrl, { speed, demand, noise: 0.03 }, 60);
       const tail = run.slice(-20).map((x) => x.spread);
+      const sum = new Map();
+      for (const x of run.slice(-20)) for (const [w, d] of x.measured) sum.set(w, (sum.get(w) ?? 0) + d);
+      const together = Math.max(...sum.values()) / ([...sum.values()].reduce((a, b) => a + b, 0) / sum.size);
       let changes = 0;
       for (let i = 1; i < run.length; i++)
         for (const [m, p] of run[i].placement)
           if (p.workers.join() !== run[i - 1].placement.get(m)?.workers.join()) changes++;
       console.log(
-        `| ${W} | ${M} | ${gain > 0 ? 'on' : 'off'} | ${threshold > 0 ? 'on' : 'off'} | ${fmt(tail.reduce((a, b) => a + b, 0) / tail.length, 3)}, ${fmt(Math.max(...tail), 3)} | ${ctrl.joins} | ${changes} |`,
+        `| ${W} | ${M} | ${gain > 0 ? 'on' : 'off'} | ${threshold > 0 ? 'on' : 'off'} | ${debt > 0 ? 'on' : 'off'} | ${fmt(tail.reduce((a, b) => a + b, 0) / tail.length, 3)}, ${fmt(Math.max(...tail), 3)} | ${fmt(together, 3)} | ${ctrl.joins} | ${changes} |`,
       );
     }
   }
@@ -258,14 +266,17 @@ if (onlyLatency) process.exit(0);
 
 // 2a''. The measured bench's mix in closed loop: three equal workers, mlp (operator's count 2), fno
 // and resnet in the measured runs' proportions, a replica's cost rising with its share (batching),
-// 2 % noise per worker, and noise on each model's cost common to every worker (a run's phases and
-// the machine's load change one model's cost against another's). Spread per "run" of three
-// windows, as the measured bench takes it, round_robin beside lpt_packing.
+// 2 % noise per worker, and noise on each model's cost common to every worker, held for a whole
+// "run" of 15 one-second polls (a run's phases and the machine's load change one model's cost
+// against another's for the run). Spread per run, lpt_packing with and without the device debt's
+// payback, round_robin beside them.
 {
   console.log(
-    '\n## the measured mix in closed loop, simulated: per-model cost noise, lpt_packing against round_robin\n',
+    '\n## the measured mix in closed loop, simulated: per-model cost noise held over each run, lpt_packing against round_robin\n',
   );
-  console.log('| per-model cost noise | mode | max/mean per 3-window run: median, p90 | runs within 5 % |');
+  console.log(
+    '| per-model cost noise per run | mode | max/mean per 15-poll run: median, p90, worst | runs within 5 % |',
+  );
   console.log('|---|---|---|---|');
   const speed = new Map(['w0', 'w1', 'w2'].map((w) => [w, 1]));
   // Device time per second as the measured runs split it (mlp 46-52 %, fno 40-46 %, resnet 5-6 %).
@@ -285,8 +296,9 @@ if (onlyLatency) process.exit(0);
     }),
     tick: () => null,
   };
-  for (const modelNoise of [0, 0.05, 0.1, 0.2]) {
-    for (const mode of ['lpt_packing', 'round_robin']) {
+  const RUN = 15;
+  for (const modelNoise of [0, 0.1, 0.2, 0.4]) {
+    for (const mode of ['lpt_packing, no payback', 'lpt_packing', 'round_robin']) {
       const ctrl =
         mode === 'round_robin'
           ? everywhere
@@ -295,18 +307,25 @@ if (onlyLatency) process.exit(0);
               firstRebalanceComputeSeconds: 5,
               rebalanceComputeSeconds: 30,
               replicas: new Map([['mlp', 2]]),
+              debt: { ...DEFAULT_DEBT, gain: mode === 'lpt_packing' ? DEFAULT_DEBT.gain : 0 },
             });
-      const run = simulateFleet(ctrl, { speed, demand, noise: 0.02, batching, modelNoise }, 200, 5000, 3);
+      const run = simulateFleet(
+        ctrl,
+        { speed, demand, noise: 0.02, batching, modelNoise, modelNoiseWindows: RUN },
+        200 * RUN,
+        1000,
+        3,
+      );
       const runs = [];
-      for (let i = 20; i + 3 <= run.length; i += 3) {
+      for (let i = 20 * RUN; i + RUN <= run.length; i += RUN) {
         const tot = new Map();
-        for (const w of run.slice(i, i + 3)) for (const [k, x] of w.measured) tot.set(k, (tot.get(k) ?? 0) + x);
+        for (const w of run.slice(i, i + RUN)) for (const [k, x] of w.measured) tot.set(k, (tot.get(k) ?? 0) + x);
         const v = [...tot.values()];
         runs.push(Math.max(...v) / (v.reduce((a, b) => a + b, 0) / v.length));
       }
       runs.sort((a, b) => a - b);
       console.log(
-        `| ±${fmt(modelNoise * 100, 0)} % | ${mode} | ${fmt(runs[runs.length >> 1], 3)}, ${fmt(runs[Math.floor(runs.length * 0.9)], 3)} | ${fmt((100 * runs.filter((x) => x <= 1.05).length) / runs.length, 0)} % |`,
+        `| ±${fmt(modelNoise * 100, 0)} % | ${mode} | ${fmt(runs[runs.length >> 1], 3)}, ${fmt(runs[Math.floor(runs.length * 0.9)], 3)}, ${fmt(runs[runs.length - 1], 3)} | ${fmt((100 * runs.filter((x) => x <= 1.05).length) / runs.length, 0)} % |`,
       );
     }
   }
@@ -425,6 +444,20 @@ if (!process.argv.includes('--skip-measured-spread')) {
             ),
           ].map((m) => `${m[1]}:${fmt(Number(m[2]), 2)}`);
           factors.push(`; worker factors ${wf.join(' ') || 'none'}`);
+          const debts = [
+            ...(await httpText(`http://127.0.0.1:${node.ports.metrics}/metrics`)).matchAll(
+              /^hloserve_gateway_worker_device_debt_seconds\{worker="(\w+)"\} (\S+)/gm,
+            ),
+          ].map((m) => `${m[1]}:${fmt(Number(m[2]), 2)}`);
+          factors.push(`; device debts ${debts.join(' ') || 'none'}`);
+          // Which worker did what: each worker's device-seconds per model over the run.
+          const mix = ['worker0', 'worker1', 'worker2'].map(
+            (w) =>
+              `${w} ${Object.keys(shares)
+                .map((m) => `${m}:${fmt((after.get(w)?.get(m) ?? 0) - (before.get(w)?.get(m) ?? 0), 2)}`)
+                .join(' ')}`,
+          );
+          factors.push(`; device s per worker and model ${mix.join(', ')}`);
           console.error(
             `lpt_packing run ${k + 1} placement (packings counted with the startup one): as the measured run began ${placedBefore}; at its end ${await placementNow()}; cost factors ${factors.join(' ') || 'none'}`,
           );

@@ -37,6 +37,7 @@ export class GatewayMetrics {
     measuredSpread: number;
     replicaFactors: ReadonlyMap<string, ReadonlyMap<string, number>>;
     workerFactors: ReadonlyMap<string, number>;
+    workerDebts: ReadonlyMap<string, number>;
   }): string {
     const l: string[] = [];
     l.push('# HELP hloserve_gateway_requests_total Requests answered by the gateway, by protocol, model and status.');
@@ -113,6 +114,11 @@ export class GatewayMetrics {
     );
     l.push('# TYPE hloserve_gateway_worker_load_factor gauge');
     for (const [w, f] of state.workerFactors) l.push(`hloserve_gateway_worker_load_factor{worker="${w}"} ${f}`);
+    l.push(
+      "# HELP hloserve_gateway_worker_device_debt_seconds A worker's device time beyond its group's mean, fading with fleet work, which the re-weigh pays back through split weights.",
+    );
+    l.push('# TYPE hloserve_gateway_worker_device_debt_seconds gauge');
+    for (const [w, d] of state.workerDebts) l.push(`hloserve_gateway_worker_device_debt_seconds{worker="${w}"} ${d}`);
     return l.join('\n') + '\n';
   }
 }

@@ -37,6 +37,9 @@ export interface GatewayOptions {
   readonly state?: PlacementState;
 }
 
+/** How long the workers' memory caps read for the packing are reused. */
+const CAPS_REFRESH_MS = 5000;
+
 export const DEFAULT_GATEWAY: Omit<GatewayOptions, 'workers'> = {
   mode: 'lpt_packing',
   maxInFlight: 1024,
@@ -44,7 +47,9 @@ export const DEFAULT_GATEWAY: Omit<GatewayOptions, 'workers'> = {
   healthIntervalMs: 2000,
   healthTimeoutMs: 2000,
   wedgeRounds: 3,
-  placementIntervalMs: 5000,
+  // A second: the debt's payback (placement/device-debt.ts) levels device time within a run of
+  // traffic only if the weights follow it several times over; a poll is one statistics call per worker.
+  placementIntervalMs: 1000,
   placement: DEFAULT_PLACEMENT,
   fill: { mode: 'run', policy: 'fill_least', factor: 1 },
   maxMessageBytes: 512 * 2 ** 20,
@@ -67,6 +72,10 @@ export class Gateway {
   /** Shared-memory registrations made through the gateway: region name -> register request bytes. */
   private readonly shmRegions = new Map<string, Buffer>();
   private placementTimer: ReturnType<typeof setInterval> | null = null;
+  /** A placement poll is under way. */
+  private ticking = false;
+  /** The memory caps last read, and when (epoch ms). */
+  private caps: { readonly at: number; readonly value: Map<string, number> } | null = null;
   /** Largest batch per model (from a holder's ModelConfig), sizing each model's fill quantum. */
   private readonly maxBatch = new Map<string, number>();
 
@@ -113,6 +122,18 @@ export class Gateway {
   }
 
   async placementTick(force = false): Promise<void> {
+    // A poll that outlasts the interval (a loaded machine) is not overlapped by the next: the
+    // estimator takes the samples in order.
+    if (this.ticking && !force) return;
+    this.ticking = true;
+    try {
+      await this.placementStep(force);
+    } finally {
+      this.ticking = false;
+    }
+  }
+
+  private async placementStep(force: boolean): Promise<void> {
     const [sample, caps] = await Promise.all([this.fleet.sample(), this.memoryCaps()]);
     const result = this.placement.tick(
       sample,
@@ -133,6 +154,9 @@ export class Gateway {
    * cap of the packing; absent or unlimited (-1) means unconstrained.
    */
   private async memoryCaps(): Promise<Map<string, number>> {
+    // A budget changes with a worker's settings, not its traffic: read every few seconds, not per poll.
+    const now = Date.now();
+    if (this.caps !== null && now - this.caps.at < CAPS_REFRESH_MS) return this.caps.value;
     const caps = new Map<string, number>();
     await Promise.all(
       [...this.fleet.workers.values()].map(async (w) => {
@@ -147,6 +171,7 @@ export class Gateway {
         }
       }),
     );
+    this.caps = { at: now, value: caps };
     return caps;
   }
 
@@ -334,6 +359,7 @@ export class Gateway {
       measuredSpread: this.placement.spread.lastSpread,
       replicaFactors: this.placement.feedback.replicaFactors(),
       workerFactors: this.placement.feedback.workerFactors(),
+      workerDebts: this.placement.debt.debts(),
     });
     const workerTexts = await Promise.all(
       [...this.fleet.workers.values()].map(async (w) => {

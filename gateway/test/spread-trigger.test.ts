@@ -3,6 +3,7 @@ import { suite, test } from 'node:test';
 import { DEFAULT_PLACEMENT, PlacementController } from '@hloserve/gateway/placement/placement-controller';
 import { DEFAULT_FEEDBACK, WorkerFeedback } from '@hloserve/gateway/placement/worker-feedback';
 import { DEFAULT_SPREAD_TRIGGER, SpreadTrigger } from '@hloserve/gateway/placement/spread-trigger';
+import { DEFAULT_DEBT } from '@hloserve/gateway/placement/device-debt';
 import { simulateFleet, type SimFleet, type SimWindow } from '@hloserve/gateway/testing/fleet-sim';
 
 const window = (loads: Record<string, number>) =>
@@ -62,6 +63,8 @@ const controller = (replicas: Map<string, number>, threshold: number): Placement
     rebalanceComputeSeconds: 30,
     replicas,
     spreadTrigger: { ...DEFAULT_SPREAD_TRIGGER, threshold },
+    // The trigger alone: the debt's payback (device-debt.test.ts) re-weighs within groups.
+    debt: { ...DEFAULT_DEBT, gain: 0 },
   });
 const mean = (ws: readonly SimWindow[]): number => ws.reduce((a, w) => a + w.spread, 0) / ws.length;
 /** Models whose replica set differs from the window before, summed over windows. */

@@ -4,6 +4,7 @@ import { DEFAULT_PLACEMENT, PlacementController } from '@hloserve/gateway/placem
 import { LoadEstimator } from '@hloserve/gateway/placement/load-estimator';
 import { scaledWaterFill } from '@hloserve/gateway/placement/reweigh';
 import { DEFAULT_FEEDBACK, WorkerFeedback, type FeedbackSettings } from '@hloserve/gateway/placement/worker-feedback';
+import { DEFAULT_DEBT } from '@hloserve/gateway/placement/device-debt';
 import { simulateFleet, type SimWindow } from '@hloserve/gateway/testing/fleet-sim';
 
 const FEEDBACK: FeedbackSettings = DEFAULT_FEEDBACK;
@@ -28,6 +29,8 @@ const controller = (gain: number, extra: Partial<typeof DEFAULT_PLACEMENT> = {})
     rebalanceComputeSeconds: 30,
     replicas: new Map([['mlp', 2]]),
     feedback: { ...FEEDBACK, gain },
+    // Off means off: the debt's payback would level what the factors are here to learn.
+    ...(gain > 0 ? {} : { debt: { ...DEFAULT_DEBT, gain: 0 } }),
     ...extra,
   });
 const meanSpread = (ws: readonly SimWindow[]): number => ws.reduce((a, w) => a + w.spread, 0) / ws.length;

@@ -9,6 +9,7 @@ import { computeAssignment, type PackingInput, type PackingResult } from './lpt-
 import { computeSplitAssignment } from './split-packing.js';
 import { reweigh } from './reweigh.js';
 import { DEFAULT_FEEDBACK, WorkerFeedback, type FeedbackSettings } from './worker-feedback.js';
+import { DEFAULT_DEBT, DeviceDebt, type DebtSettings } from './device-debt.js';
 import { DEFAULT_SPREAD_TRIGGER, SpreadTrigger, type SpreadTriggerSettings } from './spread-trigger.js';
 import type { OperatorPlacement } from '../control/placement-state.js';
 
@@ -23,6 +24,8 @@ export interface PlacementSettings {
   readonly feedback?: FeedbackSettings;
   /** The repack on the measured spread (absent: DEFAULT_SPREAD_TRIGGER). */
   readonly spreadTrigger?: SpreadTriggerSettings;
+  /** The payback of each worker's measured excess through split weights (absent: DEFAULT_DEBT). */
+  readonly debt?: DebtSettings;
 }
 
 export const DEFAULT_PLACEMENT: PlacementSettings = {
@@ -38,6 +41,7 @@ export class PlacementController {
   readonly estimator: LoadEstimator;
   readonly feedback: WorkerFeedback;
   readonly spread: SpreadTrigger;
+  readonly debt: DeviceDebt;
   private accumulated = 0;
   private trafficRepacks = 0;
   /** Polls that saw fleet compute. */
@@ -58,6 +62,7 @@ export class PlacementController {
     this.estimator = new LoadEstimator(settings.rebalanceComputeSeconds);
     this.feedback = new WorkerFeedback(settings.feedback ?? DEFAULT_FEEDBACK);
     this.spread = new SpreadTrigger(settings.spreadTrigger ?? DEFAULT_SPREAD_TRIGGER);
+    this.debt = new DeviceDebt(settings.debt ?? DEFAULT_DEBT);
     this.replicas = new Map(settings.replicas);
   }
 
@@ -151,6 +156,7 @@ export class PlacementController {
         this.estimator.utilisation(models),
         uneven,
       );
+    if (this.trafficRepacks > 0) this.debt.observe(this.estimator.lastWindow(), this.last?.placement ?? null);
     this.accumulated += done;
     if (done > 0) this.trafficPolls++;
     const threshold =
@@ -270,22 +276,35 @@ export class PlacementController {
   private keptSets(u: ReadonlyMap<string, number>, workers: readonly string[]): PackingResult | null {
     if (this.last === null) return null;
     const sets = new Map<string, readonly string[]>();
+    // A model the packing left without replicas (no measured load: nothing to place) stays so
+    // while it has none; it must not stop the others' re-weigh (it did: with one idle model in
+    // the repository the weights moved only at repacks).
+    const idle: string[] = [];
     for (const m of u.keys()) {
       const set = this.previous.get(m);
+      if (set && set.length === 0 && !((u.get(m) ?? 0) > 0) && !this.pins.has(m)) {
+        idle.push(m);
+        continue;
+      }
       if (!set || set.length === 0 || set.some((w) => !workers.includes(w))) return null;
       const pins = this.pins.get(m);
       if (pins && pins.join('\0') !== set.join('\0')) return null;
       if (!pins && this.replicas.has(m) && set.length !== this.desiredReplicas(m, workers.length)) return null;
       sets.set(m, set);
     }
-    return reweigh({
-      utilisation: u,
+    const result = reweigh({
+      utilisation: new Map([...u].filter(([m]) => sets.has(m))),
       workers: [...workers].sort(),
       sets,
       pinned: new Set(this.pins.keys()),
       memoryLoad: this.last.memoryLoad,
       factor: this.feedback.factor(),
+      charge: this.debt.charge(u, workers),
     });
+    if (idle.length === 0) return result;
+    const placement = new Map(result.placement);
+    for (const m of idle) placement.set(m, { workers: [], weights: [] });
+    return { ...result, placement };
   }
 
   private pack(
@@ -313,7 +332,8 @@ export class PlacementController {
     // The fresh sets' weights corrected by what each worker measured (the packing predicts in
     // estimated load; the factors turn that into each worker's device time).
     const factor = this.feedback.factor();
-    if (split && factor)
+    const charge = this.debt.charge(u, workers);
+    if (split && (factor || charge))
       result = {
         ...reweigh({
           utilisation: u,
@@ -322,6 +342,7 @@ export class PlacementController {
           pinned: new Set(this.pins.keys()),
           memoryLoad: result.memoryLoad,
           factor,
+          charge,
         }),
         held: result.held,
       };

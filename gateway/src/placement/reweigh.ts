@@ -11,6 +11,7 @@
 import type { ModelPlacement, PackingResult } from './lpt-packing.js';
 import { waterFill } from './split-packing.js';
 import type { CostFactor } from './worker-feedback.js';
+import type { DebtCharge } from './device-debt.js';
 
 export interface ReweighInput {
   /** Utilisation per model (rate x cost). */
@@ -24,6 +25,11 @@ export interface ReweighInput {
   readonly memoryLoad: ReadonlyMap<string, number>;
   /** Device time per unit of predicted share of a model on a worker (worker-feedback.ts; absent: 1). */
   readonly factor?: CostFactor | null;
+  /**
+   * Extra load charged to a worker while the shares are levelled, not counted in its compute load
+   * (device-debt.ts: a worker that did more than its group's mean is given less; absent: none).
+   */
+  readonly charge?: DebtCharge | null;
 }
 
 /**
@@ -56,6 +62,7 @@ const PASSES = 8;
 export function reweigh(input: ReweighInput): PackingResult {
   const cload = new Map<string, number>(input.workers.map((w) => [w, 0]));
   const fac = (m: string, w: string): number => input.factor?.(m, w) ?? 1;
+  const charged = (w: string): number => input.charge?.(w) ?? 0;
   const shares = new Map<string, Map<string, number>>();
   const u = (m: string): number => Math.max(0, input.utilisation.get(m) ?? 0);
   const models = [...input.utilisation.keys()].sort((a, b) => u(b) - u(a) || (a < b ? -1 : a > b ? 1 : 0));
@@ -79,10 +86,10 @@ export function reweigh(input: ReweighInput): PackingResult {
         ? scaledWaterFill(
             u(m),
             set,
-            (w) => cload.get(w)!,
+            (w) => cload.get(w)! + charged(w),
             (w) => fac(m, w),
           )
-        : waterFill(u(m), set, (w) => cload.get(w)!, Infinity);
+        : waterFill(u(m), set, (w) => cload.get(w)! + charged(w), Infinity);
       shares.set(m, s);
       add(m, s, 1);
     }

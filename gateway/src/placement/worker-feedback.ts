@@ -52,6 +52,9 @@ export const DEFAULT_FEEDBACK: FeedbackSettings = {
   periodComputeSeconds: 15,
 };
 
+/** A replica whose weight is under this is a standby: it takes traffic only on failover. */
+export const STANDBY_WEIGHT = 0.01;
+
 /** One poll window: worker -> model -> device-seconds done there (live workers only). */
 export type WorkerWindow = ReadonlyMap<string, ReadonlyMap<string, number>>;
 

@@ -35,6 +35,11 @@ export interface SimFleet {
    * apart where workers holding the same mix do not.
    */
   readonly modelNoise?: number;
+  /**
+   * Windows one draw of the per-model noise holds for (absent: 1, a new draw every window): a
+   * run's conditions last longer than one poll, so its cost moves are correlated across windows.
+   */
+  readonly modelNoiseWindows?: number;
 }
 
 export interface SimWindow {
@@ -82,13 +87,15 @@ export function simulateFleet(
     );
   ctrl.tick(poll(new Set()), 0, models, workers, caps);
   const out: SimWindow[] = [];
+  let modelJitter = new Map<string, number>();
   for (let i = 0; i < windows; i++) {
     const down = fleet.down?.(i) ?? new Set<string>();
     const measured = new Map(workers.filter((w) => !down.has(w)).map((w) => [w, 0]));
     const s = windowMs / 1000;
     const jitter = new Map(workers.map((w) => [w, 1 + (fleet.noise ?? 0) * (2 * rnd() - 1)]));
     // Drawn only when asked for, so a fleet without it sees the same per-worker noise as before.
-    const modelJitter = new Map(models.map((m) => [m, fleet.modelNoise ? 1 + fleet.modelNoise * (2 * rnd() - 1) : 1]));
+    if (i % Math.max(1, Math.round(fleet.modelNoiseWindows ?? 1)) === 0)
+      modelJitter = new Map(models.map((m) => [m, fleet.modelNoise ? 1 + fleet.modelNoise * (2 * rnd() - 1) : 1]));
     for (const m of models) {
       const p = placement.get(m);
       const on = p ? p.workers.map((w, k) => [w, p.weights[k] ?? 0] as const) : workers.map((w) => [w, 1] as const);
