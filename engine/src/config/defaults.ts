@@ -50,7 +50,7 @@ export const RUNTIME_DEFAULTS: RuntimeConfig = {
   plugin: 'cpu',
   deviceOrdinal: 0,
   cpuDeviceCount: 1,
-  cpuAsynchronous: true,
+  cpuAsynchronous: false,
   memoryFraction: 0.9,
   preallocate: false,
   allocator: 'bfc',

@@ -72,7 +72,7 @@ suite('node config: defaults', () => {
         plugin: 'cpu',
         deviceOrdinal: 0,
         cpuDeviceCount: 1,
-        cpuAsynchronous: true,
+        cpuAsynchronous: false,
         memoryFraction: 0.9,
         preallocate: false,
         allocator: 'bfc',
@@ -136,7 +136,7 @@ suite('node config: a full file', () => {
           plugin: 'plugins/libtpu.so',
           device_ordinal: 1,
           cpu_device_count: 4,
-          cpu_asynchronous: false,
+          cpu_asynchronous: true,
           memory_fraction: 0.5,
           preallocate: true,
           allocator: 'cuda_async',
@@ -186,7 +186,7 @@ suite('node config: a full file', () => {
     assert.equal(g.runtime.plugin, '/etc/hloserve/plugins/libtpu.so');
     assert.equal(g.runtime.weightCacheBytes, 1.5 * 2 ** 30);
     assert.equal(g.runtime.deviceArena, false);
-    assert.equal(g.runtime.cpuAsynchronous, false);
+    assert.equal(g.runtime.cpuAsynchronous, true);
     assert.equal(g.runtime.allocator, 'cuda_async');
     assert.equal(g.scheduler.discipline, 'edf');
     assert.deepEqual(g.scheduler.models, {
