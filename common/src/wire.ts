@@ -6,6 +6,12 @@
 export type ParamValue = string | number | boolean;
 export type Params = Readonly<Record<string, ParamValue>>;
 
+/** No parameter set: a loop, not Object.keys, since it runs per tensor on the request path. */
+export function noParams(p: Params): boolean {
+  for (const k in p) if (Object.prototype.hasOwnProperty.call(p, k)) return false;
+  return true;
+}
+
 export type WireData =
   | { readonly kind: 'raw'; readonly bytes: Uint8Array }
   | { readonly kind: 'typed'; readonly values: readonly unknown[]; readonly field: string }

@@ -5,7 +5,7 @@ import type { HostTensor } from '../tensor.js';
 import { countBytesElements } from './bytes-tensor.js';
 import type { IoTensorSpec, ModelIO } from './model-io.js';
 import { typedToBytes } from './typed-values.js';
-import type { Params, WireInferRequest, WireInput } from '@hloserve/common/wire';
+import { noParams, type Params, type WireInferRequest, type WireInput } from '@hloserve/common/wire';
 
 export interface ShmTarget {
   readonly region: string;
@@ -290,7 +290,7 @@ function selectOutputs(model: ModelIO, req: WireInferRequest): readonly Requeste
     }
     for (let j = 0; j < k; j++)
       if (req.outputs[j]!.name === o.name) throw invalidArgument(`outputs[${k}] ${quote(o.name)} requested twice`);
-    selected[k] = noKeys(o.parameters)
+    selected[k] = noParams(o.parameters)
       ? l.allOutputs[index]!
       : {
           index,
@@ -300,9 +300,4 @@ function selectOutputs(model: ModelIO, req: WireInferRequest): readonly Requeste
         };
   }
   return selected;
-}
-
-function noKeys(p: Params): boolean {
-  for (const _ in p) return false;
-  return true;
 }

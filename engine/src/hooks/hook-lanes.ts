@@ -13,6 +13,7 @@
  * aligned offset. The header is binary, not JSON: on a hook thread just woken, JSON.parse of
  * the call's URL and context was half the cost of reading a lane.
  */
+import { noParams } from '@hloserve/common/wire';
 import { DTYPE_BYTES } from '@hloserve/native/dtype';
 import type { HostTensor, TensorDType } from '../tensor.js';
 import type { HookContextData } from './hook-protocol.js';
@@ -224,7 +225,7 @@ function writeEntries(lane: LaneView, header: LaneCall | null, entries: readonly
   let params = '';
   if (header !== null) {
     const c = header.context;
-    params = isEmpty(c.parameters) ? '' : JSON.stringify(c.parameters);
+    params = noParams(c.parameters) ? '' : JSON.stringify(c.parameters);
     // UTF-8 may take up to 3 bytes per UTF-16 unit; each length must fit its u16.
     headMax = CALL_FIXED + 3 * (header.url.length + c.model.length + c.requestId.length + params.length);
     if (Math.max(header.url.length, c.model.length, c.requestId.length, params.length) * 3 > 0xffff) return false;
@@ -274,11 +275,6 @@ function hostEntries(tensors: readonly HostTensor[]): Entry[] | null {
     out.push({ name: t.name, code, shape: t.shape, bytes: t.data });
   }
   return out;
-}
-
-function isEmpty(o: object): boolean {
-  for (const k in o) if (Object.prototype.hasOwnProperty.call(o, k)) return false;
-  return true;
 }
 
 function writeCall(buf: Buffer, view: DataView, h: LaneCall, params: string): number {
