@@ -32,8 +32,8 @@ export interface RuntimeOptions {
   cpuDeviceCount?: number;
   /**
    * CPU plugin: hand each execution to the client's own thread pool (true, the plugin's default
-   * and the worker's: global.runtime.cpu_asynchronous) or run it on the thread that launches it
-   * (false). false saves two thread wake-ups per execution. With false the addon runs this
+   * and this wrapper's) or run it on the thread that launches it (false, the worker's default:
+   * global.runtime.cpu_asynchronous). false saves two thread wake-ups per execution. With false the addon runs this
    * client's executions one at a time (as the asynchronous client orders them itself): the
    * plugin's FFT waits on its Eigen pool from inside that pool, and concurrent synchronous
    * executions of an FFT program stopped the client for good (bench/RESULTS.md, session 14). A
