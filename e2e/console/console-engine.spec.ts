@@ -1,7 +1,6 @@
 /**
- * The console against the real engine on the CPU plugin, with a fresh database. These specs need
- * the control API (/api/v1) and the built console served on the console port; on an engine
- * without them they are skipped, saying which is missing.
+ * The console against the real engine on the CPU plugin, with a fresh database: the engine serves
+ * the built console and the control API (/api/v1) on its console port.
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -12,13 +11,10 @@ import { exampleModels, setupTokenFromLogs, startEngine } from './engine.mjs';
 const rows = (n: number) => `${n} of ${n} models`;
 
 type Engine = Awaited<ReturnType<typeof startEngine>>;
-import { serveConsole } from './static-server.mjs';
 
 let engine: Engine;
-/** Where the browser goes: the engine's console port, or a front serving console/dist before it. */
+/** Where the browser goes: the engine's console port. */
 let base: string;
-let front: Awaited<ReturnType<typeof serveConsole>> | null = null;
-let missing: string | null = null;
 let adminToken: string | null = null;
 const shots = join(import.meta.dirname, 'artifacts', 'screenshots-engine');
 
@@ -27,30 +23,16 @@ test.describe.configure({ mode: 'serial' });
 test.beforeAll(async () => {
   test.setTimeout(240_000);
   engine = await startEngine();
-  const health = await fetch(`${engine.consoleUrl}/api/v1/health`).catch(() => null);
-  const index = await fetch(`${engine.consoleUrl}/models`)
-    .then((r) => r.text())
-    .catch(() => '');
   base = engine.consoleUrl;
-  if (!health?.ok) missing = 'this engine has no control API (/api/v1/health does not answer)';
-  else if (!index.includes('<div id="root">')) {
-    // The API is there but the engine does not serve the built console yet: serve it in front.
-    front = await serveConsole(engine.consoleUrl);
-    base = front.url;
-  }
   mkdirSync(shots, { recursive: true });
-  console.log(
-    `console specs: engine at ${engine.consoleUrl}, browser at ${base}${missing ? `; skipped: ${missing}` : ''}`,
-  );
+  console.log(`console specs: engine and browser at ${base}`);
 });
 
 test.afterAll(async () => {
-  await front?.close();
   await engine?.stop();
 });
 
 test('first run: the setup token from the log becomes an admin token, and the models appear live', async ({ page }) => {
-  test.skip(missing !== null, missing ?? '');
   const token = setupTokenFromLogs(engine.logs);
   expect(token, 'the engine logs a setup token (or #setup= link) at first start').not.toBeNull();
   await page.goto(`${base}/#setup=${token}`);
@@ -87,14 +69,14 @@ test('first run: the setup token from the log becomes an admin token, and the mo
 });
 
 test('the setup token works once', async ({ request }) => {
-  test.skip(missing !== null || adminToken === null, missing ?? 'first run did not complete');
+  test.skip(adminToken === null, 'first run did not complete');
   const token = setupTokenFromLogs(engine.logs);
   const r = await request.post(`${base}/api/v1/setup`, { data: { setupToken: token } });
   expect(r.status()).toBe(401);
 });
 
 test('a viewer token sees no mutate controls, and its API calls are refused', async ({ page, request }) => {
-  test.skip(missing !== null || adminToken === null, missing ?? 'first run did not complete');
+  test.skip(adminToken === null, 'first run did not complete');
   const created = await request.post(`${base}/api/v1/tokens`, {
     headers: { authorization: `Bearer ${adminToken}` },
     data: { name: 'e2e-viewer', scope: 'viewer' },
@@ -117,7 +99,7 @@ test('a viewer token sees no mutate controls, and its API calls are refused', as
 });
 
 test('the engine restarts: the console reconnects and resyncs without a reload', async ({ page }) => {
-  test.skip(missing !== null || adminToken === null, missing ?? 'first run did not complete');
+  test.skip(adminToken === null, 'first run did not complete');
   test.setTimeout(300_000);
   const c = new ConsolePage(page, base);
   await c.open('/models', adminToken!);

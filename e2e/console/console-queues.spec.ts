@@ -9,15 +9,12 @@ import { join } from 'node:path';
 import { expect, test } from '@playwright/test';
 import { ConsolePage } from './ConsolePage.js';
 import { QueuesPage } from './ScreenPages.js';
-import { setupTokenFromLogs, startEngine } from './engine.mjs';
-import { serveConsole } from './static-server.mjs';
+import { adminToken, startEngine } from './engine.mjs';
 
 type Engine = Awaited<ReturnType<typeof startEngine>>;
 let engine: Engine;
-let front: Awaited<ReturnType<typeof serveConsole>> | null = null;
 let base = '';
 let token: string | null = null;
-let missing: string | null = null;
 const shots = join(import.meta.dirname, 'artifacts', 'screenshots-queues');
 
 test.describe.configure({ mode: 'serial' });
@@ -27,25 +24,10 @@ test.beforeAll(async () => {
   mkdirSync(shots, { recursive: true });
   engine = await startEngine();
   base = engine.consoleUrl;
-  const probe = await fetch(`${engine.consoleUrl}/api/v1/queues`).catch(() => null);
-  if (!probe || probe.status === 404) {
-    missing = 'this engine has no /api/v1/queues route';
-    return;
-  }
-  if (!(await fetch(`${engine.consoleUrl}/models`).then((r) => r.text())).includes('<div id="root">')) {
-    front = await serveConsole(engine.consoleUrl);
-    base = front.url;
-  }
-  const r = await fetch(`${engine.consoleUrl}/api/v1/setup`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ setupToken: setupTokenFromLogs(engine.logs) }),
-  });
-  token = ((await r.json()) as { data: { token: string } }).data.token;
+  token = await adminToken(engine);
 });
 
 test.afterAll(async () => {
-  await front?.close();
   await engine?.stop();
 });
 
@@ -74,7 +56,6 @@ function load(models: readonly string[], callers: number): { stop: () => Promise
 }
 
 test('queues under load: depth, oldest wait, device share against weight over time', async ({ page }) => {
-  test.skip(missing !== null, missing ?? '');
   test.setTimeout(240_000);
   const c = new ConsolePage(page, base);
   await c.open('/queues', token!);
@@ -115,7 +96,6 @@ test('queues under load: depth, oldest wait, device share against weight over ti
 });
 
 test('an admin changes the discipline from the queues screen, and it is audited', async ({ page }) => {
-  test.skip(missing !== null, missing ?? '');
   const c = new ConsolePage(page, base);
   await c.open('/queues', token!);
   const q = new QueuesPage(page);

@@ -5,7 +5,7 @@
  */
 import { expect, test, type BrowserContext, type Page } from '@playwright/test';
 import { ConsolePage } from './ConsolePage.js';
-import { setupTokenFromLogs, startEngine } from './engine.mjs';
+import { adminToken, startEngine } from './engine.mjs';
 
 type Engine = Awaited<ReturnType<typeof startEngine>>;
 
@@ -17,13 +17,7 @@ test.describe.configure({ mode: 'serial' });
 test.beforeAll(async () => {
   test.setTimeout(240_000);
   engine = await startEngine();
-  const r = await fetch(`${engine.consoleUrl}/api/v1/setup`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ setupToken: setupTokenFromLogs(engine.logs) }),
-  });
-  expect(r.ok, await r.clone().text()).toBe(true);
-  admin = ((await r.json()) as { data: { token: string } }).data.token;
+  admin = await adminToken(engine);
 });
 
 test.afterAll(async () => {

@@ -12,15 +12,12 @@ import { join, resolve } from 'node:path';
 import { expect, test, type Page } from '@playwright/test';
 import { ConsolePage } from './ConsolePage.js';
 import { ModelDetailPage, UploadPage } from './ScreenPages.js';
-import { setupTokenFromLogs, startEngine } from './engine.mjs';
-import { serveConsole } from './static-server.mjs';
+import { adminToken, startEngine } from './engine.mjs';
 
 type Engine = Awaited<ReturnType<typeof startEngine>>;
 let engine: Engine;
-let front: Awaited<ReturnType<typeof serveConsole>> | null = null;
 let base = '';
 let token: string | null = null;
-let missing: string | null = null;
 const work = mkdtempSync(join(tmpdir(), 'hloserve-try-it-e2e-'));
 const shots = join(import.meta.dirname, 'artifacts', 'screenshots-detail');
 const MODEL = 'mlp-tried';
@@ -32,25 +29,10 @@ test.beforeAll(async () => {
   mkdirSync(shots, { recursive: true });
   engine = await startEngine({ env: { HLOSERVE_MODEL_CONTROL_MODE: 'dynamic', HLOSERVE_MODEL_POLL_SECONDS: '1' } });
   base = engine.consoleUrl;
-  const probe = await fetch(`${engine.consoleUrl}/api/v1/models/mlp/io`).catch(() => null);
-  if (!probe || probe.status === 404) {
-    missing = 'this engine has no model inspection routes (/api/v1/models/:name/io)';
-    return;
-  }
-  if (!(await fetch(`${engine.consoleUrl}/models`).then((r) => r.text())).includes('<div id="root">')) {
-    front = await serveConsole(engine.consoleUrl);
-    base = front.url;
-  }
-  const r = await fetch(`${engine.consoleUrl}/api/v1/setup`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ setupToken: setupTokenFromLogs(engine.logs) }),
-  });
-  token = ((await r.json()) as { data: { token: string } }).data.token;
+  token = await adminToken(engine);
 });
 
 test.afterAll(async () => {
-  await front?.close();
   await engine?.stop();
   rmSync(work, { recursive: true, force: true });
 });
@@ -95,7 +77,6 @@ async function shoot(page: Page, name: string): Promise<void> {
 }
 
 test('upload a bundle, watch the steps, then infer on it from "Try it"', async ({ page }) => {
-  test.skip(missing !== null, missing ?? '');
   test.setTimeout(300_000);
   const steps = await upload(page, archive(MODEL, 'first upload'));
   // A 2 MB archive goes up in one chunk, often before React paints "uploading"; validation (with
@@ -134,7 +115,6 @@ test('upload a bundle, watch the steps, then infer on it from "Try it"', async (
 });
 
 test('a second upload keeps the first as a version, and the Versions tab rolls back to it', async ({ page }) => {
-  test.skip(missing !== null, missing ?? '');
   test.setTimeout(300_000);
   await upload(page, archive(MODEL, 'second upload'));
   const c = new ConsolePage(page, base);

@@ -9,17 +9,14 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { expect, test } from '@playwright/test';
 import { ConsolePage, ModelsPage } from './ConsolePage.js';
-import { exampleModels, setupTokenFromLogs, startEngine } from './engine.mjs';
+import { adminToken, exampleModels, startEngine } from './engine.mjs';
 
 const rows = (n: number) => `${n} of ${n} models`;
-import { serveConsole } from './static-server.mjs';
 
 type Engine = Awaited<ReturnType<typeof startEngine>>;
 let engine: Engine;
-let front: Awaited<ReturnType<typeof serveConsole>> | null = null;
 let base = '';
 let token: string | null = null;
-let missing: string | null = null;
 const work = mkdtempSync(join(tmpdir(), 'hloserve-upload-e2e-'));
 const shots = join(import.meta.dirname, 'artifacts', 'screenshots-engine');
 
@@ -29,36 +26,15 @@ test.beforeAll(async () => {
   test.setTimeout(240_000);
   engine = await startEngine({ env: { HLOSERVE_MODEL_CONTROL_MODE: 'dynamic', HLOSERVE_MODEL_POLL_SECONDS: '1' } });
   base = engine.consoleUrl;
-  const health = await fetch(`${engine.consoleUrl}/api/v1/health`).catch(() => null);
-  if (!health?.ok) {
-    missing = 'this engine has no control API (/api/v1/health does not answer)';
-    return;
-  }
-  const probe = await fetch(`${engine.consoleUrl}/api/v1/uploads`, { method: 'GET' });
-  if (probe.status === 404) {
-    missing = 'this engine has no upload routes';
-    return;
-  }
-  if (!(await fetch(`${engine.consoleUrl}/models`).then((r) => r.text())).includes('<div id="root">')) {
-    front = await serveConsole(engine.consoleUrl);
-    base = front.url;
-  }
-  const r = await fetch(`${engine.consoleUrl}/api/v1/setup`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ setupToken: setupTokenFromLogs(engine.logs) }),
-  });
-  token = ((await r.json()) as { data: { token: string } }).data.token;
+  token = await adminToken(engine);
 });
 
 test.afterAll(async () => {
-  await front?.close();
   await engine?.stop();
   rmSync(work, { recursive: true, force: true });
 });
 
 test('upload a bundle: progress, validate, install, load, and the table shows it live', async ({ page }) => {
-  test.skip(missing !== null, missing ?? '');
   test.setTimeout(240_000);
   const archive = join(work, 'mlp-uploaded.tar');
   const bundle = resolve(import.meta.dirname, '..', '..', 'examples', 'models', 'mlp');
@@ -81,7 +57,6 @@ test('upload a bundle: progress, validate, install, load, and the table shows it
 });
 
 test('a broken archive is refused with the reason, and nothing is installed', async ({ page }) => {
-  test.skip(missing !== null, missing ?? '');
   const archive = join(work, 'broken.tar');
   writeFileSync(archive, Buffer.alloc(3000, 7));
   const c = new ConsolePage(page, base);
@@ -98,7 +73,6 @@ test('a broken archive is refused with the reason, and nothing is installed', as
 test('a bundle added on disk in dynamic mode appears in the table without a reload, and goes when removed', async ({
   page,
 }) => {
-  test.skip(missing !== null, missing ?? '');
   test.setTimeout(180_000);
   const c = new ConsolePage(page, base);
   await c.open('/models', token!);

@@ -1,9 +1,8 @@
 // Serves console/dist the way the engine must: files by path, and index.html for any other GET
 // that is not under /api/ (the single-page app's routes such as /models/resnet). Used by the
-// mocked-API specs and the console bench, and by the engine specs in front of an engine whose
-// console port has the control API but not yet the built console: then /api/ (HTTP and the
-// WebSocket upgrade) is passed through to the engine unchanged, Host header included, so its
-// Origin check holds.
+// mocked-API specs, and by the console benches to put another console build in front of an
+// engine: then /api/ (HTTP and the WebSocket upgrade) is passed through to the engine unchanged,
+// Host header included, so its Origin check holds.
 import { createReadStream, existsSync, statSync } from 'node:fs';
 import { createServer, request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
