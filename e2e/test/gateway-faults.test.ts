@@ -26,6 +26,36 @@ function workerPids(logs: readonly string[]): Map<string, number> {
   return out;
 }
 
+/** mlp's replicas as the gateway's placement gauge lists them. */
+const mlpReplicas = (metricsText: string): string[] =>
+  [...metricsText.matchAll(/^hloserve_gateway_placement\{model="mlp",worker="(\w+)"\} 1/gm)].map((m) => m[1]!);
+
+/** `n` closed-loop callers on mlp through the gateway, counting answers and failures until stopped. */
+function callers(url: string, n: number) {
+  const x = { x: tensor(new Float32Array(784).fill(0.5), [1, 784]) };
+  const load = { ok: 0, failures: [] as string[], stop: async () => {} };
+  let running = true;
+  const caller = async () => {
+    const c = callerClient(url);
+    const mlp = c.model('mlp');
+    while (running) {
+      try {
+        await mlp.infer(x);
+        load.ok++;
+      } catch (err) {
+        load.failures.push((err as Error).message);
+      }
+    }
+    await c.close();
+  };
+  const all = Array.from({ length: n }, caller);
+  load.stop = async () => {
+    running = false;
+    await Promise.all(all);
+  };
+  return load;
+}
+
 suite('faults behind the gateway: kill -9 a worker under load', () => {
   let server: ServerProcess;
   before(async () => {
@@ -48,36 +78,14 @@ suite('faults behind the gateway: kill -9 a worker under load', () => {
 
   test('16 callers on a model with two replicas: zero failed requests, the worker back within 5 s', async (t) => {
     const metricsUrl = `http://127.0.0.1:${server.ports.metrics}/metrics`;
-    const placed = async () =>
-      [
-        ...(await (await fetch(metricsUrl)).text()).matchAll(
-          /^hloserve_gateway_placement\{model="mlp",worker="(\w+)"\} 1/gm,
-        ),
-      ].map((m) => m[1]!);
+    const placed = async () => mlpReplicas(await (await fetch(metricsUrl)).text());
     const replicas = await placed();
     assert.equal(replicas.length, 2, `mlp placed on two workers: ${replicas}`);
     const victim = replicas[0]!;
 
-    const x = { x: tensor(new Float32Array(784).fill(0.5), [1, 784]) };
-    let ok = 0;
-    const failures: string[] = [];
-    let running = true;
-    const caller = async () => {
-      const c = callerClient(server.grpcUrl());
-      const mlp = c.model('mlp');
-      while (running) {
-        try {
-          await mlp.infer(x);
-          ok++;
-        } catch (err) {
-          failures.push((err as Error).message);
-        }
-      }
-      await c.close();
-    };
-    const callers = Array.from({ length: 16 }, caller);
+    const load = callers(server.grpcUrl(), 16);
     await sleep(1500);
-    const before = ok;
+    const before = load.ok;
     const pid = workerPids(server.logs).get(victim);
     assert.ok(pid, `pid of ${victim}`);
     const killedAt = Date.now();
@@ -96,8 +104,8 @@ suite('faults behind the gateway: kill -9 a worker under load', () => {
       await sleep(50);
     }
     await sleep(3000);
-    running = false;
-    await Promise.all(callers);
+    await load.stop();
+    const { ok, failures } = load;
     assert.deepEqual(failures.slice(0, 5), [], `${failures.length} failed requests`);
     assert.ok(ok > before, 'requests kept completing');
     assert.ok(backMs > 0 && backMs <= 5000, `${victim} back in ${backMs} ms`);
@@ -117,32 +125,12 @@ suite('faults behind the gateway: kill -9 a worker under load', () => {
 
   test('a worker that hangs (SIGSTOP) is detected by health, killed and replaced; the replicated model never fails', async (t) => {
     const metricsUrl = `http://127.0.0.1:${server.ports.metrics}/metrics`;
-    const text = await (await fetch(metricsUrl)).text();
-    const replicas = [...text.matchAll(/^hloserve_gateway_placement\{model="mlp",worker="(\w+)"\} 1/gm)].map(
-      (m) => m[1]!,
-    );
+    const replicas = mlpReplicas(await (await fetch(metricsUrl)).text());
     // worker0 was replaced by a spare in the test above; hang the other replica.
     const victim = replicas.find((w) => w !== 'worker0') ?? replicas[1]!;
     const pid = workerPids(server.logs).get(victim);
     assert.ok(pid, `pid of ${victim}`);
-    const x = { x: tensor(new Float32Array(784).fill(0.5), [1, 784]) };
-    let ok = 0;
-    const failures: string[] = [];
-    let running = true;
-    const caller = async () => {
-      const c = callerClient(server.grpcUrl());
-      const mlp = c.model('mlp');
-      while (running) {
-        try {
-          await mlp.infer(x);
-          ok++;
-        } catch (err) {
-          failures.push((err as Error).message);
-        }
-      }
-      await c.close();
-    };
-    const callers = Array.from({ length: 4 }, caller);
+    const load = callers(server.grpcUrl(), 4);
     await sleep(1000);
     const stoppedAt = Date.now();
     process.kill(pid, 'SIGSTOP');
@@ -162,8 +150,8 @@ suite('faults behind the gateway: kill -9 a worker under load', () => {
       await sleep(100);
     }
     await sleep(1000);
-    running = false;
-    await Promise.all(callers);
+    await load.stop();
+    const { ok, failures } = load;
     t.diagnostic(
       `${ok} requests ok, ${failures.length} failed; hang detected after ${detectedMs} ms, serving again after ${backMs} ms`,
     );
