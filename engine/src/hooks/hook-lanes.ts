@@ -7,8 +7,8 @@
  * Atomics.waitAsync on the engine's side measured slower than a message under load). Calls that
  * do not fit a lane, carry BYTES, or are a meta model's run (which talks back) use messages.
  *
- * Layout: Int32 words [doorbell, noted, mail, sleeping, state of lane 0..n-1], then one Float64
- * per lane (when its hook started, epoch ms), then the lanes' bytes. A lane holds a call header
+ * Layout: Int32 words [doorbell, noted, mail, sleeping, waiting, state of lane 0..n-1], then one
+ * Float64 per lane (when its hook started, epoch ms), then the lanes' bytes. A lane holds a call header
  * (binary, length-prefixed; none in an answer) followed by the tensors' bytes, each at an 8-byte
  * aligned offset. The header is binary, not JSON: on a hook thread just woken, JSON.parse of
  * the call's URL and context was half the cost of reading a lane.
@@ -27,7 +27,14 @@ export const NOTED = 1;
 export const MAIL = 2;
 /** 1 while the thread sleeps on the doorbell: only then does ringing it cost a wake-up. */
 export const SLEEPING = 3;
-const STATE0 = 4;
+/**
+ * 1 while the engine waits on its own thread for a lone call's answer (HookPool, engineInFlight):
+ * the thread then sends no note for the lane it finishes, and the engine reads it when it turns
+ * Done. The engine clears the word before its last look at the lane, and the thread sets Done
+ * before it reads the word (both sequentially consistent), so a lane is either seen or noted.
+ */
+export const WAITING = 4;
+const STATE0 = 5;
 
 /** A lane's state word. */
 export const Lane = {

@@ -28,6 +28,7 @@ import {
   MAIL,
   NOTED,
   readLane,
+  WAITING,
   writeHostLane,
   writeLane,
   type LaneCall,
@@ -44,6 +45,16 @@ export interface HookPoolOptions {
   readonly name: string;
   /** Calls sent to one thread before another is used; 1 runs strictly one at a time. */
   readonly perThread?: number;
+  /**
+   * How many requests the engine has in hand (decoding, queued, executing, in hooks, answering).
+   * When it has one, and its call is the hand-over just made and the pool's only call, the event
+   * loop has nothing to do until the thread answers: the engine then waits for the answer on its
+   * own thread, within WAIT_MS, instead of sleeping until the thread's note wakes it
+   * (bench/RESULTS.md, session 15: that wake-up and loop turn were about 10 µs of each hook's round
+   * trip at c=1). Not for a batch's hand-over: at c=16 the engine spinning beside the hook thread
+   * on two vCPUs measured slower than sleeping. Without it the engine never waits.
+   */
+  readonly engineInFlight?: () => number;
 }
 
 export interface HookCall {
@@ -105,6 +116,20 @@ export const LOAD_TIMEOUT_MS = 30_000;
  * over with one wake-up; the largest compiled batch of the examples, 32, with two).
  */
 const DEFAULT_PER_THREAD = 16;
+/**
+ * How long the engine waits on its own thread for a lone call's answer before it leaves it to the
+ * note (HookPoolOptions.engineInFlight). A pass-through hook's round trip to a sleeping thread
+ * measured 15-30 µs on the 2-vCPU VM; the bound is what a loaded machine, where the thread waits
+ * for a core, may cost per call, and is far below what an inline execution may hold the loop
+ * (INLINE_MAX_SECONDS).
+ */
+export const WAIT_MS = 0.1;
+/**
+ * After a wait that ran out, the next hand-overs (1, then twice as many after each wait in a row
+ * that runs out, up to this many) are left to the note: on a machine loaded enough that the thread
+ * does not answer in time, waiting would cost the engine its bound in CPU each time.
+ */
+const WAIT_BACKOFF_MAX = 64;
 
 export class HookPool {
   readonly #opts: HookPoolOptions;
@@ -127,14 +152,30 @@ export class HookPool {
   readonly #owed = new Set<Slot>();
   #ringQueued = false;
   #gatherQueued = false;
+  /** Lane calls handed over since the last ring, and the first one's lane (#waitable). */
+  #burstCalls = 0;
+  #burstLane = -1;
+  /** Hand-overs whose answers the engine read on its thread, with no note (benchmarks, tests). */
+  waits = 0;
+  /** Waits that ran out before the thread was done (benchmarks, tests). */
+  waitsRunOut = 0;
+  /** Hand-overs still to be left to the note because a recent wait ran out (WAIT_BACKOFF_MAX). */
+  #waitSkips = 0;
+  #waitBackoff = 0;
   readonly #ringOwed = (): void => {
     this.#ringQueued = false;
     this.#burstSlot = null;
+    const waitOn = this.#waitable();
+    const lane = this.#burstLane;
+    this.#burstCalls = 0;
+    // Said before the ring: a thread woken by it may be done before the ring returns.
+    if (waitOn !== null) Atomics.store(waitOn.block.words, WAITING, 1);
     for (const s of this.#owed) {
       s.block.ring();
       this.handoffs++;
     }
     this.#owed.clear();
+    if (waitOn !== null) this.#waitFor(waitOn, lane);
   };
 
   constructor(opts: HookPoolOptions) {
@@ -256,6 +297,7 @@ export class HookPool {
         const byDeadline = call.context.deadline === null ? Infinity : call.context.deadline - sentAt;
         f.timer = this.#armLane(slot, slot.worker, id, Math.min(call.timeoutMs, LOAD_TIMEOUT_MS, byDeadline));
         slot.block.setState(lane, Lane.Requested);
+        if (this.#burstCalls++ === 0) this.#burstLane = lane;
         // Small numeric calls are cheap by nature: the rest of the burst joins them on this thread.
         // Calls by message (BYTES, large tensors: an image to decode) still spread over threads.
         this.#burstSlot = slot;
@@ -324,6 +366,49 @@ export class HookPool {
     if (this.#ringQueued) return;
     this.#ringQueued = true;
     queueMicrotask(this.#ringOwed);
+  }
+
+  /**
+   * The thread whose hand-over the engine should wait for at this ring: the engine's one request
+   * in hand made it, as one lane call, and the pool has no other call. Null when the event loop
+   * may have something else to do, or a recent wait ran out.
+   */
+  #waitable(): Slot | null {
+    const inHand = this.#opts.engineInFlight;
+    if (this.#burstCalls !== 1 || inHand === undefined || this.#owed.size !== 1) return null;
+    let slot: Slot | null = null;
+    for (const s of this.#slots)
+      if (s.inflight.size > 0) {
+        if (slot !== null || s.inflight.size > 1) return null;
+        slot = s;
+      }
+    if (slot === null || !this.#owed.has(slot) || inHand() > 1) return null;
+    if (this.#waitSkips > 0) {
+      this.#waitSkips--;
+      return null;
+    }
+    return slot;
+  }
+
+  /**
+   * Waits on the engine's thread, within WAIT_MS, for the lone lane call to be done, and answers
+   * it at once: no note, no wake-up of the event loop, no loop turn. One not done by then is
+   * answered by the thread's note as any other (WAITING is cleared before the last look).
+   */
+  #waitFor(slot: Slot, lane: number): void {
+    const { block } = slot;
+    const until = performance.now() + WAIT_MS;
+    while (block.state(lane) < Lane.Done && performance.now() < until);
+    Atomics.store(block.words, WAITING, 0);
+    if (block.state(lane) >= Lane.Done) {
+      this.#waitBackoff = 0;
+      this.waits++;
+      // Done is read here; an answer by message (Posted) comes by the event loop.
+      return this.#harvest(slot);
+    }
+    this.waitsRunOut++;
+    this.#waitBackoff = Math.min(WAIT_BACKOFF_MAX, Math.max(1, 2 * this.#waitBackoff));
+    this.#waitSkips = this.#waitBackoff;
   }
 
   /** Whether the thread began the call's hook: from then on a failure of the thread is the call's. */

@@ -24,6 +24,7 @@ import {
   DOORBELL,
   NOTED,
   SLEEPING,
+  WAITING,
   epochMs,
   Lane,
   LaneBlock,
@@ -226,6 +227,9 @@ function finishLane(i: number, id: number, result: unknown): void {
   if (!writeLane(block.lane(i), null, result))
     return answerByMessage(i, { type: 'result', id, tensors: result as HookTensors });
   block.setState(i, Lane.Done);
+  // The engine waits for this lane on its own thread (its only call): it sees Done without a note.
+  // Done is set before WAITING is read, and the engine clears WAITING before its last look.
+  if (Atomics.load(block.words, WAITING) === 1) return;
   noteOwed = true;
   // Async hooks that finish in one microtask checkpoint are noted together too.
   if (!sweeping && !noteQueued) {

@@ -208,8 +208,16 @@ export class Worker implements InferenceService {
       },
     });
     const h = s.hooks;
+    // The engine's requests in hand: with one, whose hook call was just handed over, the engine
+    // waits for the answer on its own thread (HookPoolOptions.engineInFlight).
     const pool = (name: string) =>
-      new HookPool({ threads: h.threads, maxQueued: h.maxQueued, maxHeapMb: h.maxHeapMb, name });
+      new HookPool({
+        threads: h.threads,
+        maxQueued: h.maxQueued,
+        maxHeapMb: h.maxHeapMb,
+        name,
+        engineInFlight: () => this.#inflight,
+      });
     this.#hooks = h.enabled
       ? { pool: pool('hooks'), metaPool: pool('meta hooks'), limits: { timeoutMs: h.timeoutMs }, cacheDir: s.cacheDir }
       : null;
@@ -232,11 +240,26 @@ export class Worker implements InferenceService {
 
   /**
    * The preprocess / postprocess pool's counters (benchmarks and tests): hand-overs to a thread,
-   * notes back, threads replaced. Null when node.yaml refuses hooks.
+   * notes back, lone calls whose answer the engine waited for on its thread (and waits that ran
+   * out), threads replaced. Null when node.yaml refuses hooks.
    */
-  get hookPoolCounters(): { handoffs: number; laneNotes: number; restarts: number } | null {
+  get hookPoolCounters(): {
+    handoffs: number;
+    laneNotes: number;
+    waits: number;
+    waitsRunOut: number;
+    restarts: number;
+  } | null {
     const p = this.#hooks?.pool;
-    return p ? { handoffs: p.handoffs, laneNotes: p.laneNotes, restarts: p.restarts } : null;
+    return p
+      ? {
+          handoffs: p.handoffs,
+          laneNotes: p.laneNotes,
+          waits: p.waits,
+          waitsRunOut: p.waitsRunOut,
+          restarts: p.restarts,
+        }
+      : null;
   }
 
   /** Creates a worker and loads its startup set of models (see begin()). */

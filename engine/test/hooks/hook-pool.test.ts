@@ -353,3 +353,104 @@ suite('HookPool threads at start', () => {
     }
   });
 });
+
+suite('HookPool waiting on the engine thread', () => {
+  test('an engine with nothing else in hand waits for the hand-over on its thread; one with more does not', async () => {
+    // The first call, while the thread starts, is not waited for: a wait would run out.
+    let inHand = 2;
+    const pool = new HookPool({ threads: 1, maxQueued: 8, maxHeapMb: 64, name: 'wait', engineInFlight: () => inHand });
+    try {
+      const pass = await hook('wait-pass.mjs', 'export function preprocess(t) { return t; }');
+      await pool.run(call(pass));
+      inHand = 1;
+      const tried = () => pool.waits + pool.waitsRunOut;
+      const [t0, w0, n0] = [tried(), pool.waits, pool.laneNotes];
+      const out = await pool.run(call(pass));
+      assert.deepEqual([...(out.x!.data as Float32Array)], [1, 2, 3]);
+      // Whether the thread answered within the bound depends on the machine; either way one wait.
+      assert.equal(tried() - t0, 1);
+      if (pool.waits > w0) assert.equal(pool.laneNotes, n0, 'a wait that was answered needs no note');
+      inHand = 2;
+      const [t1, n1] = [tried(), pool.laneNotes];
+      await pool.run(call(pass));
+      assert.equal(tried(), t1, 'another request in hand: the event loop may be needed');
+      assert.equal(pool.laneNotes - n1, 1);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  test('a wait that runs out leaves the call to the note, and the next lone call to the note too', async () => {
+    let inHand = 2;
+    const pool = new HookPool({
+      threads: 1,
+      maxQueued: 8,
+      maxHeapMb: 64,
+      name: 'run out',
+      engineInFlight: () => inHand,
+    });
+    try {
+      const slow = await hook(
+        'wait-slow.mjs',
+        `export function preprocess(t) { return t; }
+         export async function postprocess(t) { await new Promise((r) => setTimeout(r, 50)); return t; }`,
+      );
+      await pool.run(call(slow));
+      inHand = 1;
+      const [r0, w0, n0] = [pool.waitsRunOut, pool.waits, pool.laneNotes];
+      const out = await pool.run(call(slow, { fn: 'postprocess' }));
+      assert.deepEqual([...(out.x!.data as Float32Array)], [1, 2, 3]);
+      assert.equal(pool.waitsRunOut - r0, 1);
+      assert.equal(pool.waits, w0);
+      assert.equal(pool.laneNotes - n0, 1, 'the thread noted it once done');
+      const tried = () => pool.waits + pool.waitsRunOut;
+      const t1 = tried();
+      await pool.run(call(slow));
+      assert.equal(tried(), t1, 'the call after a wait that ran out goes to the note');
+      await pool.run(call(slow));
+      assert.equal(tried() - t1, 1, 'the one after that is waited for again');
+    } finally {
+      await pool.close();
+    }
+  });
+
+  test('a lone call waited for whose hook throws, hangs or returns a wrong shape fails only itself', async () => {
+    const pool = new HookPool({
+      threads: 1,
+      maxQueued: 8,
+      maxHeapMb: 64,
+      name: 'wait faults',
+      engineInFlight: () => 1,
+    });
+    try {
+      const pass = await hook('wait-pass2.mjs', 'export function postprocess(t) { return t; }');
+      const bad = await hook(
+        'wait-bad.mjs',
+        `export function postprocess(t, ctx) {
+           if (ctx.requestId === 'throw') throw new RangeError('asked to throw');
+           if (ctx.requestId === 'hang') for (;;) {}
+           return { x: { dtype: 'f32', shape: [1, 2], data: new Float32Array(2) } };
+         }`,
+      );
+      const post = (url: string, requestId = 'r1', timeoutMs = 5_000) =>
+        pool.run(call(url, { fn: 'postprocess', context: { ...context, requestId }, timeoutMs }));
+      await Promise.all([post(pass), pool.exportsOf(bad, context, 5_000)]);
+      const good = async () => assert.deepEqual([...((await post(pass)).x!.data as Float32Array)], [1, 2, 3]);
+      await good();
+      await rejectsWith(post(bad, 'throw'), 'HLO_ERR_HOOK_FAILED', /threw RangeError: asked to throw/);
+      await good();
+      // The pool returns what the hook made; the manifest check (ModelHooks) refuses it.
+      const shaped = await post(bad);
+      assert.throws(
+        () => checkHookTensors('postprocess result', shaped, [{ name: 'x', dtype: 'f32', shape: [1, 3] }]),
+        /dimension 1 is 2, expected 3/,
+      );
+      await good();
+      await rejectsWith(post(bad, 'hang', 300), 'HLO_ERR_HOOK_FAILED', /ran past its 300 ms limit/);
+      assert.equal(pool.restarts, 1);
+      await good();
+    } finally {
+      await pool.close();
+    }
+  });
+});
