@@ -398,12 +398,18 @@ export class Worker implements InferenceService {
       callOnce(() => {
         if (--toQueue === 0) onDispatched?.();
       });
+    let startupLoaded!: () => void;
+    const warmAfter = new Promise<void>((resolve) => (startupLoaded = resolve));
     const load = (b: Bundle, callees?: Promise<unknown>) =>
-      this.lifecycle.load(b, undefined, { callees, onQueued: queued() }).catch(() => undefined);
+      this.lifecycle.load(b, undefined, { callees, onQueued: queued(), warmAfter }).catch(() => undefined);
     const models = Promise.all(bundles.filter((b) => b.kind !== 'meta').map((b) => load(b)));
     const metas = Promise.all(bundles.filter((b) => b.kind === 'meta').map((b) => load(b, models)));
     if (toQueue === 0) onDispatched?.();
-    await Promise.all([models, metas]);
+    try {
+      await Promise.all([models, metas]);
+    } finally {
+      startupLoaded();
+    }
   }
 
   // ---- InferenceService ----------------------------------------------------------------------
