@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { type DeviceBuffer, Runtime } from '@hloserve/native';
 import { type Bundle, loadBundle } from '../bundle/bundle.js';
-import { discoverBundles, type DiscoveredBundle } from '../bundle/discover.js';
+import { discoverBundles, repositoryHasHooks, type DiscoveredBundle } from '../bundle/discover.js';
 import { ParsedYamlStore } from '../bundle/parsed-yaml-store.js';
 import type { WorkerSettings } from '../config/types.js';
 import { assertSharedInputsIntact, type DecodedRequest, decodeRequest, readSharedInputs } from '../codec/decode.js';
@@ -307,6 +307,17 @@ export class Worker implements InferenceService {
     return { worker: w, loaded, dispatched };
   }
 
+  /**
+   * Starts a hook thread now when the startup set has hooks and node.yaml allows them, so that a
+   * start's first hook thread boots while the engine is still loading (HookPool.preload); the
+   * hooks pool takes it for its first thread, and loadRepository ends it if none did.
+   */
+  static preloadHookThread(modelRepo: string, settings: WorkerSettings): void {
+    const h = settings.hooks;
+    if (!h.enabled || (settings.modelControlMode === 'explicit' && settings.modelsInclude.length === 0)) return;
+    if (repositoryHasHooks(modelRepo, settings.modelsInclude)) HookPool.preload(h.maxHeapMb);
+  }
+
   /** dynamic mode: the repository decides what is loaded (registry/repository-watcher.ts). */
   #watchRepository(): void {
     this.#watcher = new RepositoryWatcher({
@@ -409,6 +420,7 @@ export class Worker implements InferenceService {
       await Promise.all([models, metas]);
     } finally {
       startupLoaded();
+      HookPool.discardPreloaded();
     }
   }
 
