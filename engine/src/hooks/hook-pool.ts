@@ -158,11 +158,11 @@ export class HookPool {
   /** The preloaded thread, when it has this pool's shape and is alive; taken once. */
   #takePreloaded(): { worker: Worker; block: LaneBlock } | null {
     const t = preloaded;
-    if (t === null || t.exited || t.maxHeapMb !== this.#opts.maxHeapMb || t.block.lanes !== this.#perThread) return null;
+    if (t === null || t.exited || t.maxHeapMb !== this.#opts.maxHeapMb || t.block.lanes !== this.#perThread)
+      return null;
     preloaded = null;
     return t;
   }
-
 
   readonly #opts: HookPoolOptions;
   readonly #perThread: number;
