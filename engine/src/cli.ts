@@ -107,6 +107,11 @@ async function runServe(values: ServeValues): Promise<number> {
     ({ Runtime }) => Runtime.preload(settings.runtime.plugin),
     () => undefined,
   );
+  // So does a hook thread's start (Node's worker bootstrap), when the startup set has hooks.
+  void import('./worker/worker.js').then(
+    ({ Worker }) => Worker.preloadHookThread(loaded.config.modelRepo, settings),
+    () => undefined,
+  );
   const workerName = ownWorkerName(loaded.config, values.worker);
   const log = createLogger(settings.logging.level, { worker: workerName });
   for (const o of loaded.appliedOverrides)

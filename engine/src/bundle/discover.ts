@@ -3,10 +3,11 @@
  * Each is loaded on its own and its failure recorded beside the others, because one broken
  * upload must not keep the rest of the repository from serving.
  */
+import { readdirSync } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ServeError, toServeError } from '@hloserve/common/errors';
-import { loadBundle, MANIFEST_FILE, type Bundle } from './bundle.js';
+import { HOOK_FILES, loadBundle, MANIFEST_FILE, type Bundle } from './bundle.js';
 import type { ParsedYamlStore } from './parsed-yaml-store.js';
 
 export type DiscoveredBundle =
@@ -71,4 +72,26 @@ async function discoverOne(
 function wrap(dir: string, err: unknown): ServeError {
   const e = toServeError(err);
   return new ServeError('HLO_ERR_BUNDLE_INVALID', `${dir}: ${e.message}`, { cause: err });
+}
+
+/**
+ * Whether a bundle of the repository (`include` applies as in discoverBundles) has a hooks file:
+ * a quick look (one directory listing per entry) for a start to begin a hook thread before the
+ * bundles are read. Anything unreadable counts as no hooks; discoverBundles reports it.
+ */
+export function repositoryHasHooks(repoDir: string, include: readonly string[] = []): boolean {
+  const only = include.length ? new Set(include) : null;
+  try {
+    return readdirSync(repoDir).some((name) => {
+      if (name.startsWith('.') || (only && !only.has(name))) return false;
+      try {
+        const files = readdirSync(join(repoDir, name));
+        return HOOK_FILES.some((f) => files.includes(f));
+      } catch {
+        return false;
+      }
+    });
+  } catch {
+    return false;
+  }
 }

@@ -131,7 +131,64 @@ export const WAIT_MS = 0.1;
  */
 const WAIT_BACKOFF_MAX = 64;
 
+/**
+ * A thread started before any pool exists (HookPool.preload), and what it was started with; the
+ * first pool to start a thread of that shape takes it.
+ */
+interface PreloadedThread {
+  readonly worker: Worker;
+  readonly block: LaneBlock;
+  readonly maxHeapMb: number;
+  exited: boolean;
+}
+let preloaded: PreloadedThread | null = null;
+
+function spawnThread(block: LaneBlock, maxHeapMb: number): Worker {
+  const w = new Worker(THREAD_URL, {
+    resourceLimits: { maxOldGenerationSizeMb: maxHeapMb, maxYoungGenerationSizeMb: 16 },
+    workerData: { sab: block.sab, lanes: block.lanes, laneBytes: block.laneBytes },
+  });
+  // An idle hook thread must not keep the process alive.
+  w.unref();
+  return w;
+}
+
 export class HookPool {
+  /**
+   * Starts one hook thread now, for the first pool that needs a thread with `maxHeapMb` and the
+   * default lanes. A start whose repository has hooks calls this as soon as node.yaml is read: a
+   * thread's start is mostly Node's own worker bootstrap (~40-60 ms of CPU), which then runs while
+   * the JS thread still loads the engine, on a CPU that is otherwise idle then, instead of beside
+   * the models' loads (bench/RESULTS.md, session 15). discardPreloaded() ends it if no pool took it.
+   * Returns the thread's id (one preloaded thread at a time: a second call returns the first's).
+   */
+  static preload(maxHeapMb: number): number {
+    if (preloaded !== null) return preloaded.worker.threadId;
+    const block = new LaneBlock({ lanes: DEFAULT_PER_THREAD, laneBytes: LANE_BYTES });
+    const t: PreloadedThread = { worker: spawnThread(block, maxHeapMb), block, maxHeapMb, exited: false };
+    // Until a pool takes it, a thread that fails to start is only noted: the pool starts its own.
+    t.worker.on('error', () => undefined);
+    t.worker.once('exit', () => (t.exited = true));
+    preloaded = t;
+    return t.worker.threadId;
+  }
+
+  /** Ends a preloaded thread no pool took (a start whose hooked models were not loaded). */
+  static discardPreloaded(): void {
+    const t = preloaded;
+    preloaded = null;
+    if (t !== null && !t.exited) void t.worker.terminate();
+  }
+
+  /** The preloaded thread, when it has this pool's shape and is alive; taken once. */
+  #takePreloaded(): { worker: Worker; block: LaneBlock } | null {
+    const t = preloaded;
+    if (t === null || t.exited || t.maxHeapMb !== this.#opts.maxHeapMb || t.block.lanes !== this.#perThread)
+      return null;
+    preloaded = null;
+    return t;
+  }
+
   readonly #opts: HookPoolOptions;
   readonly #perThread: number;
   readonly #slots: Slot[] = [];
@@ -242,9 +299,10 @@ export class HookPool {
   }
 
   #addSlot(): Slot {
-    const block = this.#newBlock();
+    const taken = this.#takePreloaded();
+    const block = taken?.block ?? this.#newBlock();
     const slot: Slot = {
-      worker: this.#spawn(block),
+      worker: taken?.worker ?? this.#spawn(block),
       block,
       laneOwners: new Array<number>(block.lanes).fill(0),
       inflight: new Map(),
@@ -259,13 +317,7 @@ export class HookPool {
   }
 
   #spawn(block: LaneBlock): Worker {
-    const w = new Worker(THREAD_URL, {
-      resourceLimits: { maxOldGenerationSizeMb: this.#opts.maxHeapMb, maxYoungGenerationSizeMb: 16 },
-      workerData: { sab: block.sab, lanes: block.lanes, laneBytes: block.laneBytes },
-    });
-    // An idle hook thread must not keep the process alive.
-    w.unref();
-    return w;
+    return spawnThread(block, this.#opts.maxHeapMb);
   }
 
   #attach(slot: Slot): void {

@@ -73,6 +73,12 @@ export interface StartupLoad {
    * be called more than once (wrap it in callOnce).
    */
   readonly onQueued?: () => void;
+  /**
+   * What the sizes warmed after the swap wait for: the rest of the startup set. Warmed at once,
+   * they took the addon's and XLA's threads from the loads of the models still to come, on the
+   * way to the server's ready (bench/RESULTS.md, session 15).
+   */
+  readonly warmAfter?: Promise<unknown>;
 }
 
 const NO_WEIGHTS: WeightSource = { path: null, argumentOrder: [] };
@@ -172,7 +178,7 @@ export class Lifecycle {
     slot.current = version;
     slot.state = 'READY';
     slot.reason = '';
-    void this.#warmAfterServing(version);
+    void this.#warmAfterServing(version, start?.warmAfter);
     const seconds = +((performance.now() - started) / 1e3).toFixed(3);
     if (previous !== null) {
       void previous.retire();
@@ -207,17 +213,21 @@ export class Lifecycle {
   }
 
   /**
-   * The sizes loaded from the compile cache that were not warmed before the swap, warmed now on
-   * the background threads (requests at those sizes meanwhile pay the first-run cost themselves).
-   * The version is held throughout, so a reload or unload frees it only after.
+   * The sizes loaded from the compile cache that were not warmed before the swap, warmed on the
+   * background threads once `after` has settled (a start: its whole startup set has loaded), or at
+   * once (requests at those sizes meanwhile pay the first-run cost themselves). The version is held
+   * throughout, so a reload or unload frees it only after; one no longer serving by then is not
+   * warmed.
    */
-  async #warmAfterServing(version: ModelVersion): Promise<void> {
+  async #warmAfterServing(version: ModelVersion, after?: Promise<unknown>): Promise<void> {
     const compiled = version.build.compiled;
     const sizes = compiled?.warmAfterServing ?? [];
     if (compiled === null || sizes.length === 0) return;
     const d = this.#d;
     version.hold();
     try {
+      await after;
+      if (d.registry.get(version.name)?.current !== version) return;
       const lease = await d.cache.acquire(version.build.weights.key);
       try {
         const costs = await compiled.warmup(lease.weights, sizes);

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { type DeviceBuffer, Runtime } from '@hloserve/native';
 import { type Bundle, loadBundle } from '../bundle/bundle.js';
-import { discoverBundles, type DiscoveredBundle } from '../bundle/discover.js';
+import { discoverBundles, repositoryHasHooks, type DiscoveredBundle } from '../bundle/discover.js';
 import { ParsedYamlStore } from '../bundle/parsed-yaml-store.js';
 import type { WorkerSettings } from '../config/types.js';
 import { assertSharedInputsIntact, type DecodedRequest, decodeRequest, readSharedInputs } from '../codec/decode.js';
@@ -330,6 +330,17 @@ export class Worker implements InferenceService {
     return { worker: w, loaded, dispatched };
   }
 
+  /**
+   * Starts a hook thread now when the startup set has hooks and node.yaml allows them, so that a
+   * start's first hook thread boots while the engine is still loading (HookPool.preload); the
+   * hooks pool takes it for its first thread, and loadRepository ends it if none did.
+   */
+  static preloadHookThread(modelRepo: string, settings: WorkerSettings): void {
+    const h = settings.hooks;
+    if (!h.enabled || (settings.modelControlMode === 'explicit' && settings.modelsInclude.length === 0)) return;
+    if (repositoryHasHooks(modelRepo, settings.modelsInclude)) HookPool.preload(h.maxHeapMb);
+  }
+
   /** dynamic mode: the repository decides what is loaded (registry/repository-watcher.ts). */
   #watchRepository(): void {
     this.#watcher = new RepositoryWatcher({
@@ -421,12 +432,19 @@ export class Worker implements InferenceService {
       callOnce(() => {
         if (--toQueue === 0) onDispatched?.();
       });
+    let startupLoaded!: () => void;
+    const warmAfter = new Promise<void>((resolve) => (startupLoaded = resolve));
     const load = (b: Bundle, callees?: Promise<unknown>) =>
-      this.lifecycle.load(b, undefined, { callees, onQueued: queued() }).catch(() => undefined);
+      this.lifecycle.load(b, undefined, { callees, onQueued: queued(), warmAfter }).catch(() => undefined);
     const models = Promise.all(bundles.filter((b) => b.kind !== 'meta').map((b) => load(b)));
     const metas = Promise.all(bundles.filter((b) => b.kind === 'meta').map((b) => load(b, models)));
     if (toQueue === 0) onDispatched?.();
-    await Promise.all([models, metas]);
+    try {
+      await Promise.all([models, metas]);
+    } finally {
+      startupLoaded();
+      HookPool.discardPreloaded();
+    }
   }
 
   // ---- InferenceService ----------------------------------------------------------------------

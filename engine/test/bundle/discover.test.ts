@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ServeError } from '@hloserve/common/errors';
-import { discoverBundles } from '../../src/bundle/discover.js';
+import { discoverBundles, repositoryHasHooks } from '../../src/bundle/discover.js';
 import { removeDir, tempDir, writeMlpBundle } from './fixtures.js';
 
 suite('discoverBundles', () => {
@@ -63,5 +63,25 @@ suite('discoverBundles', () => {
       assert.match(err.message, /model_repo .*nope: cannot read/);
       return true;
     });
+  });
+});
+
+suite('repositoryHasHooks', () => {
+  test('true when a bundle of the startup set has a hooks file; models_include and dot-directories apply', async () => {
+    const repo = await tempDir('hloserve-hooked-');
+    try {
+      await writeMlpBundle(repo, 'plain');
+      await writeMlpBundle(repo, '.scratch');
+      await writeFile(join(repo, '.scratch', 'model.js'), 'export function preprocess(t) { return t; }\n');
+      assert.equal(repositoryHasHooks(repo), false, 'a dot-directory is no bundle');
+      await writeMlpBundle(repo, 'hooked');
+      await writeFile(join(repo, 'hooked', 'model.mjs'), 'export function preprocess(t) { return t; }\n');
+      assert.equal(repositoryHasHooks(repo), true);
+      assert.equal(repositoryHasHooks(repo, ['plain']), false, 'models_include leaves the hooked bundle out');
+      assert.equal(repositoryHasHooks(repo, ['hooked']), true);
+      assert.equal(repositoryHasHooks(join(repo, 'missing')), false, 'an unreadable repository: no hooks');
+    } finally {
+      await removeDir(repo);
+    }
   });
 });

@@ -10,6 +10,7 @@ import { Runtime } from '@hloserve/native';
 import { defaultConfig, workerSettings } from '../../src/config/node-config.js';
 import { createLogger } from '../../src/log.js';
 import { Worker } from '../../src/worker/worker.js';
+import { CompiledModel } from '../../src/model/compiled-model.js';
 
 const examples = resolve(fileURLToPath(import.meta.url), '..', '..', '..', '..', '..', 'examples', 'models');
 
@@ -114,6 +115,47 @@ suite('a worker restarted with a warm compile cache compiles nothing', () => {
     for (const name of ['mlp', 'grader', 'two-stage']) assert.equal(worker.registry.get(name)?.state, 'READY', name);
     assert.ok(worker.compileCache!.stats().hits > 0);
     await worker.stop(false);
+  });
+
+  test('a warm start warms the sizes left for after serving only once the whole startup set has loaded', async () => {
+    const settings = workerSettings(defaultConfig(examples));
+    const models = ['grader', 'mlp'];
+    let worker: Worker | undefined;
+    // Each warmup call: the model, its sizes, and whether every model of the set was READY then.
+    const calls: { model: string; sizes: number[]; allReady: boolean }[] = [];
+    const warmup = CompiledModel.prototype.warmup;
+    CompiledModel.prototype.warmup = function (this: CompiledModel, weights, sizes) {
+      const allReady = models.every((m) => worker?.registry.get(m)?.state === 'READY');
+      calls.push({ model: this.name, sizes: [...(sizes ?? this.batchSizes)], allReady });
+      return warmup.call(this, weights, sizes);
+    };
+    try {
+      const begun = await Worker.begin({
+        modelRepo: examples,
+        settings: { ...settings, cacheDir, compileCache: { maxBytes: 256 << 20 }, modelsInclude: models },
+        log: createLogger('silent'),
+        runtime,
+      });
+      worker = begun.worker;
+      await begun.loaded;
+      for (let i = 0; i < 500 && calls.length < 2 * models.length; i++) await new Promise((r) => setTimeout(r, 10));
+      for (const model of models) {
+        const sizes: number[] = begun.worker.registry.get(model)!.current!.batchSizes;
+        const mine = calls.filter((c) => c.model === model);
+        // Loaded from the cache: the smallest size proves the executables with the weights before
+        // the model serves; the rest wait for the other model too.
+        assert.deepEqual(
+          mine.map((c) => c.sizes),
+          [sizes.slice(0, 1), sizes.slice(1)],
+          model,
+        );
+        assert.equal(mine[0]!.allReady, false, `${model}: its first warmup is before it serves`);
+        assert.equal(mine[1]!.allReady, true, `${model}: the rest once every model of the set serves`);
+      }
+      await worker.stop(false);
+    } finally {
+      CompiledModel.prototype.warmup = warmup;
+    }
   });
 
   test('max_bytes 0 turns the cache off', async () => {

@@ -454,3 +454,44 @@ suite('HookPool waiting on the engine thread', () => {
     }
   });
 });
+
+suite('HookPool.preload', () => {
+  const threadIdHook = () =>
+    hook(
+      `thread-id-${Math.random().toString(36).slice(2)}.mjs`,
+      `import { threadId } from 'node:worker_threads';
+       export function preprocess() { return { id: { dtype: 'f32', shape: [1], data: new Float32Array([threadId]) } }; }`,
+    );
+  const threadOf = async (pool: HookPool, url: string): Promise<number> =>
+    ((await pool.run(call(url))).id!.data as Float32Array)[0]!;
+
+  test('the first pool with its shape takes the preloaded thread; discardPreloaded then leaves it running', async () => {
+    const id = HookPool.preload(64);
+    assert.equal(HookPool.preload(64), id, 'one preloaded thread at a time');
+    const pool = new HookPool({ threads: 2, maxQueued: 4, maxHeapMb: 64, name: 'preloaded' });
+    try {
+      const url = await threadIdHook();
+      assert.equal(await threadOf(pool, url), id);
+      assert.equal(pool.threadCount, 1);
+      HookPool.discardPreloaded();
+      assert.equal(await threadOf(pool, url), id, 'the pool keeps its thread');
+      assert.equal(pool.restarts, 0);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  test('a pool of another heap limit starts its own thread; the preloaded one is ended', async () => {
+    const id = HookPool.preload(32);
+    const pool = new HookPool({ threads: 1, maxQueued: 4, maxHeapMb: 64, name: 'not preloaded' });
+    try {
+      assert.notEqual(await threadOf(pool, await threadIdHook()), id);
+      HookPool.discardPreloaded();
+      const next = HookPool.preload(64);
+      assert.notEqual(next, id, 'a new preload after the discard starts a new thread');
+      HookPool.discardPreloaded();
+    } finally {
+      await pool.close();
+    }
+  });
+});
