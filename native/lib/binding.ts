@@ -67,6 +67,12 @@ export interface NativeBuffer {
   dispose(): void;
 }
 
+declare const boundBrand: unique symbol;
+/** bindArguments' opaque handle (a tagged external). */
+export interface NativeBoundArguments {
+  readonly [boundBrand]: true;
+}
+
 export interface NativeExecutable {
   describe(): {
     numOutputs: number;
@@ -74,18 +80,23 @@ export interface NativeExecutable {
     outputDims: number[][];
     memoryStats: NativeCompiledMemoryStats | null;
   };
-  /** `lane.background` runs the call on the background threads (warmup), not the serving ones. */
+  /**
+   * `lane.background` runs the call on the background threads (warmup), not the serving ones;
+   * `bound`'s buffers follow `args`.
+   */
   execute(
     args: Array<NativeBuffer | NativeHostArray>,
     deviceIndex: number,
     download: true,
     lane?: { background: boolean },
+    bound?: NativeBoundArguments,
   ): Promise<NativeHostResult[]>;
   execute(
     args: Array<NativeBuffer | NativeHostArray>,
     deviceIndex: number,
     download: false,
     lane?: { background: boolean },
+    bound?: NativeBoundArguments,
   ): Promise<NativeBuffer[]>;
   /**
    * The same execution on the calling thread, outputs downloaded (see Executable.runInline); null
@@ -95,6 +106,7 @@ export interface NativeExecutable {
     args: Array<NativeBuffer | NativeHostArray>,
     deviceIndex: number,
     download: true,
+    bound?: NativeBoundArguments,
   ): NativeHostResult[] | null;
   serialize(): Promise<Buffer>;
   dispose(): void;
@@ -157,6 +169,8 @@ export interface NativeBinding {
   loadPlugin(path: string): NativePluginInfo;
   loadPluginAsync(path: string): Promise<NativePluginInfo>;
   createClient(pluginPath: string, options: NativeOption[]): Promise<NativeClient>;
+  /** Device buffers of one client and device, read once for execute()'s `bound` (BoundArguments). */
+  bindArguments(buffers: NativeBuffer[]): NativeBoundArguments;
   /** The serialized CompileOptionsProto that every compile and deserializeAndLoad uses. */
   readonly compileOptions: Buffer;
   /** Threads the addon runs blocking PJRT calls on (HLOSERVE_NATIVE_THREADS, default 4). */

@@ -1,4 +1,11 @@
-import type { NativeBuffer, NativeCompiledMemoryStats, NativeExecutable, NativeHostArray } from './binding.js';
+import type {
+  NativeBoundArguments,
+  NativeBuffer,
+  NativeCompiledMemoryStats,
+  NativeExecutable,
+  NativeHostArray,
+} from './binding.js';
+import type { BoundArguments } from './bound-arguments.js';
 import { DeviceBuffer, type MemoryResolver } from './device-buffer.js';
 import { dtypeFromPjrt } from './dtype.js';
 import { abortError, ArgumentError } from './errors.js';
@@ -15,7 +22,11 @@ export interface ExecuteOptions {
    * work nobody waits on, such as a new version's warmup while the current one serves.
    */
   background?: boolean;
+  /** Arguments that follow `args`, read by the addon once (BoundArguments): a model's weights. */
+  bound?: BoundArguments;
 }
+
+type Prepared = [Array<NativeBuffer | NativeHostArray>, number, NativeBoundArguments | undefined];
 
 const BACKGROUND = { background: true } as const;
 
@@ -36,6 +47,8 @@ export class Executable {
   readonly #native: NativeExecutable;
   readonly #memories: MemoryResolver;
   readonly #deviceCount: number;
+  /** Bound arguments whose types were checked against the signature (they never change). */
+  readonly #checkedBound = new WeakSet<BoundArguments>();
   #disposed = false;
 
   /** @internal created by Runtime.compile */
@@ -60,8 +73,9 @@ export class Executable {
 
   /** Executes and downloads every output. Never blocks the event loop. */
   async run(args: readonly ExecuteArg[], options: ExecuteOptions = {}): Promise<HostArray[]> {
-    const [nativeArgs, device] = this.#prepare(args, options);
-    const pending = this.#native.execute(nativeArgs, device, true, options.background ? BACKGROUND : undefined);
+    const [nativeArgs, device, bound] = this.#prepare(args, options);
+    const lane = options.background ? BACKGROUND : undefined;
+    const pending = this.#native.execute(nativeArgs, device, true, lane, bound);
     const out = await this.#race(pending, options.signal);
     return out.map((o) => ({ dtype: dtypeFromPjrt(o.type) ?? 'u8', shape: o.dims, data: o.data }));
   }
@@ -77,9 +91,9 @@ export class Executable {
    * execution at a time (see RuntimeOptions.cpuAsynchronous), and waiting here would hold the
    * event loop for the other one's length. Use run() then.
    */
-  runInline(args: readonly ExecuteArg[], options: Pick<ExecuteOptions, 'device'> = {}): HostArray[] | null {
-    const [nativeArgs, device] = this.#prepare(args, options);
-    const out = this.#native.executeInline(nativeArgs, device, true);
+  runInline(args: readonly ExecuteArg[], options: Pick<ExecuteOptions, 'device' | 'bound'> = {}): HostArray[] | null {
+    const [nativeArgs, device, bound] = this.#prepare(args, options);
+    const out = this.#native.executeInline(nativeArgs, device, true, bound);
     return out === null
       ? null
       : out.map((o) => ({ dtype: dtypeFromPjrt(o.type) ?? 'u8', shape: o.dims, data: o.data }));
@@ -87,8 +101,9 @@ export class Executable {
 
   /** Executes and leaves the outputs on the device. */
   async runToDevice(args: readonly ExecuteArg[], options: ExecuteOptions = {}): Promise<DeviceBuffer[]> {
-    const [nativeArgs, device] = this.#prepare(args, options);
-    const pending = this.#native.execute(nativeArgs, device, false, options.background ? BACKGROUND : undefined);
+    const [nativeArgs, device, bound] = this.#prepare(args, options);
+    const lane = options.background ? BACKGROUND : undefined;
+    const pending = this.#native.execute(nativeArgs, device, false, lane, bound);
     const out = await this.#race(pending, options.signal);
     return out.map((b) => new DeviceBuffer(b, this.#memories));
   }
@@ -120,35 +135,49 @@ export class Executable {
     this.dispose();
   }
 
-  #prepare(args: readonly ExecuteArg[], options: ExecuteOptions): [Array<NativeBuffer | NativeHostArray>, number] {
+  #prepare(args: readonly ExecuteArg[], options: ExecuteOptions): Prepared {
     options.signal?.throwIfAborted();
     const device = options.device ?? 0;
     if (!Number.isInteger(device) || device < 0 || device >= this.#deviceCount) {
       throw new ArgumentError(`device ${device} is out of range (0..${this.#deviceCount - 1})`);
     }
     if (!Array.isArray(args)) throw new ArgumentError('args must be an array');
+    const bound = options.bound;
     const params = this.signature?.parameters;
-    if (params && args.length !== params.length) {
-      throw new ArgumentError(`expected ${params.length} arguments, got ${args.length}`);
+    const count = args.length + (bound?.buffers.length ?? 0);
+    if (params && count !== params.length) {
+      throw new ArgumentError(`expected ${params.length} arguments, got ${count}`);
     }
     const out: Array<NativeBuffer | NativeHostArray> = [];
-    args.forEach((a, i) => {
-      const field = `args[${i}]`;
-      let got: { dtype: string; shape: readonly number[] };
-      if (a instanceof DeviceBuffer) {
-        if (a.device !== device) throw new ArgumentError(`${field} lives on device ${a.device}, not ${device}`);
-        got = a;
-        out.push(a.native);
-      } else {
-        out.push(nativeHostArray(a, field));
-        got = a;
-      }
-      const want = params?.[i];
-      if (want && (want.dtype !== got.dtype || !shapeMatches(want.shape, got.shape))) {
-        throw new ArgumentError(`${field}: expected ${fmt(want)}, got ${fmt(got)}`);
-      }
-    });
-    return [out, device];
+    for (let i = 0; i < args.length; i++) out.push(this.#arg(args[i]!, i, device, params?.[i]));
+    if (bound === undefined) return [out, device, undefined];
+    if (bound.buffers.length > 0 && bound.device !== device) {
+      throw new ArgumentError(`the bound arguments live on device ${bound.device}, not ${device}`);
+    }
+    if (params && !this.#checkedBound.has(bound)) {
+      bound.buffers.forEach((b, k) => this.#check(b, args.length + k, params[args.length + k]));
+      this.#checkedBound.add(bound);
+    }
+    return [out, device, bound.native];
+  }
+
+  #arg(a: ExecuteArg, i: number, device: number, want: TensorType | undefined): NativeBuffer | NativeHostArray {
+    let native: NativeBuffer | NativeHostArray;
+    if (a instanceof DeviceBuffer) {
+      if (a.device !== device) throw new ArgumentError(`args[${i}] lives on device ${a.device}, not ${device}`);
+      native = a.native;
+    } else {
+      native = nativeHostArray(a, `args[${i}]`);
+    }
+    this.#check(a, i, want);
+    return native;
+  }
+
+  // The message's field name is built only for an error: this runs for every argument of every run.
+  #check(got: { dtype: string; shape: readonly number[] }, i: number, want: TensorType | undefined): void {
+    if (want && (want.dtype !== got.dtype || !shapeMatches(want.shape, got.shape))) {
+      throw new ArgumentError(`args[${i}]: expected ${fmt(want)}, got ${fmt(got)}`);
+    }
   }
 
   // An abort releases the caller at once; the device work finishes in the background and its

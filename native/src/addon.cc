@@ -149,6 +149,7 @@ Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
   exports.Set("loadPlugin", Napi::Function::New(env, LoadPluginJs));
   exports.Set("loadPluginAsync", Napi::Function::New(env, LoadPluginAsyncJs));
   exports.Set("createClient", Napi::Function::New(env, CreateClient));
+  exports.Set("bindArguments", Napi::Function::New(env, BindArguments));
   std::string opts = CompileOptionsBytes();
   exports.Set("compileOptions", Napi::Buffer<char>::Copy(env, opts.data(), opts.size()));
   exports.Set("workerThreads", Napi::Number::New(env, static_cast<double>(threads)));

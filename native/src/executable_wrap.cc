@@ -268,12 +268,67 @@ Napi::Value ExecutableWrap::Describe(const Napi::CallbackInfo& info) {
   return o;
 }
 
+namespace {
+
+// A list of device buffers read from JS once (bindArguments) and appended to the arguments of
+// every execute that names it: a model version's weights. Reading each wrapper per call (a
+// type-tag check and an unwrap, V8 private-symbol lookups, then the JS layer's checks) cost
+// resnet's 32 weights about 17 us of the JS thread per execute on a core shared with the
+// execution (bench/RESULTS.md, session 15).
+struct BoundArguments {
+  std::shared_ptr<ClientState> cs;
+  int device = 0;
+  std::vector<std::shared_ptr<BufferResource>> buffers;
+};
+
+constexpr napi_type_tag kBoundTag = {0x5d1c93e2a7f04b18ULL, 0x9e36b0d4c2a75f61ULL};
+
+BoundArguments* TaggedBound(const Napi::Value& v) {
+  if (!v.IsExternal()) return nullptr;
+  auto e = v.As<Napi::External<BoundArguments>>();
+  if (!e.CheckTypeTag(&kBoundTag)) return nullptr;
+  return e.Data();
+}
+
+}  // namespace
+
+// bindArguments(buffers: PjrtBuffer[]) -> an opaque handle execute() appends to its arguments.
+// The buffers must share one client and device. It holds their resources, not their memory: a
+// buffer disposed later fails the execute that names it, as it would when passed itself.
+Napi::Value BindArguments(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!info[0].IsArray()) throw Napi::TypeError::New(env, "bindArguments expects an array of PjrtBuffer");
+  auto arr = info[0].As<Napi::Array>();
+  auto* bound = new BoundArguments();
+  try {
+    const uint32_t count = arr.Length();
+    bound->buffers.reserve(count);
+    for (uint32_t i = 0; i < count; ++i) {
+      auto b = BufferWrap::FromValue(arr.Get(i), "buffers[" + std::to_string(i) + "]");
+      if (i == 0) {
+        bound->cs = b->client();
+        bound->device = b->device_index();
+      } else if (b->client() != bound->cs || b->device_index() != bound->device) {
+        throw Napi::TypeError::New(env, "buffers[" + std::to_string(i) + "] is on another client or device");
+      }
+      bound->buffers.push_back(std::move(b));
+    }
+  } catch (...) {
+    delete bound;
+    throw;
+  }
+  auto ext = Napi::External<BoundArguments>::New(env, bound, [](Napi::Env, BoundArguments* b) { delete b; });
+  ext.TypeTag(&kBoundTag);
+  return ext;
+}
+
 // The job for execute() and executeInline(): arguments read and checked, everything pinned and
 // the client held (released by FinishJob). Throws on bad arguments or a disposed resource.
+// `bound_at`: the index of the optional bindArguments handle among the call's arguments.
 namespace {
 
 std::shared_ptr<ExecuteJob> PrepareJob(const Napi::CallbackInfo& info, std::shared_ptr<ExecutableResource> exe,
-                                       KeepAlive& keep) {
+                                       KeepAlive& keep, size_t bound_at) {
   Napi::Env env = info.Env();
   auto job = std::make_shared<ExecuteJob>();
   job->exe = std::move(exe);
@@ -304,6 +359,16 @@ std::shared_ptr<ExecuteJob> PrepareJob(const Napi::CallbackInfo& info, std::shar
     } else {
       throw Napi::TypeError::New(env, field(i) + " must be a PjrtBuffer or {data, type, dims}");
     }
+  }
+  if (info.Length() > bound_at && !info[bound_at].IsUndefined()) {
+    const BoundArguments* bound = TaggedBound(info[bound_at]);
+    if (bound == nullptr) throw Napi::TypeError::New(env, "bound arguments must come from bindArguments()");
+    if (!bound->buffers.empty() && bound->cs != job->cs)
+      throw Napi::TypeError::New(env, "the bound arguments belong to another client");
+    if (!bound->buffers.empty() && bound->device != job->device)
+      throw Napi::TypeError::New(env, "the bound arguments live on another device");
+    job->buffers.insert(job->buffers.end(), bound->buffers.begin(), bound->buffers.end());
+    job->is_host.insert(job->is_host.end(), bound->buffers.size(), false);
   }
   // Pin everything first so a concurrent dispose() cannot free what this execution reads.
   const bool exe_pinned = job->exe->Pin();
@@ -352,10 +417,11 @@ Napi::Value OutputsToJs(Napi::Env env, ExecuteJob& job) {
 
 }  // namespace
 
-// execute(args: Array<PjrtBuffer | {data, type, dims}>, deviceIndex, download, {background}?) -> Promise
+// execute(args: Array<PjrtBuffer | {data, type, dims}>, deviceIndex, download, {background}?, bound?)
+// -> Promise. `bound` (bindArguments) follows `args`.
 Napi::Value ExecutableWrap::Execute(const Napi::CallbackInfo& info) {
   KeepAlive keep;
-  auto job = PrepareJob(info, Live(info.Env()), keep);
+  auto job = PrepareJob(info, Live(info.Env()), keep, 4);
   // A background execution (a warmup) is a run, not a build: see TaskKind. On a client that
   // serializes its executions it runs on the serving threads instead: it holds the client's
   // execution gate while it computes, and at SCHED_IDLE it could starve there under load while a
@@ -370,7 +436,7 @@ Napi::Value ExecutableWrap::Execute(const Napi::CallbackInfo& info) {
   return RunAsync(info.Env(), std::move(op), lane);
 }
 
-// executeInline(args, deviceIndex, download) -> outputs: the same execution on the calling (JS)
+// executeInline(args, deviceIndex, download, bound?) -> outputs: the same execution on the calling (JS)
 // thread, blocking it until the outputs are on the host. For programs that take less time than
 // the two thread hops around a pooled execution cost (the scheduler decides, see
 // engine/src/scheduler/inline-policy.ts): no task-pool wake-up, no completion wake-up of the event
@@ -378,7 +444,7 @@ Napi::Value ExecutableWrap::Execute(const Napi::CallbackInfo& info) {
 Napi::Value ExecutableWrap::ExecuteInline(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   KeepAlive keep;
-  auto job = PrepareJob(info, Live(env), keep);
+  auto job = PrepareJob(info, Live(env), keep, 3);
   NoteServingActivity();
   job->only_if_free = true;
   Status s;

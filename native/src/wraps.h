@@ -81,6 +81,10 @@ class ExecutableWrap : public Napi::ObjectWrap<ExecutableWrap> {
   std::shared_ptr<ExecutableResource> res_;
 };
 
+// bindArguments(buffers) -> a handle execute() and executeInline() append to their arguments
+// (executable_wrap.cc).
+Napi::Value BindArguments(const Napi::CallbackInfo& info);
+
 class ArenaWrap : public Napi::ObjectWrap<ArenaWrap> {
  public:
   static Napi::Function Init(Napi::Env env);

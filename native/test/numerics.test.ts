@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, suite, test } from 'node:test';
-import { asFloat32, DisposedError, hostArray, Runtime } from '../lib/index.js';
+import { ArgumentError, asFloat32, BoundArguments, DisposedError, hostArray, Runtime } from '../lib/index.js';
 import { ADD, CONV, conv64, DOT, matmul64, maxRelError, MLP, randomF32 } from './programs.js';
 
 suite('numerics on the real CPU plugin (float64 reference, relative error < 1e-5)', () => {
@@ -82,6 +82,36 @@ suite('numerics on the real CPU plugin (float64 reference, relative error < 1e-5
     assert.deepEqual([...asFloat32(inline[0]!)], [...asFloat32(pooled!)]);
     weights[0]!.dispose();
     assert.throws(() => exe.runInline(args), DisposedError);
+    for (const w of weights) w.dispose();
+    exe.dispose();
+  });
+
+  test('bound arguments: the same outputs as passing the buffers; checked against the signature; disposal still refused', async () => {
+    const [b, i, h, o] = [2, 8, 16, 3];
+    const x = hostArray('f32', [b, i], randomF32(b * i, 17));
+    const exe = await rt.compile(MLP(b, i, h, o));
+    const weights = await Promise.all([
+      rt.upload(hostArray('f32', [i, h], randomF32(i * h, 18))),
+      rt.upload(hostArray('f32', [h], randomF32(h, 19))),
+      rt.upload(hostArray('f32', [h, o], randomF32(h * o, 20))),
+      rt.upload(hostArray('f32', [o], randomF32(o, 21))),
+    ]);
+    const bound = new BoundArguments(weights);
+    const [spread] = await exe.run([x, ...weights]);
+    const [viaBound] = await exe.run([x], { bound });
+    const inline = exe.runInline([x], { bound });
+    assert.deepEqual([...asFloat32(viaBound!)], [...asFloat32(spread!)]);
+    assert.deepEqual([...asFloat32(inline![0]!)], [...asFloat32(spread!)]);
+    const [onDevice] = await exe.runToDevice([x], { bound });
+    assert.deepEqual(onDevice!.shape, [b, o]);
+    onDevice!.dispose();
+    // Too few arguments in all, or a bound list in the wrong order, is refused before the addon.
+    await assert.rejects(exe.run([], { bound }), ArgumentError);
+    await assert.rejects(exe.run([x], { bound: new BoundArguments([...weights].reverse()) }), ArgumentError);
+    weights[2]!.dispose();
+    await assert.rejects(exe.run([x], { bound }), DisposedError);
+    assert.throws(() => exe.runInline([x], { bound }), DisposedError);
+    assert.throws(() => new BoundArguments(weights), DisposedError);
     for (const w of weights) w.dispose();
     exe.dispose();
   });

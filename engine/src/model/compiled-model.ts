@@ -1,4 +1,5 @@
 import {
+  BoundArguments,
   type DeviceBuffer,
   type Executable,
   type HostArray,
@@ -226,9 +227,10 @@ export class CompiledModel {
     background = false,
   ): Promise<HostTensor[]> {
     const exe = this.#executable(batch);
+    const bound = boundWeights(weights);
     const out = await exe.run(
-      this.#args(inputs, weights),
-      background ? { signal, background } : signal ? { signal } : {},
+      this.#args(inputs),
+      background ? { signal, background, bound } : signal ? { signal, bound } : { bound },
     );
     return this.#named(out);
   }
@@ -239,15 +241,14 @@ export class CompiledModel {
     return exe;
   }
 
-  /** The inputs as host arrays, then the weights: one array, no spread of intermediate ones. */
-  #args(inputs: readonly HostTensor[], weights: readonly DeviceBuffer[]): (HostArray | DeviceBuffer)[] {
-    const args = new Array<HostArray | DeviceBuffer>(inputs.length + weights.length);
+  /** The inputs as host arrays; the weights follow them as bound arguments (boundWeights). */
+  #args(inputs: readonly HostTensor[]): HostArray[] {
+    const args = new Array<HostArray>(inputs.length);
     for (let i = 0; i < inputs.length; i++) {
       const t = inputs[i]!;
       if (t.dtype === 'BYTES') throw new ServeError('HLO_ERR_INTERNAL', `executable input '${t.name}' cannot be BYTES`);
       args[i] = { dtype: t.dtype, shape: t.shape, data: t.data };
     }
-    for (let i = 0; i < weights.length; i++) args[inputs.length + i] = weights[i]!;
     return args;
   }
 
@@ -266,7 +267,7 @@ export class CompiledModel {
    */
   runInline(batch: number, inputs: readonly HostTensor[], weights: readonly DeviceBuffer[]): HostTensor[] | null {
     const exe = this.#executable(batch);
-    const out = exe.runInline(this.#args(inputs, weights));
+    const out = exe.runInline(this.#args(inputs), { bound: boundWeights(weights) });
     return out === null ? null : this.#named(out);
   }
 
@@ -297,4 +298,17 @@ export class CompiledModel {
   dispose(): void {
     for (const e of this.#executables.values()) e.disposeInBackground();
   }
+}
+
+// One BoundArguments per resident weight set: the weight cache hands every lease of a set the
+// same array, so the addon reads its buffers once per residency instead of once per execution.
+const bound = new WeakMap<readonly DeviceBuffer[], BoundArguments>();
+
+function boundWeights(weights: readonly DeviceBuffer[]): BoundArguments {
+  let b = bound.get(weights);
+  if (b === undefined) {
+    b = new BoundArguments(weights);
+    bound.set(weights, b);
+  }
+  return b;
 }
