@@ -11,15 +11,21 @@ export class GatewayMetrics {
   private latencySum = 0;
   private latencyCount = 0;
 
-  /** The label text of each (protocol, model, code), made once: count() runs on every request. */
-  private readonly keys = new Map<string, string>();
+  /**
+   * The label text of each (protocol, code, model), made once and found without building a string:
+   * count() runs on every request, and its arguments are strings whose hashes are already known.
+   */
+  private readonly keys = new Map<string, Map<string, Map<string, string>>>();
 
   count(protocol: string, model: string, code: string, seconds: number): void {
-    const id = `${protocol}\n${code}\n${model}`;
-    let key = this.keys.get(id);
+    let byCode = this.keys.get(protocol);
+    if (byCode === undefined) this.keys.set(protocol, (byCode = new Map()));
+    let byModel = byCode.get(code);
+    if (byModel === undefined) byCode.set(code, (byModel = new Map()));
+    let key = byModel.get(model);
     if (key === undefined) {
       key = `protocol="${protocol}",model="${model.replace(/["\\\n]/g, '_')}",code="${code}"`;
-      this.keys.set(id, key);
+      byModel.set(model, key);
     }
     this.requests.set(key, (this.requests.get(key) ?? 0) + 1);
     this.latencySum += seconds;

@@ -37,6 +37,9 @@ export interface GatewayOptions {
   readonly state?: PlacementState;
 }
 
+/** The hot path's method, one string (a template per call would be built and hashed each time). */
+const MODEL_INFER = `${INFER_SERVICE}/ModelInfer`;
+
 /** How long the workers' memory caps read for the packing are reused. */
 const CAPS_REFRESH_MS = 5000;
 
@@ -233,7 +236,7 @@ export class Gateway {
         await this.forward(
           model,
           items,
-          (w, deadline) => w.call(`${INFER_SERVICE}/ModelInfer`, call.body, deadline, call.metadata, call.onCancel),
+          (w, deadline) => w.call(MODEL_INFER, call.body, deadline, call.metadata, call.onCancel),
           call.deadlineMs,
         ),
       );

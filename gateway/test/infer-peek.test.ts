@@ -39,4 +39,24 @@ suite('reading routing fields from raw ModelInfer bytes', () => {
     assert.throws(() => peekInfer(new Uint8Array([0x0a, 0x50, 0x41])));
     assert.throws(() => peekInfer(new Uint8Array([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff])));
   });
+
+  test('a name seen before comes back as the same string; names alike in length and ends stay apart', () => {
+    // Same length, first and last byte: the cache's bucket key is shared, the bytes decide.
+    const names = ['mab', 'mcb', 'mab', 'mdb', 'mcb', 'résnet', 'résnet'];
+    const got = names.map((n) => peekInfer(encode({ modelName: n })).modelName);
+    assert.deepEqual(got, names);
+    const again = peekInfer(Buffer.from(encode({ modelName: 'résnet', id: 'x' }))).modelName;
+    assert.equal(again, 'résnet');
+    // The name is not a view of the request: a reused request buffer does not change it.
+    const buf = Buffer.from(encode({ modelName: 'zzz' }));
+    const name = peekInfer(buf).modelName;
+    buf.fill(0x61, 2, 5);
+    assert.equal(name, 'zzz');
+    assert.equal(peekInfer(buf).modelName, 'aaa');
+  });
+
+  test('past the cache bound, new names still decode', () => {
+    for (let i = 0; i < 400; i++) assert.equal(peekInfer(encode({ modelName: `m${i}` })).modelName, `m${i}`);
+    assert.equal(peekInfer(encode({ modelName: 'm7' })).modelName, 'm7');
+  });
 });

@@ -14,7 +14,15 @@ suite('routing modes', () => {
       first.map((o) => o[0]),
       ['w0', 'w1', 'w2', 'w0'],
     );
+    assert.deepEqual(first[0], ['w0', 'w1', 'w2']);
     assert.deepEqual(first[1], ['w1', 'w2', 'w0']);
+    assert.deepEqual(first[2], ['w2', 'w0', 'w1']);
+    assert.deepEqual(first[3], ['w0', 'w1', 'w2']);
+    // One holder: the same order every call.
+    assert.deepEqual(
+      [0, 1, 2].map(() => r.route('solo', 1, ['w1'])!.order),
+      [['w1'], ['w1'], ['w1']],
+    );
     assert.equal(r.route('other', 1, W)!.order[0], 'w0');
     assert.equal(r.route('m', 1, [])?.order, undefined);
   });

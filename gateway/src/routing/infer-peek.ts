@@ -55,6 +55,37 @@ class Reader {
 
 const utf8 = new TextDecoder('utf-8', { fatal: false });
 
+/**
+ * Model names decoded before, by their UTF-8 bytes: a request for a known model gets the same
+ * string object back, whose hash the routing and metrics maps have already computed, instead of
+ * a fresh string per request (decoding, then hashing it at every lookup). Bounded: past
+ * NAMES_MAX distinct names (a client inventing names) new ones are decoded and not kept.
+ */
+const NAMES_MAX = 256;
+const names = new Map<number, { readonly bytes: Uint8Array; readonly name: string }[]>();
+let namesKept = 0;
+
+function modelNameAt(buf: Uint8Array, start: number, end: number): string {
+  const len = end - start;
+  // Length and first and last byte pick a short list; the bytes decide.
+  const key = len * 65536 + (len > 0 ? buf[start]! * 256 + buf[end - 1]! : 0);
+  const list = names.get(key);
+  if (list !== undefined)
+    for (const e of list) {
+      let i = 0;
+      while (i < len && e.bytes[i] === buf[start + i]) i++;
+      if (i === len) return e.name;
+    }
+  const name = utf8.decode(buf.subarray(start, end));
+  if (namesKept < NAMES_MAX) {
+    namesKept++;
+    const e = { bytes: new Uint8Array(buf.subarray(start, end)), name };
+    if (list === undefined) names.set(key, [e]);
+    else list.push(e);
+  }
+  return name;
+}
+
 function firstDim(buf: Uint8Array, start: number, end: number): number | null {
   const r = new Reader(buf, end);
   r.pos = start;
@@ -85,7 +116,7 @@ export function peekInfer(buf: Uint8Array): InferPeek {
     if (field === 1 && wt === 2) {
       const len = r.varint();
       if (r.pos + len > r.end) throw new Error('truncated model_name');
-      modelName = utf8.decode(buf.subarray(r.pos, r.pos + len));
+      modelName = modelNameAt(buf, r.pos, r.pos + len);
       r.pos += len;
     } else if (field === 5 && wt === 2 && items === null) {
       const len = r.varint();

@@ -83,7 +83,8 @@ export class Router {
     const c = this.cursors.get(model) ?? 0;
     this.cursors.set(model, (c + 1) % discovered.length);
     const i = c % discovered.length;
-    const order = [...discovered.slice(i), ...discovered.slice(0, i)];
+    // The list itself when it starts at its first (one holder: every call); a rotated copy otherwise.
+    const order = i === 0 ? discovered : [...discovered.slice(i), ...discovered.slice(0, i)];
     if (this.mode !== 'lpt_packing') return { order, release: NO_RELEASE };
     // Unplaced models still charge their worker so fill_least sees cross-model load.
     const w = order[0]!;

@@ -79,6 +79,8 @@ export const DEFAULT_TABLE_SIZE = 4096;
 
 export class HpackError extends Error {}
 
+const EMPTY = Buffer.alloc(0);
+
 /** Decodes header blocks of one direction of one connection (the dynamic table is per direction). */
 export class HpackDecoder {
   /** Newest entry first, as the index counts them. */
@@ -97,72 +99,91 @@ export class HpackDecoder {
     this.maxSize = limit;
   }
 
+  // The block being decoded and the read position: fields rather than closures over locals, so
+  // a decode (three per forwarded call) allocates its list and strings and nothing else.
+  private block: Buffer = EMPTY;
+  private p = 0;
+  private listBytes = 0;
+
   decode(block: Buffer): HeaderList {
     const out: HeaderList = [];
-    let listBytes = 0;
-    let p = 0;
+    this.block = block;
+    this.p = 0;
+    this.listBytes = 0;
     const end = block.length;
     let sawField = false;
-    const int = (prefixBits: number): number => {
-      if (p >= end) throw new HpackError('truncated integer');
-      const mask = (1 << prefixBits) - 1;
-      let v = block[p++]! & mask;
-      if (v < mask) return v;
-      let m = 0;
-      for (;;) {
-        if (p >= end) throw new HpackError('truncated integer');
-        const b = block[p++]!;
-        v += (b & 0x7f) * 2 ** m;
-        m += 7;
-        if (v > 0x7fffffff) throw new HpackError('integer overflow');
-        if ((b & 0x80) === 0) return v;
+    try {
+      while (this.p < end) {
+        const b = block[this.p]!;
+        if (b & 0x80) {
+          // Indexed field.
+          const e = this.at(this.int(7));
+          this.push(out, e[0], e[1]);
+          sawField = true;
+        } else if (b & 0x40) {
+          // Literal with incremental indexing.
+          const idx = this.int(6);
+          const name = idx === 0 ? this.str() : this.at(idx)[0];
+          const value = this.str();
+          this.add(name, value);
+          this.push(out, name, value);
+          sawField = true;
+        } else if (b & 0x20) {
+          // Dynamic table size update: only before the first field of a block.
+          if (sawField) throw new HpackError('table size update after a field');
+          const n = this.int(5);
+          if (n > this.limit) throw new HpackError(`table size update to ${n} exceeds ${this.limit}`);
+          this.maxSize = n;
+          this.evict(0);
+        } else {
+          // Literal without indexing (0000) or never indexed (0001).
+          const idx = this.int(4);
+          const name = idx === 0 ? this.str() : this.at(idx)[0];
+          this.push(out, name, this.str());
+          sawField = true;
+        }
       }
-    };
-    const str = (): string => {
-      if (p >= end) throw new HpackError('truncated string');
-      const huff = (block[p]! & 0x80) !== 0;
-      const len = int(7);
-      if (p + len > end) throw new HpackError('truncated string');
-      const s = huff ? huffmanDecodeChecked(block, p, p + len) : block.toString('latin1', p, p + len);
-      p += len;
-      return s;
-    };
-    const push = (name: string, value: string) => {
-      listBytes += name.length + value.length + 32;
-      if (listBytes > this.maxListBytes) throw new HpackError(`header list larger than ${this.maxListBytes} bytes`);
-      out.push(name, value);
-    };
-    while (p < end) {
-      const b = block[p]!;
-      if (b & 0x80) {
-        // Indexed field.
-        const [name, value] = this.at(int(7));
-        push(name, value);
-        sawField = true;
-      } else if (b & 0x40) {
-        // Literal with incremental indexing.
-        const idx = int(6);
-        const name = idx === 0 ? str() : this.at(idx)[0];
-        const value = str();
-        this.add(name, value);
-        push(name, value);
-        sawField = true;
-      } else if (b & 0x20) {
-        // Dynamic table size update: only before the first field of a block.
-        if (sawField) throw new HpackError('table size update after a field');
-        const n = int(5);
-        if (n > this.limit) throw new HpackError(`table size update to ${n} exceeds ${this.limit}`);
-        this.maxSize = n;
-        this.evict(0);
-      } else {
-        // Literal without indexing (0000) or never indexed (0001).
-        const idx = int(4);
-        const name = idx === 0 ? str() : this.at(idx)[0];
-        push(name, str());
-        sawField = true;
-      }
+    } finally {
+      this.block = EMPTY;
     }
     return out;
+  }
+
+  private int(prefixBits: number): number {
+    const block = this.block;
+    const end = block.length;
+    if (this.p >= end) throw new HpackError('truncated integer');
+    const mask = (1 << prefixBits) - 1;
+    let v = block[this.p++]! & mask;
+    if (v < mask) return v;
+    let m = 0;
+    for (;;) {
+      if (this.p >= end) throw new HpackError('truncated integer');
+      const b = block[this.p++]!;
+      v += (b & 0x7f) * 2 ** m;
+      m += 7;
+      if (v > 0x7fffffff) throw new HpackError('integer overflow');
+      if ((b & 0x80) === 0) return v;
+    }
+  }
+
+  private str(): string {
+    const block = this.block;
+    const end = block.length;
+    if (this.p >= end) throw new HpackError('truncated string');
+    const huff = (block[this.p]! & 0x80) !== 0;
+    const len = this.int(7);
+    const p = this.p;
+    if (p + len > end) throw new HpackError('truncated string');
+    const s = huff ? huffmanDecodeChecked(block, p, p + len) : block.toString('latin1', p, p + len);
+    this.p = p + len;
+    return s;
+  }
+
+  private push(out: HeaderList, name: string, value: string): void {
+    this.listBytes += name.length + value.length + 32;
+    if (this.listBytes > this.maxListBytes) throw new HpackError(`header list larger than ${this.maxListBytes} bytes`);
+    out.push(name, value);
   }
 
   private at(index: number): readonly [string, string] {
