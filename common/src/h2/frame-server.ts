@@ -296,7 +296,7 @@ export async function listenGrpcFrames(
         cancels = null;
         if (s.localClosed || s.resetCode !== -1) return;
         try {
-          conn.cork();
+          conn.corkForTick();
           if (!a.ok) trailersOnly(conn, s, a.code ?? UNKNOWN, a.details ?? '');
           else if (a.body!.length > maxSend)
             trailersOnly(
@@ -312,7 +312,6 @@ export async function listenGrpcFrames(
               writeMessage(conn, s, a.body!, OK_TRAILERS);
             }
           }
-          conn.uncork();
         } catch (err) {
           // A fault here concerns this connection only, never the process.
           conn.fail(err);

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { connect, type Socket } from 'node:net';
+import { connect, Socket } from 'node:net';
 import { suite, test } from 'node:test';
 import { Client, credentials, Metadata } from '@grpc/grpc-js';
 import {
@@ -194,6 +194,58 @@ suite('the frame server, byte by byte', () => {
     await closed;
     client.close();
     if (!sock.destroyed) await once(sock, 'close');
+  });
+});
+
+suite("the frame server's writes", () => {
+  test('answers that settle in one tick leave in one writev, each intact', async () => {
+    const n = 4;
+    const pending: (() => void)[] = [];
+    const batch: UnaryHandler = (c) =>
+      new Promise<RawAnswer>((resolve) => {
+        pending.push(() => resolve({ ok: true, body: c.request }));
+        // The last request of the "batch" settles all of them in one loop, as a coalesced execution does.
+        if (pending.length === n) for (const settle of pending.splice(0)) settle();
+      });
+    const server = await listenGrpcFrames(new Map([[PATH, batch]]), '127.0.0.1', 0, { maxRecvBytes: 1 << 20 });
+    const client = new Client(`127.0.0.1:${server.port}`, credentials.createInsecure());
+    const raw = (b: Buffer) => b;
+    // Every write the server's socket makes, by the number of buffers in it.
+    const writes: number[] = [];
+    const proto = Socket.prototype as unknown as {
+      _write: (c: Buffer, e: string, cb: () => void) => void;
+      _writev: (cs: { chunk: Buffer }[], cb: () => void) => void;
+    };
+    const { _write, _writev } = proto;
+    const serverSide = (s: Socket) => s.localPort === server.port;
+    proto._write = function (this: Socket, c, e, cb) {
+      if (serverSide(this)) writes.push(1);
+      return _write.call(this, c, e, cb);
+    };
+    proto._writev = function (this: Socket, cs, cb) {
+      if (serverSide(this)) writes.push(cs.length);
+      return _writev.call(this, cs, cb);
+    };
+    try {
+      const call = (body: string) =>
+        new Promise<string>((resolve, reject) =>
+          client.makeUnaryRequest(PATH, raw, raw, Buffer.from(body), new Metadata(), {}, (err, res) =>
+            err ? reject(err) : resolve(res!.toString()),
+          ),
+        );
+      const bodies = Array.from({ length: n }, (_, i) => `answer-${i}`);
+      const answers = await Promise.all(bodies.map(call));
+      assert.deepEqual(answers, bodies);
+      assert.ok(
+        writes.some((w) => w >= n),
+        `the ${n} answers went out in one writev; the server's writes carried ${JSON.stringify(writes)} buffers`,
+      );
+    } finally {
+      proto._write = _write;
+      proto._writev = _writev;
+      client.close();
+      await server.close(100);
+    }
   });
 });
 

@@ -120,6 +120,8 @@ export class H2Connection {
   private readonly decoder: HpackDecoder;
   private prefaceSeen: boolean;
   private prefaceBuf: Buffer | null = null;
+  /** corkForTick has corked the socket and an uncork is due at the end of this tick. */
+  private tickCorked = false;
   private peerInitialWindow = DEFAULT_WINDOW;
   private peerMaxFrameSize = DEFAULT_MAX_FRAME_SIZE;
   /** The peer lowered its header table size: our next block starts with a size update to 0. */
@@ -427,6 +429,23 @@ export class H2Connection {
   cork(): void {
     this.socket.cork();
   }
+
+  /**
+   * Holds writes until the current tick's microtasks have run: the answers of a coalesced batch
+   * settle in one turn, so they leave in one writev instead of a write each (1.09 writes per
+   * request at 16 callers before).
+   */
+  corkForTick(): void {
+    if (this.tickCorked) return;
+    this.tickCorked = true;
+    this.socket.cork();
+    process.nextTick(this.uncorkTick);
+  }
+
+  private readonly uncorkTick = (): void => {
+    this.tickCorked = false;
+    this.socket.uncork();
+  };
 
   uncork(): void {
     this.socket.uncork();
