@@ -11,11 +11,11 @@
 // Usage: npm run build && nice -n 10 node bench/placement-poll.mjs [--rounds 3] [--window-s 10]
 //   [--baseline-dist /work/wt/s15base/gateway/dist]
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { SERVER_NODE_FLAGS } from '../engine/dist/src/node-flags.js';
 import { repoRoot, startServer } from '../e2e/dist/src/server-process.js';
+import { schedstatMs } from './proc-cpu.mjs';
 import { fmt, machine } from './stats.mjs';
 
 const arg = (name, dflt) => {
@@ -40,19 +40,6 @@ if (arg('serve', null) !== null) {
   );
   process.stdout.write(`${gw.ports.grpc}\n`);
   process.on('SIGTERM', () => void gw.stop().then(() => process.exit(0)));
-}
-
-/** Time a process's threads have run, in ms (Linux schedstat: nanoseconds, not 10 ms ticks). */
-function cpuMs(pid) {
-  let ns = 0;
-  for (const t of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      ns += Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]);
-    } catch {
-      /* a thread that ended */
-    }
-  }
-  return ns / 1e6;
 }
 
 function startGateway(dist, interval, specs) {
@@ -94,13 +81,13 @@ async function main() {
         const gw = p ? await startGateway(p[0], p[1], specs) : null;
         // Past start-up (the first packing, the model configs, the first memory caps).
         await sleep(2000);
-        const g0 = gw ? cpuMs(gw.pid) : 0;
-        const w0 = cpuMs(worker.child.pid);
+        const g0 = gw ? schedstatMs(gw.pid) : 0;
+        const w0 = schedstatMs(worker.child.pid);
         const t0 = performance.now();
         await sleep(windowMs);
         const s = (performance.now() - t0) / 1000;
-        const gateway = gw ? (cpuMs(gw.pid) - g0) / s : null;
-        const workerCpu = (cpuMs(worker.child.pid) - w0) / s;
+        const gateway = gw ? (schedstatMs(gw.pid) - g0) / s : null;
+        const workerCpu = (schedstatMs(worker.child.pid) - w0) / s;
         if (gw) {
           gw.kill('SIGTERM');
           await new Promise((res) => gw.once('exit', res));

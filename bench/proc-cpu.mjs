@@ -40,3 +40,19 @@ export function treeCpu(table, rootPid, skip = []) {
 
 /** CPU seconds of a process and its descendants now, less the subtrees of `skip`. */
 export const cpuSeconds = (rootPid, skip = []) => treeCpu(procTable(), rootPid, skip);
+
+/**
+ * Time a process's threads have run, in ms, from /proc/PID/task/TID/schedstat (nanoseconds; the
+ * user + system ticks of /proc/PID/stat are 10 ms, 5 µs a request over 2000 requests).
+ */
+export function schedstatMs(pid) {
+  let ns = 0;
+  for (const t of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      ns += Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]);
+    } catch {
+      /* a thread that ended */
+    }
+  }
+  return ns / 1e6;
+}

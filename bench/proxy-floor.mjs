@@ -13,13 +13,13 @@
 // Usage: npm run build && nice -n 10 node bench/proxy-floor.mjs [--rounds 3] [--baseline-cli PATH]
 //   [--pin-cpu 1] [--gateway-flags "..."] [--only-c 1]
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { SERVER_NODE_FLAGS } from '../engine/dist/src/node-flags.js';
 import { runPerfAnalyzer } from '../e2e/dist/src/perf-analyzer.js';
 import { repoRoot, startServer } from '../e2e/dist/src/server-process.js';
+import { schedstatMs } from './proc-cpu.mjs';
 import { fmt, machine } from './stats.mjs';
 
 const arg = (name, dflt) => {
@@ -43,22 +43,6 @@ if (arg('serve-pipe', null) !== null) {
   });
   server.listen(0, '127.0.0.1', () => process.stdout.write(`${server.address().port}\n`));
   process.on('SIGTERM', () => process.exit(0));
-}
-
-/**
- * Time a process's threads have run, in ms, from /proc/PID/task/TID/schedstat (nanoseconds; the
- * user + system ticks of /proc/PID/stat are 10 ms, 5 µs a request over 2000 requests).
- */
-function cpuMs(pid) {
-  let ns = 0;
-  for (const t of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      ns += Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]);
-    } catch {
-      /* a thread that ended */
-    }
-  }
-  return ns / 1e6;
 }
 
 function startPipe(target) {
@@ -165,9 +149,9 @@ async function main() {
           const via = vias[(k + r) % vias.length];
           const p = proxies.get(via);
           const url = p ? `127.0.0.1:${p.port}` : target;
-          const before = p ? cpuMs(p.pid) : 0;
+          const before = p ? schedstatMs(p.pid) : 0;
           const row = perf(url, c);
-          const cpu = p ? ((cpuMs(p.pid) - before) * 1000) / COUNT[c] : null;
+          const cpu = p ? ((schedstatMs(p.pid) - before) * 1000) / COUNT[c] : null;
           rows.push({ c, round: r, via, ...row, cpu });
           process.stderr.write(`c=${c} round ${r} ${via}: p50 ${row.p50} µs\n`);
         }
