@@ -13,8 +13,6 @@ const rows = (n: number) => `${n} of ${n} models`;
 type Engine = Awaited<ReturnType<typeof startEngine>>;
 
 let engine: Engine;
-/** Where the browser goes: the engine's console port. */
-let base: string;
 let adminToken: string | null = null;
 const shots = join(import.meta.dirname, 'artifacts', 'screenshots-engine');
 
@@ -23,9 +21,8 @@ test.describe.configure({ mode: 'serial' });
 test.beforeAll(async () => {
   test.setTimeout(240_000);
   engine = await startEngine();
-  base = engine.consoleUrl;
   mkdirSync(shots, { recursive: true });
-  console.log(`console specs: engine and browser at ${base}`);
+  console.log(`console specs: engine and browser at ${engine.consoleUrl}`);
 });
 
 test.afterAll(async () => {
@@ -35,13 +32,13 @@ test.afterAll(async () => {
 test('first run: the setup token from the log becomes an admin token, and the models appear live', async ({ page }) => {
   const token = setupTokenFromLogs(engine.logs);
   expect(token, 'the engine logs a setup token (or #setup= link) at first start').not.toBeNull();
-  await page.goto(`${base}/#setup=${token}`);
+  await page.goto(`${engine.consoleUrl}/#setup=${token}`);
   expect(new URL(page.url()).hash).toBe('');
   const setup = new SetupPage(page);
   await setup.submit();
   adminToken = await setup.adminToken().innerText();
   await setup.continue();
-  const c = new ConsolePage(page, base);
+  const c = new ConsolePage(page, engine.consoleUrl);
   await c.expectLive();
   await c.open('/models');
   const models = new ModelsPage(page);
@@ -71,19 +68,19 @@ test('first run: the setup token from the log becomes an admin token, and the mo
 test('the setup token works once', async ({ request }) => {
   test.skip(adminToken === null, 'first run did not complete');
   const token = setupTokenFromLogs(engine.logs);
-  const r = await request.post(`${base}/api/v1/setup`, { data: { setupToken: token } });
+  const r = await request.post(`${engine.consoleUrl}/api/v1/setup`, { data: { setupToken: token } });
   expect(r.status()).toBe(401);
 });
 
 test('a viewer token sees no mutate controls, and its API calls are refused', async ({ page, request }) => {
   test.skip(adminToken === null, 'first run did not complete');
-  const created = await request.post(`${base}/api/v1/tokens`, {
+  const created = await request.post(`${engine.consoleUrl}/api/v1/tokens`, {
     headers: { authorization: `Bearer ${adminToken}` },
     data: { name: 'e2e-viewer', scope: 'viewer' },
   });
   expect(created.status()).toBe(201);
   const viewer = ((await created.json()) as { data: { token: string } }).data.token;
-  const c = new ConsolePage(page, base);
+  const c = new ConsolePage(page, engine.consoleUrl);
   await c.open('/models', viewer);
   await expect(page.getByTestId('read-only')).toBeVisible();
   await expect(new ModelsPage(page).rows().first()).toBeVisible();
@@ -92,7 +89,7 @@ test('a viewer token sees no mutate controls, and its API calls are refused', as
     await expect(page.locator('h1').first()).toBeVisible();
     await expect(c.mutateControls()).toHaveCount(0);
   }
-  const refused = await request.post(`${base}/api/v1/models/mlp/unload`, {
+  const refused = await request.post(`${engine.consoleUrl}/api/v1/models/mlp/unload`, {
     headers: { authorization: `Bearer ${viewer}` },
   });
   expect(refused.status()).toBe(403);
@@ -101,7 +98,7 @@ test('a viewer token sees no mutate controls, and its API calls are refused', as
 test('the engine restarts: the console reconnects and resyncs without a reload', async ({ page }) => {
   test.skip(adminToken === null, 'first run did not complete');
   test.setTimeout(300_000);
-  const c = new ConsolePage(page, base);
+  const c = new ConsolePage(page, engine.consoleUrl);
   await c.open('/models', adminToken!);
   await expect(new ModelsPage(page).rowCount()).toHaveText(rows(exampleModels.length), { timeout: 30_000 });
   await c.expectLive();

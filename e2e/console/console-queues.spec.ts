@@ -13,7 +13,6 @@ import { adminToken, startEngine } from './engine.mjs';
 
 type Engine = Awaited<ReturnType<typeof startEngine>>;
 let engine: Engine;
-let base = '';
 let token: string | null = null;
 const shots = join(import.meta.dirname, 'artifacts', 'screenshots-queues');
 
@@ -23,7 +22,6 @@ test.beforeAll(async () => {
   test.setTimeout(240_000);
   mkdirSync(shots, { recursive: true });
   engine = await startEngine();
-  base = engine.consoleUrl;
   token = await adminToken(engine);
 });
 
@@ -57,7 +55,7 @@ function load(models: readonly string[], callers: number): { stop: () => Promise
 
 test('queues under load: depth, oldest wait, device share against weight over time', async ({ page }) => {
   test.setTimeout(240_000);
-  const c = new ConsolePage(page, base);
+  const c = new ConsolePage(page, engine.consoleUrl);
   await c.open('/queues', token!);
   const q = new QueuesPage(page);
   await expect(q.discipline()).toHaveText(/fair|fifo|edf/);
@@ -96,7 +94,7 @@ test('queues under load: depth, oldest wait, device share against weight over ti
 });
 
 test('an admin changes the discipline from the queues screen, and it is audited', async ({ page }) => {
-  const c = new ConsolePage(page, base);
+  const c = new ConsolePage(page, engine.consoleUrl);
   await c.open('/queues', token!);
   const q = new QueuesPage(page);
   await expect(q.discipline()).toHaveText('fair');

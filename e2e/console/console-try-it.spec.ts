@@ -16,7 +16,6 @@ import { adminToken, startEngine } from './engine.mjs';
 
 type Engine = Awaited<ReturnType<typeof startEngine>>;
 let engine: Engine;
-let base = '';
 let token: string | null = null;
 const work = mkdtempSync(join(tmpdir(), 'hloserve-try-it-e2e-'));
 const shots = join(import.meta.dirname, 'artifacts', 'screenshots-detail');
@@ -28,7 +27,6 @@ test.beforeAll(async () => {
   test.setTimeout(240_000);
   mkdirSync(shots, { recursive: true });
   engine = await startEngine({ env: { HLOSERVE_MODEL_CONTROL_MODE: 'dynamic', HLOSERVE_MODEL_POLL_SECONDS: '1' } });
-  base = engine.consoleUrl;
   token = await adminToken(engine);
 });
 
@@ -50,7 +48,7 @@ function archive(name: string, description: string): string {
 }
 
 async function upload(page: Page, file: string): Promise<string[]> {
-  const c = new ConsolePage(page, base);
+  const c = new ConsolePage(page, engine.consoleUrl);
   await c.open('/upload', token!);
   const u = new UploadPage(page);
   await u.choose(file);
@@ -117,7 +115,7 @@ test('upload a bundle, watch the steps, then infer on it from "Try it"', async (
 test('a second upload keeps the first as a version, and the Versions tab rolls back to it', async ({ page }) => {
   test.setTimeout(300_000);
   await upload(page, archive(MODEL, 'second upload'));
-  const c = new ConsolePage(page, base);
+  const c = new ConsolePage(page, engine.consoleUrl);
   await c.open(`/models/${MODEL}`, token!);
   const d = new ModelDetailPage(page);
   await expect(page.getByTestId('model-io')).toContainText('second upload');

@@ -15,7 +15,6 @@ const rows = (n: number) => `${n} of ${n} models`;
 
 type Engine = Awaited<ReturnType<typeof startEngine>>;
 let engine: Engine;
-let base = '';
 let token: string | null = null;
 const work = mkdtempSync(join(tmpdir(), 'hloserve-upload-e2e-'));
 const shots = join(import.meta.dirname, 'artifacts', 'screenshots-engine');
@@ -25,7 +24,6 @@ test.describe.configure({ mode: 'serial' });
 test.beforeAll(async () => {
   test.setTimeout(240_000);
   engine = await startEngine({ env: { HLOSERVE_MODEL_CONTROL_MODE: 'dynamic', HLOSERVE_MODEL_POLL_SECONDS: '1' } });
-  base = engine.consoleUrl;
   token = await adminToken(engine);
 });
 
@@ -40,7 +38,7 @@ test('upload a bundle: progress, validate, install, load, and the table shows it
   const bundle = resolve(import.meta.dirname, '..', '..', 'examples', 'models', 'mlp');
   // The bundle's files at the archive's top level, named plainly (no "./" entries).
   execFileSync('tar', ['-cf', archive, '-C', bundle, ...readdirSync(bundle)]);
-  const c = new ConsolePage(page, base);
+  const c = new ConsolePage(page, engine.consoleUrl);
   await c.open('/models', token!);
   await expect(new ModelsPage(page).rowCount()).toHaveText(rows(exampleModels.length), { timeout: 30_000 });
   await c.nav('Upload').click();
@@ -59,7 +57,7 @@ test('upload a bundle: progress, validate, install, load, and the table shows it
 test('a broken archive is refused with the reason, and nothing is installed', async ({ page }) => {
   const archive = join(work, 'broken.tar');
   writeFileSync(archive, Buffer.alloc(3000, 7));
-  const c = new ConsolePage(page, base);
+  const c = new ConsolePage(page, engine.consoleUrl);
   await c.open('/upload', token!);
   await page.locator('input[type="file"]').setInputFiles(archive);
   await page.getByTestId('upload-start').click();
@@ -74,7 +72,7 @@ test('a bundle added on disk in dynamic mode appears in the table without a relo
   page,
 }) => {
   test.setTimeout(180_000);
-  const c = new ConsolePage(page, base);
+  const c = new ConsolePage(page, engine.consoleUrl);
   await c.open('/models', token!);
   const models = new ModelsPage(page);
   // Not the empty table of the first frame: the list has arrived (the examples, maybe an upload).
