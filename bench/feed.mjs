@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runPerfAnalyzer } from '../e2e/dist/src/perf-analyzer.js';
+import { grpcLoadArgs, runPerfAnalyzer } from '../e2e/dist/src/perf-analyzer.js';
 import { startServer } from '../e2e/dist/src/server-process.js';
 import { fmt, machine } from './stats.mjs';
 
@@ -65,7 +65,7 @@ try {
   const operator = (await post('/tokens', { name: 'bench', scope: 'operator' }, admin)).token;
 
   const perf = () => {
-    const args = ['-m', 'mlp', '-u', server.grpcUrl(), '-i', 'grpc', '--concurrency-range', '16'];
+    const args = grpcLoadArgs('mlp', server.grpcUrl(), 16);
     const r = runPerfAnalyzer([...args, '-p', windowMs, '-s', '100', '-r', '10']);
     if (r.status !== 0) throw new Error(`perf_analyzer failed:\n${r.output}`);
     return r.rows.get(16);

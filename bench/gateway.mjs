@@ -21,7 +21,7 @@ import { DEFAULT_FEEDBACK } from '../gateway/dist/src/placement/worker-feedback.
 import { DEFAULT_SPREAD_TRIGGER } from '../gateway/dist/src/placement/spread-trigger.js';
 import { DEFAULT_DEBT } from '../gateway/dist/src/placement/device-debt.js';
 import { loadavg } from 'node:os';
-import { runPerfAnalyzer } from '../e2e/dist/src/perf-analyzer.js';
+import { grpcLoadArgs, runPerfAnalyzer } from '../e2e/dist/src/perf-analyzer.js';
 import { repoRoot, startServer } from '../e2e/dist/src/server-process.js';
 import { fmt, machine } from './stats.mjs';
 
@@ -92,18 +92,7 @@ function startGateway(workers, extra = [], cli = DEFAULT_CLI) {
 // A fixed request count, not perf_analyzer's stability search, which a busy 2-core VM rarely
 // satisfies; direct and gateway runs alternate so drift hits both alike.
 function perf(url, c) {
-  const r = runPerfAnalyzer([
-    '-m',
-    'mlp',
-    '-u',
-    url,
-    '-i',
-    'grpc',
-    '--concurrency-range',
-    String(c),
-    '--request-count',
-    String(c === 1 ? 2000 : 6000),
-  ]);
+  const r = runPerfAnalyzer([...grpcLoadArgs('mlp', url, c), '--request-count', String(c === 1 ? 2000 : 6000)]);
   if (r.status !== 0) throw new Error(`perf_analyzer failed:\n${r.output}`);
   return r.rows.get(c);
 }
@@ -359,7 +348,7 @@ if (!process.argv.includes('--skip-measured-spread')) {
                 const c = Math.max(1, Math.round(w / 2));
                 const child = spawn(process.execPath, [
                   '-e',
-                  `import('${join(repoRoot, 'e2e', 'dist', 'src', 'perf-analyzer.js')}').then(({runPerfAnalyzer})=>{const r=runPerfAnalyzer(['-m','${m}','-u','${url}','-i','grpc','--concurrency-range','${c}','--request-count','${counts[m]}']);process.exit(r.status??1)})`,
+                  `import('${join(repoRoot, 'e2e', 'dist', 'src', 'perf-analyzer.js')}').then(({grpcLoadArgs,runPerfAnalyzer})=>{const r=runPerfAnalyzer([...grpcLoadArgs('${m}','${url}',${c}),'--request-count','${counts[m]}']);process.exit(r.status??1)})`,
                 ]);
                 child.once('exit', resolve);
               }),

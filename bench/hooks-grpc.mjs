@@ -16,6 +16,7 @@ import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { grpcLoadArgs, perfAnalyzerBinary, perfAnalyzerEnv } from '../e2e/dist/src/perf-analyzer.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const examples = join(here, '..', 'examples', 'models');
@@ -30,9 +31,8 @@ const seconds = flag('--seconds', 4);
 const rounds = flag('--rounds', 2);
 const builds = args.filter((a, i) => !a.startsWith('--') && !(i > 0 && valued.includes(args[i - 1])));
 if (builds.length === 0) builds.push('dist');
-const paBin = process.env.HLOSERVE_PERF_ANALYZER;
-const paLib = process.env.HLOSERVE_PERF_ANALYZER_LD_PATH;
-if (!paBin || !paLib) throw new Error('set HLOSERVE_PERF_ANALYZER and HLOSERVE_PERF_ANALYZER_LD_PATH');
+const paBin = perfAnalyzerBinary();
+const paEnv = perfAnalyzerEnv();
 const models = ['mlp', 'mlp-hooked'];
 
 const repo = mkdtempSync(join(tmpdir(), 'hloserve-bench-hooks-grpc-'));
@@ -65,11 +65,11 @@ function perf(port, model) {
     const p = spawn(
       paBin,
       [
-        ...['-m', model, '-u', `127.0.0.1:${port}`, '-i', 'grpc'],
-        ...['--concurrency-range', String(concurrency), '--measurement-interval', String((seconds * 1000) / 3)],
+        ...grpcLoadArgs(model, `127.0.0.1:${port}`, concurrency),
+        ...['--measurement-interval', String((seconds * 1000) / 3)],
         ...['--stability-percentage', '1000'],
       ],
-      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LD_LIBRARY_PATH: paLib } },
+      { stdio: ['ignore', 'pipe', 'pipe'], env: paEnv },
     );
     let out = '';
     for (const s of [p.stdout, p.stderr]) s.on('data', (d) => (out += d));

@@ -17,7 +17,7 @@ import { createServer, connect } from 'node:net';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { SERVER_NODE_FLAGS } from '../engine/dist/src/node-flags.js';
-import { runPerfAnalyzer } from '../e2e/dist/src/perf-analyzer.js';
+import { grpcLoadArgs, runPerfAnalyzer } from '../e2e/dist/src/perf-analyzer.js';
 import { repoRoot, startServer } from '../e2e/dist/src/server-process.js';
 import { schedstatMs } from './proc-cpu.mjs';
 import { fmt, machine } from './stats.mjs';
@@ -99,18 +99,7 @@ const COUNT = { 1: 2000, 16: 6000 };
  * is cut after a minute and made again, at most twice.
  */
 function perf(url, c) {
-  const args = [
-    '-m',
-    'mlp',
-    '-u',
-    url,
-    '-i',
-    'grpc',
-    '--concurrency-range',
-    String(c),
-    '--request-count',
-    String(COUNT[c]),
-  ];
+  const args = [...grpcLoadArgs('mlp', url, c), '--request-count', String(COUNT[c])];
   for (let attempt = 0; ; attempt++) {
     const r = runPerfAnalyzer(args, 60_000);
     if (r.status === 0) return r.rows.get(c);

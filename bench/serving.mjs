@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { hostArray, Runtime } from '../native/dist/lib/index.js';
 import { readSafetensors } from '../engine/dist/src/bundle/safetensors.js';
 import { loadBundle } from '../engine/dist/src/bundle/bundle.js';
-import { runPerfAnalyzer } from '../e2e/dist/src/perf-analyzer.js';
+import { grpcLoadArgs, runPerfAnalyzer } from '../e2e/dist/src/perf-analyzer.js';
 import { examplesDir, startServer } from '../e2e/dist/src/server-process.js';
 import { fmt, machine, summarize } from './stats.mjs';
 
@@ -54,22 +54,7 @@ const rows = [];
 try {
   for (const m of models) {
     for (const c of [1, 16]) {
-      const r = runPerfAnalyzer([
-        '-m',
-        m,
-        '-u',
-        server.grpcUrl(),
-        '-i',
-        'grpc',
-        '--concurrency-range',
-        String(c),
-        '-p',
-        windowMs,
-        '-s',
-        '20',
-        '-r',
-        '6',
-      ]);
+      const r = runPerfAnalyzer([...grpcLoadArgs(m, server.grpcUrl(), c), '-p', windowMs, '-s', '20', '-r', '6']);
       if (r.status !== 0) throw new Error(`perf_analyzer failed:\n${r.output}`);
       const row = r.rows.get(c);
       const serverAvg =

@@ -36,7 +36,7 @@ import {
   waitReady,
 } from './peers/pinned.mjs';
 import { spawn } from 'node:child_process';
-import { perfAnalyzerBinary } from '../e2e/dist/src/perf-analyzer.js';
+import { grpcLoadArgs, perfAnalyzerBinary, perfAnalyzerEnv } from '../e2e/dist/src/perf-analyzer.js';
 
 const valued = new Set(['--rounds', '--seconds', '--server-cpu', '--generator-cpu']);
 const positional = process.argv.slice(2).filter((a, i, all) => !a.startsWith('--') && !valued.has(all[i - 1]));
@@ -105,21 +105,14 @@ async function startServer(v) {
 }
 
 const paBin = perfAnalyzerBinary();
-const paLib = process.env.HLOSERVE_PERF_ANALYZER_LD_PATH;
+const paEnv = perfAnalyzerEnv();
 
 /** perf_analyzer at c=1 for `secs`, every request's latency (µs, sorted) from its profile export. */
 function latencies(url, secs) {
   const file = join(tmp, `profile-${port()}.json`);
   return new Promise((res, rej) => {
     const [bin, ...argv] = pinnedArgv(generatorCpu, paBin, [
-      '-m',
-      'mlp',
-      '-u',
-      url,
-      '-i',
-      'grpc',
-      '--concurrency-range',
-      '1',
+      ...grpcLoadArgs('mlp', url, 1),
       '--measurement-interval',
       String(Math.round((secs * 1000) / 3)),
       '--stability-percentage',
@@ -129,7 +122,7 @@ function latencies(url, secs) {
     ]);
     const p = spawn(bin, argv, {
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, LD_LIBRARY_PATH: [paLib, process.env.LD_LIBRARY_PATH].filter(Boolean).join(':') },
+      env: paEnv,
     });
     let out = '';
     for (const s of [p.stdout, p.stderr]) s.on('data', (d) => (out += d));

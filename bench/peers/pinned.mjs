@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { InferenceClient } from '../../client/dist/src/index.js';
-import { perfAnalyzerBinary } from '../../e2e/dist/src/perf-analyzer.js';
+import { grpcLoadArgs, perfAnalyzerBinary, perfAnalyzerEnv } from '../../e2e/dist/src/perf-analyzer.js';
 import { shapeFlag } from './model-spec.mjs';
 
 export const here = dirname(fileURLToPath(import.meta.url));
@@ -41,9 +41,7 @@ export const removeTmp = () => rmSync(tmp, { recursive: true, force: true });
 let nextPort = 18000 + (process.pid % 1000) * 10;
 export const port = () => nextPort++;
 
-const paLib = process.env.HLOSERVE_PERF_ANALYZER_LD_PATH;
-if (!paLib)
-  throw new Error('set HLOSERVE_PERF_ANALYZER_LD_PATH (node scripts/setup-tests.mjs perf-analyzer prints it)');
+const paEnv = perfAnalyzerEnv();
 const paBin = perfAnalyzerBinary();
 
 /** Starts `cmd` on the server's core; its output goes to a file (no pipe the bench must drain). */
@@ -191,15 +189,8 @@ export async function startHloserve(checkout = root, model = 'mlp') {
 export function perf(url, c, windowMs, spec = null) {
   return new Promise((resolve_, reject) => {
     const [bin, ...argv] = pinnedArgv(generatorCpu, paBin, [
-      '-m',
-      spec?.name ?? 'mlp',
+      ...grpcLoadArgs(spec?.name ?? 'mlp', url, c),
       ...(spec?.inputs.flatMap((t) => ['--shape', shapeFlag(t)]) ?? []),
-      '-u',
-      url,
-      '-i',
-      'grpc',
-      '--concurrency-range',
-      String(c),
       '--measurement-interval',
       String(windowMs),
       '--stability-percentage',
@@ -207,7 +198,7 @@ export function perf(url, c, windowMs, spec = null) {
     ]);
     const p = spawn(bin, argv, {
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, LD_LIBRARY_PATH: [paLib, process.env.LD_LIBRARY_PATH].filter(Boolean).join(':') },
+      env: paEnv,
     });
     let out = '';
     for (const s of [p.stdout, p.stderr]) s.on('data', (d) => (out += d));

@@ -3,11 +3,18 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot } from './server-process.js';
 
+/** One concurrency's summary line: throughput infer/s, p50 and p99 in µs. */
+export interface PerfRow {
+  throughput: number;
+  p50: number;
+  p99: number;
+}
+
 export interface PerfResult {
   status: number | null;
   output: string;
-  /** concurrency -> { throughput infer/s, p50 µs, p99 µs } */
-  rows: Map<number, { throughput: number; p50: number; p99: number }>;
+  /** concurrency -> its summary */
+  rows: Map<number, PerfRow>;
 }
 
 /** Set by scripts/setup-tests.mjs (npm test); the fallback is where it unpacks the binary. */
@@ -19,26 +26,42 @@ export function perfAnalyzerBinary(): string {
   return bin;
 }
 
-/** Runs Triton's perf_analyzer and parses its per-concurrency summary. */
-export function runPerfAnalyzer(args: readonly string[], timeoutMs = 300_000): PerfResult {
-  // libb64 and libcudart.so.12, unpacked by the set-up step (perf_analyzer never needs a GPU here).
+/**
+ * The environment perf_analyzer runs in: libb64 and libcudart.so.12, unpacked by the set-up step
+ * (perf_analyzer never needs a GPU here), ahead of the caller's library path.
+ */
+export function perfAnalyzerEnv(): NodeJS.ProcessEnv {
   const lib = process.env.HLOSERVE_PERF_ANALYZER_LD_PATH;
-  if (!lib) throw new Error("perf_analyzer's libraries are not set up: run the tests with npm test");
-  const r = spawnSync(perfAnalyzerBinary(), args, {
-    encoding: 'utf8',
-    timeout: timeoutMs,
-    env: { ...process.env, LD_LIBRARY_PATH: [lib, process.env.LD_LIBRARY_PATH].filter(Boolean).join(':') },
-  });
-  const output = `${r.stdout ?? ''}${r.stderr ?? ''}`;
-  const rows = new Map<number, { throughput: number; p50: number; p99: number }>();
+  if (!lib)
+    throw new Error(
+      "perf_analyzer's libraries are not set up: run the tests with npm test, or export what 'node scripts/setup-tests.mjs perf-analyzer' prints",
+    );
+  return { ...process.env, LD_LIBRARY_PATH: [lib, process.env.LD_LIBRARY_PATH].filter(Boolean).join(':') };
+}
+
+/** The arguments every load here starts with: one model over gRPC at one concurrency. */
+export function grpcLoadArgs(model: string, url: string, concurrency: number): string[] {
+  return ['-m', model, '-u', url, '-i', 'grpc', '--concurrency-range', String(concurrency)];
+}
+
+/** The per-concurrency summary blocks of perf_analyzer's output. */
+export function parsePerfSummary(output: string): Map<number, PerfRow> {
+  const rows = new Map<number, PerfRow>();
   for (const block of output.split('Request concurrency: ').slice(1)) {
     const c = Number(block.split('\n')[0]);
-    const num = (re: RegExp) => Number(re.exec(block)?.[1] ?? NaN);
+    const num = (re: RegExp): number => Number(re.exec(block)?.[1] ?? NaN);
     rows.set(c, {
       throughput: num(/Throughput: ([\d.]+) infer\/sec/),
       p50: num(/p50 latency: (\d+) usec/),
       p99: num(/p99 latency: (\d+) usec/),
     });
   }
-  return { status: r.status, output, rows };
+  return rows;
+}
+
+/** Runs Triton's perf_analyzer and parses its per-concurrency summary. */
+export function runPerfAnalyzer(args: readonly string[], timeoutMs = 300_000): PerfResult {
+  const r = spawnSync(perfAnalyzerBinary(), args, { encoding: 'utf8', timeout: timeoutMs, env: perfAnalyzerEnv() });
+  const output = `${r.stdout ?? ''}${r.stderr ?? ''}`;
+  return { status: r.status, output, rows: parsePerfSummary(output) };
 }

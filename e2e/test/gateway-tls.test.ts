@@ -5,7 +5,7 @@
  * Python clients with ssl match the reference over gRPC and HTTP; plaintext clients are refused.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { get as httpGet } from 'node:http';
 import { request, type RequestOptions } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -14,6 +14,7 @@ import { after, before, suite, test } from 'node:test';
 import { WebSocket } from 'ws';
 import { selfSignedCertificate } from '@hloserve/common/testing/self-signed';
 import { examplesDir, runPython, startServer, type ServerProcess } from '../src/server-process.js';
+import { writeTlsNodeYaml } from '../src/tls-node-yaml.js';
 
 interface Answer {
   status: number;
@@ -54,23 +55,7 @@ suite('two workers behind the gateway with TLS from node.yaml', () => {
     dir = mkdtempSync(join(tmpdir(), 'hloserve-gateway-tls-'));
     selfSignedCertificate(dir, 'server');
     ca = readFileSync(join(dir, 'server.crt'));
-    const file = join(dir, 'node.yaml');
-    writeFileSync(
-      file,
-      [
-        `model_repo: ${examplesDir}`,
-        'global:',
-        `  cache_dir: ${join(dir, 'cache')}`,
-        '  models_include: [mlp]',
-        '  endpoints:',
-        '    host: 127.0.0.1',
-        '    tls:',
-        '      cert: server.crt',
-        '      key: server.key',
-        '',
-      ].join('\n'),
-    );
-    server = await startServer({}, 300_000, ['--config', file, '--workers', '2', '--base-port', '0']);
+    server = await startServer({}, 300_000, ['--config', writeTlsNodeYaml(dir), '--workers', '2', '--base-port', '0']);
     base = `https://127.0.0.1:${server.ports.console}`;
   });
   after(async () => {

@@ -5,36 +5,17 @@
  * the file.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { get } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, suite, test } from 'node:test';
 import { selfSignedCertificate } from '@hloserve/common/testing/self-signed';
-import { examplesDir, startServer, type ServerProcess } from '../src/server-process.js';
+import { startServer, type ServerProcess } from '../src/server-process.js';
+import { writeTlsNodeYaml } from '../src/tls-node-yaml.js';
 
 const status = (url: string, ca: Buffer) =>
   new Promise<number>((done, fail) => get(url, { ca }, (r) => (r.resume(), done(r.statusCode ?? 0))).on('error', fail));
-
-function nodeYaml(dir: string, key: string): string {
-  const file = join(dir, `node-${key}.yaml`);
-  writeFileSync(
-    file,
-    [
-      `model_repo: ${examplesDir}`,
-      'global:',
-      `  cache_dir: ${join(dir, 'cache')}`,
-      '  models_include: [mlp]',
-      '  endpoints:',
-      '    host: 127.0.0.1',
-      '    tls:',
-      '      cert: server.crt',
-      `      key: ${key}.key`,
-      '',
-    ].join('\n'),
-  );
-  return file;
-}
 
 suite('TLS from node.yaml through hloserve serve', () => {
   let dir: string;
@@ -45,8 +26,7 @@ suite('TLS from node.yaml through hloserve serve', () => {
     selfSignedCertificate(dir, 'server');
     selfSignedCertificate(dir, 'other');
     ca = readFileSync(join(dir, 'server.crt'));
-    // A later --config wins over the helper's examples/node.yaml.
-    server = await startServer({}, 120_000, ['--config', nodeYaml(dir, 'server')]);
+    server = await startServer({}, 120_000, ['--config', writeTlsNodeYaml(dir)]);
   });
   after(async () => {
     if (server) assert.equal(await server.stop(), 0);
@@ -63,7 +43,7 @@ suite('TLS from node.yaml through hloserve serve', () => {
   });
 
   test('a key that does not match the certificate stops the start naming the file', async () => {
-    await assert.rejects(startServer({}, 120_000, ['--config', nodeYaml(dir, 'other')]), (e: Error) =>
+    await assert.rejects(startServer({}, 120_000, ['--config', writeTlsNodeYaml(dir, 'other')]), (e: Error) =>
       e.message.includes(`endpoints.tls.key (${join(dir, 'other.key')}): does not match the certificate`),
     );
   });
