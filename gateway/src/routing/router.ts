@@ -68,17 +68,7 @@ export class Router {
       const order = [...discovered].sort(
         (a, b) => this.load.quantised(a) - this.load.quantised(b) || (a < b ? -1 : a > b ? 1 : 0),
       );
-      const w = order[0]!;
-      this.load.add(w, items);
-      let released = false;
-      return {
-        order,
-        release: () => {
-          if (released) return;
-          released = true;
-          this.load.add(w, -items);
-        },
-      };
+      return { order, release: this.charge(order[0]!, items) };
     }
     const c = this.cursors.get(model) ?? 0;
     this.cursors.set(model, (c + 1) % discovered.length);
@@ -87,16 +77,17 @@ export class Router {
     const order = i === 0 ? discovered : [...discovered.slice(i), ...discovered.slice(0, i)];
     if (this.mode !== 'lpt_packing') return { order, release: NO_RELEASE };
     // Unplaced models still charge their worker so fill_least sees cross-model load.
-    const w = order[0]!;
+    return { order, release: this.charge(order[0]!, items) };
+  }
+
+  /** Charges `items` to worker `w` until the returned release runs; a second release does nothing. */
+  private charge(w: string, items: number): () => void {
     this.load.add(w, items);
     let released = false;
-    return {
-      order,
-      release: () => {
-        if (released) return;
-        released = true;
-        this.load.add(w, -items);
-      },
+    return () => {
+      if (released) return;
+      released = true;
+      this.load.add(w, -items);
     };
   }
 
