@@ -6,10 +6,9 @@
 // prints bytes per request and the top allocation sites (self size, then the same by stack).
 //
 //   npm run build && node bench/alloc.mjs [CHECKOUT ...] [--seconds 3] [--interval 128] [--top 30]
-import { join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { resolve } from 'node:path';
 import WebSocket from 'ws';
-import { flag, perf, pinnedChild, port, removeTmp, waitReady } from './peers/pinned.mjs';
+import { flag, perf, port, removeTmp, startHloserve } from './peers/pinned.mjs';
 
 const valued = new Set(['--seconds', '--interval', '--top', '--server-cpu', '--generator-cpu']);
 const checkouts = process.argv.slice(2).filter((a, i, all) => !a.startsWith('--') && !valued.has(all[i - 1]));
@@ -20,33 +19,8 @@ const top = Number(flag('--top', '30'));
 const sumSelf = (node) => node.selfSize + node.children.reduce((a, c) => a + sumSelf(c), 0);
 
 async function profile(checkout) {
-  const [grpc, http, inspect] = [port(), port(), port()];
-  const flags = (await import(pathToFileURL(join(checkout, 'engine', 'dist', 'src', 'node-flags.js')).href))
-    .SERVER_NODE_FLAGS;
-  const proc = pinnedChild(
-    'hloserve',
-    process.execPath,
-    [
-      ...flags,
-      `--inspect=127.0.0.1:${inspect}`,
-      join(checkout, 'engine', 'dist', 'src', 'cli.js'),
-      'serve',
-      '--config',
-      join(checkout, 'examples', 'node.yaml'),
-    ],
-    {
-      cwd: checkout,
-      env: {
-        ...process.env,
-        HLOSERVE_MODELS_INCLUDE: 'mlp',
-        HLOSERVE_ENDPOINTS_GRPC_PORT: String(grpc),
-        HLOSERVE_ENDPOINTS_HTTP_PORT: String(http),
-        HLOSERVE_ENDPOINTS_METRICS_PORT: '0',
-        HLOSERVE_ENDPOINTS_CONSOLE_PORT: '0',
-        TF_CPP_MIN_LOG_LEVEL: '2',
-      },
-    },
-  );
+  const inspect = port();
+  const { url, http, proc } = await startHloserve(checkout, 'mlp', { nodeFlags: [`--inspect=127.0.0.1:${inspect}`] });
   try {
     const stats = async () => {
       for (;;) {
@@ -59,8 +33,6 @@ async function profile(checkout) {
         await new Promise((r) => setTimeout(r, 200));
       }
     };
-    const url = `127.0.0.1:${grpc}`;
-    await waitReady(url, proc, 'hloserve');
     await perf(url, 1, 1500); // warm: compile, first scavenges
     const list = await (await globalThis.fetch(`http://127.0.0.1:${inspect}/json/list`)).json();
     const ws = new WebSocket(list[0].webSocketDebuggerUrl);

@@ -16,7 +16,6 @@
 //       [--no-c16] [--shield]   (--shield: server and perf_analyzer SCHED_RR, bench/peers/pinned.mjs)
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { machine } from './stats.mjs';
 import {
   flag,
@@ -24,16 +23,15 @@ import {
   here,
   perf,
   pinnedArgv,
-  pinnedChild,
   port,
   removeTmp,
   serverCpu,
   shield,
   startCanned,
+  startHloserve,
   tmp,
   treeTicks,
   TICK_US,
-  waitReady,
 } from './peers/pinned.mjs';
 import { spawn } from 'node:child_process';
 import { grpcLoadArgs, perfAnalyzerBinary, perfAnalyzerEnv } from '../e2e/dist/src/perf-analyzer.js';
@@ -62,46 +60,14 @@ const variants = (positional.length > 0 ? positional : ['.']).map((v) => {
 });
 
 async function startServer(v) {
-  const [grpc, http] = [port(), port()];
-  const base = (await import(pathToFileURL(join(v.checkout, 'engine', 'dist', 'src', 'node-flags.js')).href))
-    .SERVER_NODE_FLAGS;
-  // A flag given in the variant replaces the serving default of the same name.
-  const names = new Set(v.nodeFlags.map((f) => f.split('=')[0]));
-  const flags = [
-    ...base.filter((f) => !names.has(f.split('=')[0])),
+  const spanOut = join(tmp, `span-${port()}.json`);
+  const nodeFlags = [
     ...v.nodeFlags,
     ...(traceGc ? ['--trace-gc'] : []),
     ...(span ? ['--import', join(here, '..', 'tail-span-probe.mjs')] : []),
   ];
-  const spanOut = join(tmp, `span-${grpc}.json`);
-  const proc = pinnedChild(
-    'hloserve',
-    process.execPath,
-    [
-      ...flags,
-      join(v.checkout, 'engine', 'dist', 'src', 'cli.js'),
-      'serve',
-      '--config',
-      join(v.checkout, 'examples', 'node.yaml'),
-    ],
-    {
-      cwd: v.checkout,
-      env: {
-        ...process.env,
-        HLOSERVE_MODELS_INCLUDE: 'mlp',
-        HLOSERVE_ENDPOINTS_GRPC_PORT: String(grpc),
-        HLOSERVE_ENDPOINTS_HTTP_PORT: String(http),
-        HLOSERVE_ENDPOINTS_METRICS_PORT: '0',
-        HLOSERVE_ENDPOINTS_CONSOLE_PORT: '0',
-        TF_CPP_MIN_LOG_LEVEL: '2',
-        HLOSERVE_TAIL_SPAN_OUT: spanOut,
-        ...v.env,
-      },
-    },
-  );
-  const url = `127.0.0.1:${grpc}`;
-  await waitReady(url, proc, `hloserve ${v.name}`, 'mlp');
-  return { url, proc, spanOut };
+  const env = { HLOSERVE_TAIL_SPAN_OUT: spanOut, ...v.env };
+  return { ...(await startHloserve(v.checkout, 'mlp', { nodeFlags, env, name: `hloserve ${v.name}` })), spanOut };
 }
 
 const paBin = perfAnalyzerBinary();

@@ -144,17 +144,26 @@ export async function startCanned(model = 'mlp', transport = 'grpc-js') {
   return { url, proc };
 }
 
-/** `hloserve serve` from the checkout at `checkout` (default this one), serving only `model`. */
-export async function startHloserve(checkout = root, model = 'mlp') {
+/**
+ * `hloserve serve` from the checkout at `checkout` (default this one), serving only `model`, on the
+ * server's core, with that checkout's serving Node flags (a before/after may differ in them):
+ * `nodeFlags` replace a default of the same name or add to them, `env` adds to the environment.
+ */
+export async function startHloserve(
+  checkout = root,
+  model = 'mlp',
+  { nodeFlags = [], env = {}, name = 'hloserve' } = {},
+) {
   const [grpc, http] = [port(), port()];
-  // Each checkout starts with its own serving flags (a before/after may differ in them).
-  const flags = (await import(pathToFileURL(join(checkout, 'engine', 'dist', 'src', 'node-flags.js')).href))
+  const base = (await import(pathToFileURL(join(checkout, 'engine', 'dist', 'src', 'node-flags.js')).href))
     .SERVER_NODE_FLAGS;
+  const given = new Set(nodeFlags.map((f) => f.split('=')[0]));
   const proc = pinnedChild(
     'hloserve',
     process.execPath,
     [
-      ...flags,
+      ...base.filter((f) => !given.has(f.split('=')[0])),
+      ...nodeFlags,
       join(checkout, 'engine', 'dist', 'src', 'cli.js'),
       'serve',
       '--config',
@@ -170,12 +179,18 @@ export async function startHloserve(checkout = root, model = 'mlp') {
         HLOSERVE_ENDPOINTS_METRICS_PORT: '0',
         HLOSERVE_ENDPOINTS_CONSOLE_PORT: '0',
         TF_CPP_MIN_LOG_LEVEL: '2',
+        ...env,
       },
     },
   );
   const url = `127.0.0.1:${grpc}`;
-  await waitReady(url, proc, 'hloserve', model);
-  return { url, proc };
+  try {
+    await waitReady(url, proc, name, model);
+  } catch (e) {
+    await proc.stop();
+    throw e;
+  }
+  return { url, http, proc };
 }
 
 /**
