@@ -321,7 +321,9 @@ if (onlyLatency) process.exit(0);
 }
 
 // 2b. Work spread, measured: three workers behind the supervisor, skewed traffic on the three
-// example models, per-worker device time from each worker's statistics.
+// example models, per-worker device time from each worker's executions (hloserve_execution_duration_us:
+// each batch once; Triton's per-request compute_infer, which this read before session 16, counts a
+// batch of n n times).
 if (!process.argv.includes('--skip-measured-spread')) {
   const shares = { mlp: 16, fno: 3, resnet: 1 };
   const counts = { mlp: 4000, fno: 300, resnet: 40 };
@@ -329,7 +331,7 @@ if (!process.argv.includes('--skip-measured-spread')) {
     '\n## work spread, measured (3 CPU workers, perf_analyzer per model at concurrency mlp 8, fno 2, resnet 1)\n',
   );
   console.log(
-    '| mode | run | load (1-min) at start, end | compute s per worker (w0, w1, w2) | max/mean | models receiving traffic per worker | compute s per model (mlp, fno, resnet) |',
+    '| mode | run | load (1-min) at start, end | device s per worker (w0, w1, w2) | max/mean | models receiving traffic per worker | device s per model (mlp, fno, resnet) |',
   );
   console.log('|---|---|---|---|---|---|---|');
   for (const [mode, extra] of [
@@ -358,7 +360,7 @@ if (!process.argv.includes('--skip-measured-spread')) {
         const text = await httpText(`http://127.0.0.1:${node.ports.metrics}/metrics`);
         const per = new Map();
         for (const m of text.matchAll(
-          /^nv_inference_compute_infer_duration_us\{worker="(\w+)",model="(\w+)"[^}]*\} ([\d.e+]+)/gm,
+          /^hloserve_execution_duration_us\{worker="(\w+)",model="(\w+)"[^}]*\} ([\d.e+]+)/gm,
         )) {
           const w = per.get(m[1]) ?? new Map();
           w.set(m[2], Number(m[3]) / 1e6);

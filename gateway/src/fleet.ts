@@ -16,6 +16,7 @@ import {
   ModelStatisticsResponse,
 } from '@hloserve/proto';
 import type { FleetSample, ModelCounters } from './placement/load-estimator.js';
+import { modelCounters } from './placement/model-counters.js';
 import { WorkerClient, type WorkerAddress } from './worker-client.js';
 
 export const INFER_SERVICE = '/inference.GRPCInferenceService';
@@ -164,13 +165,7 @@ export class Fleet {
         );
         if (!r.ok) return;
         const models = new Map<string, ModelCounters>();
-        for (const s of ModelStatisticsResponse.decode(r.body!).modelStats) {
-          models.set(s.name, {
-            requests: s.inferenceStats?.success?.count ?? 0,
-            computeSeconds: (s.inferenceStats?.computeInfer?.ns ?? 0) / 1e9,
-            weightBytes: s.memoryUsage.reduce((a, m) => a + m.byteSize, 0),
-          });
-        }
+        for (const s of ModelStatisticsResponse.decode(r.body!).modelStats) models.set(s.name, modelCounters(s));
         out.set(w.name, models);
       }),
     );

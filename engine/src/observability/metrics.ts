@@ -54,7 +54,7 @@ export class Metrics {
   // every inc (3.6 µs for a request's seven updates, measured), which sat on the request path.
   readonly #totals = new Map<string, RequestTotals>();
   /** Executions per model, summed like #totals (one update per dispatch). */
-  readonly #executions = new Map<string, { readonly labels: RequestTotals['labels']; n: number }>();
+  readonly #executions = new Map<string, { readonly labels: RequestTotals['labels']; n: number; ns: number }>();
   readonly pending: Gauge<'model' | 'version'>;
   readonly #latency: PlainHistogram<'model'>;
   readonly #batchSize: PlainHistogram<'model'>;
@@ -113,6 +113,14 @@ export class Metrics {
     });
     summed('nv_inference_count', 'Inferences performed (a batch of n counts n)', 'count');
     summedOver('nv_inference_exec_count', 'Model executions (batches) performed', executions, (e) => e.n);
+    // Triton's compute_infer adds a batch's execution time once per request in it; the device was
+    // busy for it once. This is the busy time (what the gateway places by).
+    summedOver(
+      'hloserve_execution_duration_us',
+      'Cumulative device time of model executions, each counted once however many requests it served (µs)',
+      executions,
+      (e) => e.ns / 1000,
+    );
     summed('nv_inference_request_duration_us', 'Cumulative request duration (µs)', 'requestUs');
     summed('nv_inference_queue_duration_us', 'Cumulative time requests waited in queue (µs)', 'queueUs');
     summed('nv_inference_compute_input_duration_us', 'Cumulative input preparation time (µs)', 'inputUs');
@@ -291,10 +299,12 @@ export class Metrics {
     return this.#latency.series(model);
   }
 
-  execution(model: string, batchSize: number): void {
+  /** One device execution of `model` at compiled size `batchSize` that took `computeSeconds`. */
+  execution(model: string, batchSize: number, computeSeconds: number): void {
     let e = this.#executions.get(model);
-    if (e === undefined) this.#executions.set(model, (e = { labels: { model, version: '1' }, n: 0 }));
+    if (e === undefined) this.#executions.set(model, (e = { labels: { model, version: '1' }, n: 0, ns: 0 }));
     e.n++;
+    e.ns += Math.round(computeSeconds * 1e9);
     this.#batchSize.observe(model, batchSize);
   }
 

@@ -200,7 +200,7 @@ export class Worker implements InferenceService {
       logger,
       onEvent: (e) => {
         if (e.type === 'dispatch-done' && e.outcome === 'ok') {
-          this.metrics.execution(e.model, e.batchSize);
+          this.metrics.execution(e.model, e.batchSize, e.computeSeconds);
           this.registry.get(e.model)?.stats.execution(e.batchSize, e.computeSeconds);
         } else if (e.type === 'request-dropped') {
           this.metrics.shed.inc({ model: e.model, reason: e.reason });

@@ -66,16 +66,19 @@ suite('metrics: per-request counters summed and published at scrape time', () =>
 });
 
 suite('metrics: per-dispatch and gauge values published at scrape time', () => {
-  test('executions and batch sizes per model, in-flight read from the worker when scraped', async () => {
+  test('executions, their device time and batch sizes per model, in-flight read from the worker when scraped', async () => {
     const m = new Metrics({ defaultMetrics: false });
     let inflight = 3;
     m.trackInflight(() => inflight);
-    m.execution('a', 8);
-    m.execution('a', 32);
-    m.execution('b', 1);
+    m.execution('a', 8, 0.002);
+    m.execution('a', 32, 0.005);
+    m.execution('b', 1, 0.0005);
     let text = await m.text();
     assert.equal(value(text, 'nv_inference_exec_count{model="a",version="1"}'), 2);
     assert.equal(value(text, 'nv_inference_exec_count{model="b",version="1"}'), 1);
+    // Each execution once, whatever it served (Triton's compute_infer would count a batch per request).
+    assert.equal(value(text, 'hloserve_execution_duration_us{model="a",version="1"}'), 7000);
+    assert.equal(value(text, 'hloserve_execution_duration_us{model="b",version="1"}'), 500);
     assert.equal(value(text, 'hloserve_batch_size_bucket{le="8",model="a"}'), 1);
     assert.equal(value(text, 'hloserve_batch_size_bucket{le="32",model="a"}'), 2);
     assert.equal(value(text, 'hloserve_batch_size_sum{model="a"}'), 40);
