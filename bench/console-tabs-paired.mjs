@@ -24,15 +24,12 @@
 // --no-load: no inference; the engine's own CPU with and without the tabs, and the browser's by process type.
 // --build DIR: the engine and console of another built checkout (its e2e/dist, engine/dist,
 //   console/dist), to measure an earlier commit with the same method.
-/* global fetch */
 import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { perfAnalyzerBinary } from '../e2e/dist/src/perf-analyzer.js';
 import { startConsoleEngine } from './console-engine.mjs';
-import { procTable, treeCpu } from './proc-cpu.mjs';
+import { bootstrap, mean, measure as measureWindow, median, sleep, startLoad } from './console-tabs-window.mjs';
 import { fmt, machine } from './stats.mjs';
 
 const arg = (name, dflt) => {
@@ -48,39 +45,6 @@ const control = process.argv.includes('--control');
 const buildDir = arg('build', null);
 const csvPath = arg('csv', null);
 const noLoad = process.argv.includes('--no-load');
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-/** The machine's busy and total jiffies over all CPUs (/proc/stat). */
-function machineJiffies() {
-  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
-  const idle = f[3] + f[4];
-  const total = f.slice(0, 8).reduce((a, b) => a + b, 0);
-  return { busy: total - idle, total };
-}
-
-async function successCount(metricsUrl) {
-  const text = await (await fetch(metricsUrl)).text();
-  let n = 0;
-  for (const line of text.split('\n'))
-    if (line.startsWith('nv_inference_request_success')) n += Number(line.slice(line.lastIndexOf(' ') + 1));
-  return n;
-}
-
-function median(xs) {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-}
-const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
-
-/** Percentile bootstrap 95 % interval of `stat` over resamples of `xs` (fixed seed: reruns agree). */
-function bootstrap(xs, stat, n = 4000) {
-  let seed = 12345;
-  const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
-  const out = [];
-  for (let i = 0; i < n; i++) out.push(stat(xs.map(() => xs[Math.floor(rand() * xs.length)])));
-  out.sort((a, b) => a - b);
-  return [out[Math.floor(0.025 * n)], out[Math.floor(0.975 * n)]];
-}
 
 async function startEngine() {
   const serverProcess = buildDir
@@ -88,18 +52,6 @@ async function startEngine() {
     : join(import.meta.dirname, '..', 'e2e', 'dist', 'src', 'server-process.js');
   const { startServer } = await import(pathToFileURL(serverProcess).href);
   return startConsoleEngine(startServer);
-}
-
-/** The load for the whole run: perf_analyzer never stable (its records are freed per 2 s window), killed at the end. */
-function startLoad(e) {
-  const lib = process.env.HLOSERVE_PERF_ANALYZER_LD_PATH;
-  if (!lib) throw new Error('set HLOSERVE_PERF_ANALYZER_LD_PATH (see bench/console-tabs.mjs)');
-  const args = ['-m', 'mlp', '-u', e.server.grpcUrl(), '-i', 'grpc', '--concurrency-range', '16'];
-  const child = spawn(perfAnalyzerBinary(), [...args, '-p', '2000', '-s', '0.0001', '-r', '100000'], {
-    stdio: 'ignore',
-    env: { ...process.env, LD_LIBRARY_PATH: [lib, process.env.LD_LIBRARY_PATH].filter(Boolean).join(':') },
-  });
-  return child;
 }
 
 /** The tabs child of bench/console-tabs.mjs; resolves once every page is live (and hidden). */
@@ -128,46 +80,8 @@ async function closeTabs(child) {
   await exited;
 }
 
-/** One measured window: requests, and CPU of the engine, browser, load generator and machine. */
-async function measure(e, load, browserPid) {
-  const t0 = performance.now();
-  const p0 = procTable();
-  const m0 = machineJiffies();
-  const n0 = await successCount(e.metricsUrl);
-  await sleep(windowMs);
-  const n1 = await successCount(e.metricsUrl);
-  const p1 = procTable();
-  const m1 = machineJiffies();
-  const s = (performance.now() - t0) / 1000;
-  const cores = (pid) => (treeCpu(p1, pid) - treeCpu(p0, pid)) / s;
-  const byType = {};
-  for (const [pid, c] of p1.cpu) {
-    let inTree = false;
-    for (let p = pid; p > 1 && browserPid; p = p1.parent.get(p) ?? 0) if (p === browserPid) inTree = true;
-    if (!inTree) continue;
-    let type = 'driver';
-    try {
-      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-      type = /--type=([^\s\0]+)/.exec(cmd)?.[1] ?? (cmd.includes('chrom') ? 'browser' : 'driver');
-      if (type === 'utility') type = /--utility-sub-type=([^\s\0]+)/.exec(cmd)?.[1] ?? type;
-    } catch {
-      // exited
-    }
-    byType[type] = (byType[type] ?? 0) + (c - (p0.cpu.get(pid) ?? 0)) / s;
-  }
-  const engineCores = cores(e.server.child.pid);
-  const rps = (n1 - n0) / s;
-  return {
-    rps,
-    engineCores,
-    engineUsPerReq: (1e6 * engineCores) / rps,
-    browserCores: cores(browserPid),
-    byType,
-    loadCores: cores(load?.pid ?? 0),
-    machineBusy: (m1.busy - m0.busy) / (m1.total - m0.total),
-    load1: loadavg()[0],
-  };
-}
+/** One measured window (bench/console-tabs-window.mjs). */
+const measure = (e, load, browserPid) => measureWindow(e, load, browserPid, windowMs);
 
 /** Every window so far, in time order (rewritten after each, so a run cut short keeps what it measured). */
 function writeCsv(windows) {
@@ -182,6 +96,9 @@ function writeCsv(windows) {
     'loadCores',
     'machineBusy',
     'load1',
+    'jsWaitMs',
+    'jsInvol',
+    'browserWakeups',
   ];
   const rows = windows.map((x, i) => cols.map((c) => (c === 'index' ? i : x[c])));
   writeFileSync(csvPath, [cols, ...rows].map((r) => r.join(',')).join('\n') + '\n');
@@ -312,9 +229,9 @@ if (fromCsv) {
   const cols = head.split(',');
   const rows = lines.map((l) => Object.fromEntries(l.split(',').map((v, i) => [cols[i], i < 1 ? v : Number(v)])));
   // Files written before the phases were drawn list every without-window, then every with-window,
-  // each numbered within its phase; they alternated without, with, without, ...
+  // each numbered within its phase (so an index repeats); they alternated without, with, without, ...
   const o = rows.filter((r) => r.phase === 'without');
   const w = rows.filter((r) => r.phase === 'with');
-  const grouped = rows.length > 1 && rows[1].phase === 'without' && o[1]?.index === 1;
+  const grouped = new Set(rows.map((r) => r.index)).size < rows.length;
   report(grouped ? o.flatMap((x, i) => (w[i] ? [x, w[i]] : [x])) : rows);
 } else await main();

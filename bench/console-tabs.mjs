@@ -35,20 +35,67 @@ const SCREENS = ['/', '/models', '/memory', '/models/mlp', '/activity'];
 
 // Child: open the tabs, say "ready" once every page is live, hold them until stdin closes.
 if (process.argv[2] === '--tabs-child') {
-  const [, , , url, token, n, hidden, frozen, parallel] = process.argv;
+  // mode (bench/console-tabs-decompose): 'console' (the default), 'none' (Chromium with no page),
+  // 'blank' (about:blank pages), 'nofeed' (the console with its feed socket refused: every
+  // WebSocket the page makes closes at once, so the console backs off and the engine holds none).
+  // dist: another build's console/dist, served to the pages in place of the engine's own files (the
+  // API and the feed still the engine's), so two consoles are compared against one engine.
+  const [, , , url, token, n, hidden, frozen, parallel, mode = 'console', dist = ''] = process.argv;
   const { chromium } = await import('playwright-core');
   const browser = await chromium.launch({
     executablePath: process.env.HLOSERVE_TEST_CHROMIUM ?? process.env.CHROMIUM ?? '/usr/bin/chromium',
-    args: ['--no-sandbox'],
+    // Pages whose files come from a route have no address space of their own, and Chromium's
+    // local-network checks would then refuse them the engine's loopback socket.
+    args: ['--no-sandbox', ...(dist ? ['--disable-features=LocalNetworkAccessChecks'] : [])],
   });
   const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
   await context.addInitScript((t) => localStorage.setItem('hloserve.token', t), token);
+  if (dist) {
+    const { readFile } = await import('node:fs/promises');
+    const types = { js: 'text/javascript', css: 'text/css', html: 'text/html', svg: 'image/svg+xml', png: 'image/png' };
+    const notApi = new RegExp(`^${url.replace(/[.:/]/g, '\\$&')}/(?!api/)`);
+    await context.route(notApi, async (route) => {
+      const path = new URL(route.request().url()).pathname;
+      const file = /\.[a-z0-9]+$/.test(path) ? path : '/index.html';
+      try {
+        const body = await readFile(join(dist, file));
+        await route.fulfill({ body, contentType: types[file.split('.').pop()] ?? 'application/octet-stream' });
+      } catch {
+        await route.fulfill({ status: 404, body: '' });
+      }
+    });
+  }
+  if (mode === 'nofeed')
+    await context.addInitScript(() => {
+      // A socket that never opens: error and close on the next turn, as a refused connection does.
+      globalThis.WebSocket = class {
+        readyState = 0;
+        onopen = null;
+        onmessage = null;
+        onerror = null;
+        onclose = null;
+        constructor() {
+          setTimeout(() => {
+            this.readyState = 3;
+            this.onerror?.({});
+            this.onclose?.({ code: 1006, reason: '' });
+          }, 0);
+        }
+        send() {}
+        close() {}
+      };
+    });
   const pages = [];
   // In parallel (bench/console-tabs-paired opens them every cycle): the pages' loads overlap.
   const open = async (i) => {
     const page = await context.newPage();
+    if (mode === 'blank') {
+      pages[i] = page;
+      return;
+    }
     await page.goto(url + SCREENS[i % SCREENS.length]);
-    await page.locator('[data-testid="connection-banner"][data-state="live"]').waitFor({ timeout: 60_000 });
+    const state = mode === 'nofeed' ? 'reconnecting' : 'live';
+    await page.locator(`[data-testid="connection-banner"][data-state="${state}"]`).waitFor({ timeout: 60_000 });
     if (frozen !== '0') {
       // The page's DOM as it stands, without its scripts, on a blank page (the feed socket goes with it).
       const html = await page.evaluate(() => {
@@ -68,8 +115,9 @@ if (process.argv[2] === '--tabs-child') {
     }
     pages[i] = page;
   };
-  if (parallel === 'parallel') await Promise.all(Array.from({ length: Number(n) }, (_, i) => open(i)));
-  else for (let i = 0; i < Number(n); i++) await open(i);
+  const count = mode === 'none' ? 0 : Number(n);
+  if (parallel === 'parallel') await Promise.all(Array.from({ length: count }, (_, i) => open(i)));
+  else for (let i = 0; i < count; i++) await open(i);
   if (hidden === '1') {
     for (const page of pages.slice(0, -1)) {
       await page.evaluate(() => {

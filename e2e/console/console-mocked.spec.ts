@@ -142,6 +142,62 @@ test('the banner says reconnecting when the feed drops, then live again after th
   await expect(c.banner()).toHaveAttribute('data-state', /live|resynced/, { timeout: 15_000 });
 });
 
+test("a hidden tab's banner does not count down while the feed is refused; shown again, it shows the time left", async ({
+  context,
+}) => {
+  const api = new FakeControlApi({ models: 20 });
+  const shown = await context.newPage();
+  const hidden = await context.newPage();
+  await api.install(shown);
+  await api.install(hidden);
+  const a = new ConsolePage(shown, server.url);
+  const b = new ConsolePage(hidden, server.url);
+  await a.open('/', TOKENS.admin);
+  await a.expectLive();
+  await b.open('/activity', TOKENS.admin);
+  await b.expectLive();
+  const setHidden = (h: boolean) =>
+    hidden.evaluate((x) => {
+      Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => (x ? 'hidden' : 'visible') });
+      document.dispatchEvent(new Event('visibilitychange'));
+    }, h);
+  await setHidden(true);
+  // The shown tab holds the socket; from now on every socket it opens is refused (never opens), so
+  // the attempts and their waits grow: the fifth waits 4 to 8 s.
+  await shown.evaluate(() => {
+    globalThis.WebSocket = class {
+      readyState = 0;
+      onopen = null;
+      onmessage = null;
+      onerror: ((e: unknown) => void) | null = null;
+      onclose: ((e: unknown) => void) | null = null;
+      constructor() {
+        setTimeout(() => {
+          this.readyState = 3;
+          this.onerror?.({});
+          this.onclose?.({ code: 1006, reason: '' });
+        }, 0);
+      }
+      send() {}
+      close() {}
+    } as unknown as typeof WebSocket;
+  });
+  api.dropFeeds();
+  await expect(a.banner()).toContainText(/attempt [5-9]/, { timeout: 20_000 });
+  const shownText = await a.banner().innerText();
+  const hiddenText = await b.banner().innerText();
+  expect(hiddenText).toMatch(/Reconnecting \(attempt [5-9]/);
+  // The shown tab counts down in whole seconds; the hidden one, mirroring the same state, renders nothing.
+  await expect(a.banner()).not.toHaveText(shownText, { timeout: 3_000 });
+  await hidden.waitForTimeout(1_500);
+  expect(await b.banner().innerText()).toBe(hiddenText);
+  await setHidden(false);
+  // Shown, it reads the clock at once: the same whole seconds left as the tab that kept counting.
+  const countdown = async (c: ConsolePage) => /Reconnecting \([^)]*\)/.exec(await c.banner().innerText())?.[0];
+  await expect.poll(async () => `${await countdown(b)} / ${await countdown(a)}`).toMatch(/^(.+) \/ \1$/);
+  expect(await countdown(b)).not.toBe(/Reconnecting \([^)]*\)/.exec(hiddenText)?.[0]);
+});
+
 test('a hidden tab holds no feed subscriptions, and catches up with a fresh snapshot when shown', async ({ page }) => {
   const api = new FakeControlApi({ models: 20 });
   await api.install(page);

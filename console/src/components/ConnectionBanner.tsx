@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'react';
 import { currentWorker } from '../api/worker-choice.js';
-import { useStreamStatus, useWatermark } from '../app/live.js';
+import { usePageVisible, useStreamStatus, useWatermark } from '../app/live.js';
 import { allows, useSession } from '../app/session.js';
 
 /** Live, reconnecting (attempt n, next in s), resynced, and read-only for a viewer token. */
@@ -9,11 +9,23 @@ export function ConnectionBanner() {
   const watermark = useWatermark();
   const session = useSession();
   const [now, setNow] = useState(Date.now());
+  const visible = usePageVisible();
+  const retryAt = status.state === 'reconnecting' ? status.nextRetryAtMs : null;
   useEffect(() => {
-    if (status.state !== 'reconnecting') return;
-    const t = setInterval(() => setNow(Date.now()), 500);
-    return () => clearInterval(t);
-  }, [status.state]);
+    // The countdown shows whole seconds: one render when the shown second changes, not a fixed
+    // 2 Hz tick, and none in a hidden tab (20 open tabs would each render through every engine
+    // restart while the engine starts on the same cores); shown again, it reads the clock at once.
+    if (retryAt === null || !visible) return;
+    let t: ReturnType<typeof setTimeout> | undefined;
+    const tick = () => {
+      const at = Date.now();
+      setNow(at);
+      const left = retryAt - at;
+      if (left > 0) t = setTimeout(tick, (left % 1000 || 1000) + 5);
+    };
+    tick();
+    return () => clearTimeout(t);
+  }, [retryAt, visible]);
   // Behind a gateway, whose feed this is (the URL's choice; Layout renders on every navigation).
   const worker = currentWorker();
   const readOnly = session.data && !allows(session.data.scope, 'operator');

@@ -1,0 +1,169 @@
+// What bench/console-tabs-paired and bench/console-tabs-decompose share: the load (one
+// perf_analyzer for the whole run), one measured window (throughput from the engine's own counter,
+// CPU and scheduling from /proc), and the statistics of paired windows.
+/* global fetch */
+import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { perfAnalyzerBinary } from '../e2e/dist/src/perf-analyzer.js';
+import { procTable, treeCpu } from './proc-cpu.mjs';
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+export function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+}
+export const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+/** Percentile bootstrap 95 % interval of `stat` over resamples of `xs` (fixed seed: reruns agree). */
+export function bootstrap(xs, stat, n = 4000) {
+  let seed = 12345;
+  const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+  const out = [];
+  for (let i = 0; i < n; i++) out.push(stat(xs.map(() => xs[Math.floor(rand() * xs.length)])));
+  out.sort((a, b) => a - b);
+  return [out[Math.floor(0.025 * n)], out[Math.floor(0.975 * n)]];
+}
+
+/** The machine's busy and total jiffies over all CPUs, and its context switches (/proc/stat). */
+function machineStat() {
+  const lines = readFileSync('/proc/stat', 'utf8').split('\n');
+  const f = lines[0].trim().split(/\s+/).slice(1).map(Number);
+  const idle = f[3] + f[4];
+  const total = f.slice(0, 8).reduce((a, b) => a + b, 0);
+  const ctxt = Number(lines.find((l) => l.startsWith('ctxt '))?.split(' ')[1] ?? 0);
+  return { busy: total - idle, total, ctxt };
+}
+
+async function successCount(metricsUrl) {
+  const text = await (await fetch(metricsUrl)).text();
+  let n = 0;
+  for (const line of text.split('\n'))
+    if (line.startsWith('nv_inference_request_success')) n += Number(line.slice(line.lastIndexOf(' ') + 1));
+  return n;
+}
+
+/**
+ * Per thread of `pids`: run and run-queue wait (ns, schedstat) and voluntary / involuntary context
+ * switches (status). A voluntary switch is a thread going to sleep, so each is one wake-up later.
+ */
+function threads(pids) {
+  const out = new Map();
+  for (const pid of pids) {
+    let tids;
+    try {
+      tids = readdirSync(`/proc/${pid}/task`);
+    } catch {
+      continue;
+    }
+    for (const tid of tids) {
+      try {
+        const [run, wait] = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ').map(Number);
+        const st = readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8');
+        const num = (k) => Number(new RegExp(`${k}:\\s*(\\d+)`).exec(st)?.[1] ?? 0);
+        out.set(`${pid}/${tid}`, {
+          main: String(pid) === tid,
+          run,
+          wait,
+          vol: num('voluntary_ctxt_switches'),
+          invol: num('nonvoluntary_ctxt_switches'),
+        });
+      } catch {
+        /* a thread that ended */
+      }
+    }
+  }
+  return out;
+}
+
+/** Sums of the changes in `b` over `a` (threads new in `b` count from zero), over the threads `pick` keeps. */
+function threadDelta(a, b, pick = () => true) {
+  const d = { run: 0, wait: 0, vol: 0, invol: 0 };
+  for (const [k, x] of b) {
+    if (!pick(x)) continue;
+    const y = a.get(k) ?? { run: 0, wait: 0, vol: 0, invol: 0 };
+    for (const f of Object.keys(d)) d[f] += x[f] - y[f];
+  }
+  return d;
+}
+
+const treePids = (table, root) =>
+  root
+    ? [...table.cpu.keys()].filter((pid) => {
+        for (let p = pid; p > 1; p = table.parent.get(p) ?? 0) if (p === root) return true;
+        return false;
+      })
+    : [];
+
+/** The load for the whole run: perf_analyzer never stable (its records are freed per 2 s window), killed at the end. */
+export function startLoad(e) {
+  const lib = process.env.HLOSERVE_PERF_ANALYZER_LD_PATH;
+  if (!lib) throw new Error('set HLOSERVE_PERF_ANALYZER_LD_PATH (see bench/console-tabs.mjs)');
+  const args = ['-m', 'mlp', '-u', e.server.grpcUrl(), '-i', 'grpc', '--concurrency-range', '16'];
+  return spawn(perfAnalyzerBinary(), [...args, '-p', '2000', '-s', '0.0001', '-r', '100000'], {
+    stdio: 'ignore',
+    env: { ...process.env, LD_LIBRARY_PATH: [lib, process.env.LD_LIBRARY_PATH].filter(Boolean).join(':') },
+  });
+}
+
+/**
+ * One measured window of `windowMs`: requests, CPU of the engine, browser, load generator and
+ * machine; the engine's JS thread's and other threads' run-queue wait and switches, and the
+ * browser's wake-ups (voluntary switches over all its threads).
+ */
+export async function measure(e, load, browserPid, windowMs) {
+  const t0 = performance.now();
+  const p0 = procTable();
+  const m0 = machineStat();
+  const enginePid = e.server.child.pid;
+  const browserPids0 = treePids(p0, browserPid);
+  const e0 = threads([enginePid]);
+  const b0 = threads(browserPids0);
+  const n0 = await successCount(e.metricsUrl);
+  await sleep(windowMs);
+  const n1 = await successCount(e.metricsUrl);
+  const e1 = threads([enginePid]);
+  const p1 = procTable();
+  const b1 = threads(treePids(p1, browserPid));
+  const m1 = machineStat();
+  const s = (performance.now() - t0) / 1000;
+  const cores = (pid) => (treeCpu(p1, pid) - treeCpu(p0, pid)) / s;
+  const byType = {};
+  for (const pid of treePids(p1, browserPid)) {
+    let type = 'driver';
+    try {
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      type = /--type=([^\s\0]+)/.exec(cmd)?.[1] ?? (cmd.includes('chrom') ? 'browser' : 'driver');
+      if (type === 'utility') type = /--utility-sub-type=([^\s\0]+)/.exec(cmd)?.[1] ?? type;
+    } catch {
+      // exited
+    }
+    byType[type] = (byType[type] ?? 0) + ((p1.cpu.get(pid) ?? 0) - (p0.cpu.get(pid) ?? 0)) / s;
+  }
+  const engineCores = cores(enginePid);
+  const rps = (n1 - n0) / s;
+  const js = threadDelta(e0, e1, (x) => x.main);
+  const rest = threadDelta(e0, e1, (x) => !x.main);
+  const br = threadDelta(b0, b1);
+  return {
+    rps,
+    engineCores,
+    engineUsPerReq: (1e6 * engineCores) / rps,
+    browserCores: cores(browserPid),
+    byType,
+    loadCores: cores(load?.pid ?? 0),
+    machineBusy: (m1.busy - m0.busy) / (m1.total - m0.total),
+    load1: loadavg()[0],
+    // Per second: the JS thread's run-queue wait (ms), its involuntary switches (preemptions) and
+    // voluntary ones; the engine's other threads' wait; the browser's wake-ups; the machine's switches.
+    jsWaitMs: js.wait / 1e6 / s,
+    jsInvol: js.invol / s,
+    jsVol: js.vol / s,
+    otherWaitMs: rest.wait / 1e6 / s,
+    otherInvol: rest.invol / s,
+    browserWakeups: br.vol / s,
+    browserInvol: br.invol / s,
+    machineCtxt: (m1.ctxt - m0.ctxt) / s,
+  };
+}
