@@ -13,7 +13,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { perfAnalyzerBinary } from '../e2e/dist/src/perf-analyzer.js';
+import { grpcLoadArgs, perfAnalyzerBinary, perfAnalyzerEnv } from '../e2e/dist/src/perf-analyzer.js';
 import { startServer } from '../e2e/dist/src/server-process.js';
 import { serveConsole } from '../e2e/console/static-server.mjs';
 import { cpuSeconds } from './proc-cpu.mjs';
@@ -58,19 +58,10 @@ try {
 
   if (load) {
     // A long single window: the load only has to be there; its figures are bench/console-tabs'.
-    perf = spawn(
-      perfAnalyzerBinary(),
-      ['-m', 'mlp', '-u', server.grpcUrl(), '-i', 'grpc', '--concurrency-range', '16', '-p', '600000', '-r', '1'],
-      {
-        stdio: ['ignore', 'ignore', 'inherit'],
-        env: {
-          ...process.env,
-          LD_LIBRARY_PATH: [process.env.HLOSERVE_PERF_ANALYZER_LD_PATH, process.env.LD_LIBRARY_PATH]
-            .filter(Boolean)
-            .join(':'),
-        },
-      },
-    );
+    perf = spawn(perfAnalyzerBinary(), [...grpcLoadArgs('mlp', server.grpcUrl(), 16), '-p', '600000', '-r', '1'], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+      env: perfAnalyzerEnv(),
+    });
   }
 
   const { chromium } = await import('playwright-core');

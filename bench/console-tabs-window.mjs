@@ -5,7 +5,7 @@
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { perfAnalyzerBinary } from '../e2e/dist/src/perf-analyzer.js';
+import { grpcLoadArgs, perfAnalyzerBinary, perfAnalyzerEnv } from '../e2e/dist/src/perf-analyzer.js';
 import { procTable, treeCpu } from './proc-cpu.mjs';
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -98,12 +98,10 @@ const treePids = (table, root) =>
 
 /** The load for the whole run: perf_analyzer never stable (its records are freed per 2 s window), killed at the end. */
 export function startLoad(e) {
-  const lib = process.env.HLOSERVE_PERF_ANALYZER_LD_PATH;
-  if (!lib) throw new Error('set HLOSERVE_PERF_ANALYZER_LD_PATH (see bench/console-tabs.mjs)');
-  const args = ['-m', 'mlp', '-u', e.server.grpcUrl(), '-i', 'grpc', '--concurrency-range', '16'];
+  const args = grpcLoadArgs('mlp', e.server.grpcUrl(), 16);
   return spawn(perfAnalyzerBinary(), [...args, '-p', '2000', '-s', '0.0001', '-r', '100000'], {
     stdio: 'ignore',
-    env: { ...process.env, LD_LIBRARY_PATH: [lib, process.env.LD_LIBRARY_PATH].filter(Boolean).join(':') },
+    env: perfAnalyzerEnv(),
   });
 }
 

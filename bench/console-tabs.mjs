@@ -21,7 +21,7 @@
 import { spawn } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { runPerfAnalyzer } from '../e2e/dist/src/perf-analyzer.js';
+import { grpcLoadArgs, runPerfAnalyzer } from '../e2e/dist/src/perf-analyzer.js';
 import { startServer } from '../e2e/dist/src/server-process.js';
 import { startConsoleEngine } from './console-engine.mjs';
 import { cpuSeconds } from './proc-cpu.mjs';
@@ -162,7 +162,7 @@ async function main() {
     }
 
     const perf = (e) => {
-      const args = ['-m', 'mlp', '-u', e.server.grpcUrl(), '-i', 'grpc', '--concurrency-range', '16'];
+      const args = grpcLoadArgs('mlp', e.server.grpcUrl(), 16);
       const t0 = performance.now();
       const engine0 = cpuSeconds(e.server.child.pid);
       const p = runPerfAnalyzer([...args, '-p', windowMs, '-s', '100', '-r', '10']);
