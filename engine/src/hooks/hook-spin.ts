@@ -7,11 +7,14 @@
  * execution, so the thread polls for about that long.
  *
  * A poll is worth it only when it is answered and costs a core only while it runs, so it is
- * bounded three ways: by the gap last seen between a lone call of that kind and the next ring
- * (a model that runs for milliseconds gets no poll), by a fixed cap, and by a backoff: a poll the
- * ring did not come within, or one the thread was taken off its core in (a gap between two looks
- * longer than PREEMPTED_MS: the machine has more runnable threads than cores), skips the next 1,
- * then 2, 4 ... 64 lone calls' polls. A loaded machine therefore gets the thread that sleeps at
+ * bounded three ways, for each kind of call on its own (a poll after a postprocess waits for a
+ * client's next request, one after a preprocess only for the execution): by the gap last seen
+ * between a lone call of that kind and the next ring (a model that runs for milliseconds gets no
+ * poll; a slowly decaying maximum of the gaps measured worse: one late call cost a dozen polls),
+ * by a fixed cap,
+ * and by a backoff: a poll the ring did not come within, or one the thread was taken off its core
+ * in (two looks more than `preemptedMs` apart: more runnable threads than cores), skips the next
+ * 1, then 2, 4 ... 64 polls of its kind. A loaded machine therefore gets the thread that sleeps at
  * once (bench/RESULTS.md, session 15: an unconditional 100 µs poll cost 450 µs per request at
  * load 5-9).
  */
@@ -40,12 +43,19 @@ const SLACK_MS = 0.015;
 
 type Kind = 'preprocess' | 'postprocess';
 
+/** One kind's gap last seen (ms; NaN: none yet) and backoff. */
+interface KindState {
+  gap: number;
+  skips: number;
+  backoff: number;
+}
+
 export class SpinPolicy {
   readonly #limits: SpinLimits;
-  /** The gap last seen from the end of a lone call of each kind to the next ring, ms; NaN: none yet. */
-  readonly #gap: Record<Kind, number> = { preprocess: NaN, postprocess: NaN };
-  #skips = 0;
-  #backoff = 0;
+  readonly #kinds: Record<Kind, KindState> = {
+    preprocess: { gap: NaN, skips: 0, backoff: 0 },
+    postprocess: { gap: NaN, skips: 0, backoff: 0 },
+  };
   /** Polls made, answered, run out and cut short by a lost core (for tests and benchmarks). */
   readonly counts = { spins: 0, rung: 0, ranOut: 0, preempted: 0, skipped: 0 };
 
@@ -55,35 +65,35 @@ export class SpinPolicy {
 
   /** The gap seen from the end of a lone call of `kind` to the ring that came next. */
   sawGap(kind: Kind, ms: number): void {
-    if (ms >= 0) this.#gap[kind] = ms;
+    if (ms >= 0) this.#kinds[kind].gap = ms;
   }
 
   /** How long to poll after a lone call of `kind`, ms; 0: sleep at once. */
   budget(kind: Kind): number {
     const cap = kind === 'preprocess' ? this.#limits.afterPreMs : this.#limits.afterPostMs;
     if (!(cap > 0)) return 0;
-    const gap = this.#gap[kind];
+    const k = this.#kinds[kind];
     // Unknown: one poll up to the cap finds out (the ring that ends it, or the wake, gives the gap).
-    const want = Number.isNaN(gap) ? cap : gap * STRETCH + SLACK_MS;
-    if (want > cap) return 0;
-    if (this.#skips > 0) {
-      this.#skips--;
+    if (k.gap > cap) return 0;
+    if (k.skips > 0) {
+      k.skips--;
       this.counts.skipped++;
       return 0;
     }
-    return want;
+    return Number.isNaN(k.gap) ? cap : Math.min(cap, k.gap * STRETCH + SLACK_MS);
   }
 
-  /** How a poll ended: an answered one clears the backoff, any other doubles it. */
-  ended(end: SpinEnd): void {
+  /** How a poll after a call of `kind` ended: an answered one clears its backoff, any other doubles it. */
+  ended(kind: Kind, end: SpinEnd): void {
     this.counts.spins++;
     this.counts[end]++;
+    const k = this.#kinds[kind];
     if (end === 'rung') {
-      this.#backoff = 0;
+      k.backoff = 0;
       return;
     }
-    this.#backoff = Math.min(BACKOFF_MAX, Math.max(1, 2 * this.#backoff));
-    this.#skips = this.#backoff;
+    k.backoff = Math.min(BACKOFF_MAX, Math.max(1, 2 * k.backoff));
+    k.skips = k.backoff;
   }
 }
 

@@ -291,7 +291,7 @@ async function serveLanes(): Promise<void> {
       if (ms > 0) {
         // SLEEPING stays 0: a ring now is a store the poll sees, with no notify.
         const end = spinWhile(block.words, DOORBELL, bell, ms, spinLimits.preemptedMs);
-        spin.ended(end);
+        spin.ended(lone!, end);
         if (end === 'rung') continue;
       }
     }

@@ -20,16 +20,18 @@ function clock(steps: number[]): () => number {
 }
 
 suite('hook thread polling: the policy', () => {
-  test('the first lone call of a kind polls up to its cap; then about the gap seen, and none past the cap', () => {
+  test('the first lone call of a kind polls up to its cap; then about the gap last seen, and none past the cap', () => {
     const p = new SpinPolicy(limits);
     assert.equal(p.budget('preprocess'), 0.15);
     assert.equal(p.budget('postprocess'), 0.05);
     p.sawGap('preprocess', 0.06);
     assert.ok(close(p.budget('preprocess'), 0.06 * 1.25 + 0.015));
-    p.sawGap('preprocess', 0.5);
-    assert.equal(p.budget('preprocess'), 0, 'a model that runs longer than the cap: sleep at once');
     p.sawGap('postprocess', 0.04);
-    assert.equal(p.budget('postprocess'), 0, 'the gap stretched past the shorter cap after a postprocess');
+    assert.equal(p.budget('postprocess'), 0.05, 'stretched past the cap: the cap');
+    p.sawGap('postprocess', 0.06);
+    assert.equal(p.budget('postprocess'), 0, 'a gap past the cap: sleep at once');
+    p.sawGap('postprocess', 0.01);
+    assert.ok(close(p.budget('postprocess'), 0.01 * 1.25 + 0.015), 'the gap last seen counts, not a longer one before');
     assert.equal(new SpinPolicy(NO_SPIN).budget('preprocess'), 0);
   });
 
@@ -40,29 +42,28 @@ suite('hook thread polling: the policy', () => {
       while (p.budget('preprocess') === 0) n++;
       return n;
     };
-    p.ended('ranOut');
+    p.ended('preprocess', 'ranOut');
     assert.equal(skipsAfter(), 1);
-    p.ended('preempted');
+    p.ended('preprocess', 'preempted');
     assert.equal(skipsAfter(), 2);
-    p.ended('ranOut');
+    p.ended('preprocess', 'ranOut');
     assert.equal(skipsAfter(), 4);
-    for (let i = 0; i < 10; i++) p.ended('ranOut');
+    for (let i = 0; i < 10; i++) p.ended('preprocess', 'ranOut');
     assert.equal(skipsAfter(), 64);
-    p.ended('rung');
+    p.ended('preprocess', 'rung');
     assert.equal(skipsAfter(), 0);
-    p.ended('ranOut');
+    p.ended('preprocess', 'ranOut');
     assert.equal(skipsAfter(), 1, 'after an answered poll the backoff starts again from 1');
     assert.deepEqual(p.counts, { spins: 15, rung: 1, ranOut: 13, preempted: 1, skipped: 72 });
   });
 
-  test('a skip is spent only on a lone call that would have polled', () => {
+  test('each kind backs off alone, and a skip is spent only on a call that would have polled', () => {
     const p = new SpinPolicy(limits);
-    p.ended('ranOut');
-    p.sawGap('preprocess', 1);
-    assert.equal(p.budget('preprocess'), 0);
-    p.sawGap('preprocess', 0.05);
-    assert.equal(p.budget('preprocess'), 0, 'the skip is spent here');
-    assert.ok(p.budget('preprocess') > 0);
+    p.ended('postprocess', 'ranOut');
+    assert.ok(p.budget('preprocess') > 0, "a postprocess poll's backoff leaves preprocess polls alone");
+    p.sawGap('postprocess', 1);
+    for (let i = 0; i < 3; i++) assert.equal(p.budget('postprocess'), 0);
+    assert.equal(p.counts.skipped, 0, 'no poll was due: no skip spent');
   });
 });
 
