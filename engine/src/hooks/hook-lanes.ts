@@ -97,11 +97,14 @@ export class LaneBlock {
    * Rings the doorbell. Notifying costs a system call and contends on V8's global wait list, so
    * it is done only when the thread said it sleeps (it sets SLEEPING before it re-reads the
    * doorbell and waits; both sides' accesses are sequentially consistent, so one of them sees
-   * the other's write and no wake-up is lost).
+   * the other's write and no wake-up is lost). A thread polling the doorbell (hook-spin.ts) has
+   * not said it sleeps, so ringing it costs no notify. True when it notified.
    */
-  ring(): void {
+  ring(): boolean {
     Atomics.add(this.words, DOORBELL, 1);
-    if (Atomics.load(this.words, SLEEPING) === 1) Atomics.notify(this.words, DOORBELL);
+    if (Atomics.load(this.words, SLEEPING) !== 1) return false;
+    Atomics.notify(this.words, DOORBELL);
+    return true;
   }
 
   readonly #views: LaneView[] = [];

@@ -15,6 +15,7 @@
  * started to a fresh thread, so only the guilty request fails.
  */
 import { Worker } from 'node:worker_threads';
+import { SPIN_LIMITS, type SpinLimits } from './hook-spin.js';
 import { ServeError, invalidArgument, type ErrorCode } from '@hloserve/common/errors';
 import { clampTimerMs } from '@hloserve/common/timers';
 import type { FromThread, HookContextData, HookErrorData, HookFunction, ToThread } from './hook-protocol.js';
@@ -31,6 +32,7 @@ import {
   WAITING,
   writeHostLane,
   writeLane,
+  type LaneBlockShape,
   type LaneCall,
 } from './hook-lanes.js';
 
@@ -55,6 +57,11 @@ export interface HookPoolOptions {
    * on two vCPUs measured slower than sleeping. Without it the engine never waits.
    */
   readonly engineInFlight?: () => number;
+  /**
+   * How long a thread polls its doorbell after a lone call before it sleeps (hook-spin.ts);
+   * SPIN_LIMITS unless given (tests; NO_SPIN switches it off).
+   */
+  readonly spin?: SpinLimits;
 }
 
 export interface HookCall {
@@ -143,10 +150,16 @@ interface PreloadedThread {
 }
 let preloaded: PreloadedThread | null = null;
 
-function spawnThread(block: LaneBlock, maxHeapMb: number): Worker {
+/** What a hook thread is started with. */
+export interface ThreadData extends LaneBlockShape {
+  readonly sab: SharedArrayBuffer;
+  readonly spin: SpinLimits;
+}
+
+function spawnThread(block: LaneBlock, maxHeapMb: number, spin: SpinLimits = SPIN_LIMITS): Worker {
   const w = new Worker(THREAD_URL, {
     resourceLimits: { maxOldGenerationSizeMb: maxHeapMb, maxYoungGenerationSizeMb: 16 },
-    workerData: { sab: block.sab, lanes: block.lanes, laneBytes: block.laneBytes },
+    workerData: { sab: block.sab, lanes: block.lanes, laneBytes: block.laneBytes, spin } satisfies ThreadData,
   });
   // An idle hook thread must not keep the process alive.
   w.unref();
@@ -183,8 +196,9 @@ export class HookPool {
   /** The preloaded thread, when it has this pool's shape and is alive; taken once. */
   #takePreloaded(): { worker: Worker; block: LaneBlock } | null {
     const t = preloaded;
-    if (t === null || t.exited || t.maxHeapMb !== this.#opts.maxHeapMb || t.block.lanes !== this.#perThread)
-      return null;
+    const shaped = t !== null && t.maxHeapMb === this.#opts.maxHeapMb && t.block.lanes === this.#perThread;
+    // The preloaded thread polls as SPIN_LIMITS says.
+    if (t === null || t.exited || !shaped || (this.#opts.spin ?? SPIN_LIMITS) !== SPIN_LIMITS) return null;
     preloaded = null;
     return t;
   }
@@ -201,6 +215,8 @@ export class HookPool {
   restarts = 0;
   /** Hand-overs: a thread's doorbell rung for the calls of one burst (for benchmarks and tests). */
   handoffs = 0;
+  /** Hand-overs that had to wake their thread (a notify); the rest found it polling (hook-spin.ts). */
+  wakes = 0;
   /** Notes from a thread that lane calls are done (each covers every lane done by then). */
   laneNotes = 0;
   /** The thread this burst's lane calls go to while it has lanes free; null between bursts. */
@@ -228,7 +244,7 @@ export class HookPool {
     // Said before the ring: a thread woken by it may be done before the ring returns.
     if (waitOn !== null) Atomics.store(waitOn.block.words, WAITING, 1);
     for (const s of this.#owed) {
-      s.block.ring();
+      if (s.block.ring()) this.wakes++;
       this.handoffs++;
     }
     this.#owed.clear();
@@ -317,7 +333,7 @@ export class HookPool {
   }
 
   #spawn(block: LaneBlock): Worker {
-    return spawnThread(block, this.#opts.maxHeapMb);
+    return spawnThread(block, this.#opts.maxHeapMb, this.#opts.spin);
   }
 
   #attach(slot: Slot): void {

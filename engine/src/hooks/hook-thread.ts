@@ -7,9 +7,10 @@
  * While lane calls are recent and nothing of its own is pending, the thread sleeps on the
  * doorbell word (Atomics.wait), so that the next call wakes it without an event loop turn; that
  * blocks its event loop, so the engine rings the doorbell after every message too, and the thread
- * goes back to its event loop whenever a message, a pending hook or idleness needs it. It does
- * not spin before sleeping: on the 2-vCPU machine measured, a spinning hook thread took the core
- * the engine needed, and both c=1 and c=16 got slower (bench/RESULTS.md).
+ * goes back to its event loop whenever a message, a pending hook or idleness needs it. After a
+ * lone call (one call in its sweep: a single caller's) it first polls the doorbell for a bounded
+ * time, so that the engine's next call finds it awake and needs no notify; hook-spin.ts says for
+ * how long and when not at all (a batch's calls, a slow model, a loaded machine).
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import type {
@@ -32,10 +33,11 @@ import {
   readLane,
   waitAsync,
   writeLane,
-  type LaneBlockShape,
   type LaneCallRead,
 } from './hook-lanes.js';
 import { transferList, type HookTensors } from './hook-tensor.js';
+import type { ThreadData } from './hook-pool.js';
+import { SpinPolicy, spinWhile } from './hook-spin.js';
 
 type HookFn = (tensors: HookTensors, ...rest: unknown[]) => unknown;
 type Module = Record<string, unknown>;
@@ -54,8 +56,9 @@ const HOT_MS = 20;
 
 const port = parentPort;
 if (!port) throw new Error('hook-thread runs only as a worker thread');
-const { sab, lanes, laneBytes } = workerData as LaneBlockShape & { sab: SharedArrayBuffer };
+const { sab, lanes, laneBytes, spin: spinLimits } = workerData as ThreadData;
 const block = new LaneBlock({ lanes, laneBytes }, sab);
+const spin = new SpinPolicy(spinLimits);
 
 function send(msg: FromThread): void {
   // A finished hook's results are moved; a sub-call's inputs are copied, since the hook may use
@@ -145,6 +148,9 @@ const knowsModule = (module: number): boolean => byModuleNumber.has(module);
 
 /** True while takeLanes runs the lanes of one wake-up: their note is sent when it is over. */
 let sweeping = false;
+/** The lane calls the last sweep took, and the kind of its last one. */
+let swept = 0;
+let sweptKind: LaneCallRead['fn'] = 'preprocess';
 /** Lanes done since the last note was sent (or found already on its way). */
 let noteOwed = false;
 let noteQueued = false;
@@ -165,12 +171,13 @@ function takeLanes(): boolean {
 }
 
 function sweep(): boolean {
-  let took = false;
+  swept = 0;
   for (let i = 0; i < block.lanes; i++) {
     if (!block.claim(i, Lane.Requested, Lane.Taken)) continue;
-    took = true;
+    swept++;
     const { header: read, tensors } = readLane(block.lane(i), knowsModule);
     const header = read!;
+    sweptKind = header.fn;
     const mod = byModuleNumber.get(header.module) ?? loaded.get(header.url!);
     if (mod !== undefined) {
       byModuleNumber.set(header.module, mod);
@@ -190,7 +197,7 @@ function sweep(): boolean {
       },
     );
   }
-  return took;
+  return swept > 0;
 }
 
 function startLane(i: number, header: LaneCallRead, tensors: HookTensors, mod: Module): void {
@@ -253,11 +260,23 @@ function answerByMessage(i: number, msg: FromThread): void {
 
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
+/** The kind of the lone call last finished (none: null), and when (performance.now()). */
+let lone: LaneCallRead['fn'] | null = null;
+let loneEnd = 0;
+/** A lone call was just finished: poll before sleeping (once). */
+let pollDue = false;
+
 async function serveLanes(): Promise<void> {
   for (;;) {
     const bell = Atomics.load(block.words, DOORBELL);
+    const seen = performance.now();
     if (takeLanes()) {
       lastLaneCall = performance.now();
+      // How long after the last lone call the engine's next call came (wake-up included if asleep).
+      if (lone !== null) spin.sawGap(lone, seen - loneEnd);
+      lone = swept === 1 && pending === 0 ? sweptKind : null;
+      loneEnd = lastLaneCall;
+      pollDue = lone !== null;
       // An async hook (or a module import) finishes on the event loop: give it a turn.
       if (pending > 0) await nextTurn();
       continue;
@@ -265,6 +284,16 @@ async function serveLanes(): Promise<void> {
     if (Atomics.load(block.words, MAIL) !== mailSeen) {
       await nextTurn();
       continue;
+    }
+    if (pollDue && pending === 0) {
+      pollDue = false;
+      const ms = spin.budget(lone!);
+      if (ms > 0) {
+        // SLEEPING stays 0: a ring now is a store the poll sees, with no notify.
+        const end = spinWhile(block.words, DOORBELL, bell, ms, spinLimits.preemptedMs);
+        spin.ended(lone!, end);
+        if (end === 'rung') continue;
+      }
     }
     const cold = pending > 0 || performance.now() - lastLaneCall > HOT_MS;
     Atomics.store(block.words, SLEEPING, 1);

@@ -1,0 +1,121 @@
+/**
+ * Whether a hook thread stays awake after a lone call, and for how long. Waking a thread asleep
+ * in Atomics.wait costs the engine an `Atomics.notify` (13-18 µs on the 2-vCPU VM measured, the
+ * woken vCPU's exit from halt inside it) per call; a thread that is polling its doorbell when the
+ * next call comes needs none (hook-lanes.ts: the engine notifies only a thread that said it
+ * sleeps). At c=1 a request's postprocess call follows its preprocess by about the model's
+ * execution, so the thread polls for about that long.
+ *
+ * A poll is worth it only when it is answered and costs a core only while it runs, so it is
+ * bounded three ways, for each kind of call on its own (a poll after a postprocess waits for a
+ * client's next request, one after a preprocess only for the execution): by the gap last seen
+ * between a lone call of that kind and the next ring (a model that runs for milliseconds gets no
+ * poll; a slowly decaying maximum of the gaps measured worse: one late call cost a dozen polls),
+ * by a fixed cap,
+ * and by a backoff: a poll the ring did not come within, or one the thread was taken off its core
+ * in (two looks more than `preemptedMs` apart: more runnable threads than cores), skips the next
+ * 1, then 2, 4 ... 64 polls of its kind. A loaded machine therefore gets the thread that sleeps at
+ * once (bench/RESULTS.md, session 15: an unconditional 100 µs poll cost 450 µs per request at
+ * load 5-9).
+ */
+
+/** What a poll ended with. */
+export type SpinEnd = 'rung' | 'ranOut' | 'preempted';
+
+export interface SpinLimits {
+  /** The longest poll after a lone preprocess call (its postprocess follows the execution), ms. */
+  readonly afterPreMs: number;
+  /** The longest poll after a lone postprocess call (the next request's preprocess), ms. */
+  readonly afterPostMs: number;
+  /** A gap between two looks at the doorbell longer than this means the thread lost its core, ms. */
+  readonly preemptedMs: number;
+}
+
+export const SPIN_LIMITS: SpinLimits = { afterPreMs: 0.15, afterPostMs: 0.05, preemptedMs: 0.02 };
+/** No poll at all (a pool's option, for tests and to switch it off). */
+export const NO_SPIN: SpinLimits = { afterPreMs: 0, afterPostMs: 0, preemptedMs: 0 };
+
+/** Polls skipped at most after polls in a row that were not answered. */
+const BACKOFF_MAX = 64;
+/** A poll lasts the gap last seen times this, plus SLACK_MS: a little jitter still finds it awake. */
+const STRETCH = 1.25;
+const SLACK_MS = 0.015;
+
+type Kind = 'preprocess' | 'postprocess';
+
+/** One kind's gap last seen (ms; NaN: none yet) and backoff. */
+interface KindState {
+  gap: number;
+  skips: number;
+  backoff: number;
+}
+
+export class SpinPolicy {
+  readonly #limits: SpinLimits;
+  readonly #kinds: Record<Kind, KindState> = {
+    preprocess: { gap: NaN, skips: 0, backoff: 0 },
+    postprocess: { gap: NaN, skips: 0, backoff: 0 },
+  };
+  /** Polls made, answered, run out and cut short by a lost core (for tests and benchmarks). */
+  readonly counts = { spins: 0, rung: 0, ranOut: 0, preempted: 0, skipped: 0 };
+
+  constructor(limits: SpinLimits = SPIN_LIMITS) {
+    this.#limits = limits;
+  }
+
+  /** The gap seen from the end of a lone call of `kind` to the ring that came next. */
+  sawGap(kind: Kind, ms: number): void {
+    if (ms >= 0) this.#kinds[kind].gap = ms;
+  }
+
+  /** How long to poll after a lone call of `kind`, ms; 0: sleep at once. */
+  budget(kind: Kind): number {
+    const cap = kind === 'preprocess' ? this.#limits.afterPreMs : this.#limits.afterPostMs;
+    if (!(cap > 0)) return 0;
+    const k = this.#kinds[kind];
+    // Unknown: one poll up to the cap finds out (the ring that ends it, or the wake, gives the gap).
+    if (k.gap > cap) return 0;
+    if (k.skips > 0) {
+      k.skips--;
+      this.counts.skipped++;
+      return 0;
+    }
+    return Number.isNaN(k.gap) ? cap : Math.min(cap, k.gap * STRETCH + SLACK_MS);
+  }
+
+  /** How a poll after a call of `kind` ended: an answered one clears its backoff, any other doubles it. */
+  ended(kind: Kind, end: SpinEnd): void {
+    this.counts.spins++;
+    this.counts[end]++;
+    const k = this.#kinds[kind];
+    if (end === 'rung') {
+      k.backoff = 0;
+      return;
+    }
+    k.backoff = Math.min(BACKOFF_MAX, Math.max(1, 2 * k.backoff));
+    k.skips = k.backoff;
+  }
+}
+
+/**
+ * Polls `words[index]` until it is no longer `seen`, for up to `ms`; 'preempted' as soon as two
+ * looks are more than `preemptedMs` apart. `now` is the clock (performance.now() unless a test's).
+ */
+export function spinWhile(
+  words: Int32Array,
+  index: number,
+  seen: number,
+  ms: number,
+  preemptedMs: number,
+  now: () => number = () => performance.now(),
+): SpinEnd {
+  let last = now();
+  const until = last + ms;
+  for (;;) {
+    if (Atomics.load(words, index) !== seen) return 'rung';
+    const t = now();
+    if (t - last > preemptedMs) return Atomics.load(words, index) !== seen ? 'rung' : 'preempted';
+    if (t >= until) return Atomics.load(words, index) !== seen ? 'rung' : 'ranOut';
+    last = t;
+  }
+}

@@ -1,0 +1,160 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { suite, test } from 'node:test';
+import { HookPool, type HookCall } from '../../src/hooks/hook-pool.js';
+import { DOORBELL, LaneBlock, SLEEPING } from '../../src/hooks/hook-lanes.js';
+import { NO_SPIN, SpinPolicy, spinWhile, type SpinLimits } from '../../src/hooks/hook-spin.js';
+import { prepareHookSource } from '../../src/hooks/hook-source.js';
+import type { HookTensors } from '../../src/hooks/hook-tensor.js';
+
+const limits: SpinLimits = { afterPreMs: 0.15, afterPostMs: 0.05, preemptedMs: 0.02 };
+const close = (a: number, b: number): boolean => Math.abs(a - b) < 1e-9;
+
+/** A clock that moves by the given steps, one per reading, then stays. */
+function clock(steps: number[]): () => number {
+  let t = 0;
+  let i = 0;
+  return () => (t += steps[Math.min(i++, steps.length - 1)]!);
+}
+
+suite('hook thread polling: the policy', () => {
+  test('the first lone call of a kind polls up to its cap; then about the gap last seen, and none past the cap', () => {
+    const p = new SpinPolicy(limits);
+    assert.equal(p.budget('preprocess'), 0.15);
+    assert.equal(p.budget('postprocess'), 0.05);
+    p.sawGap('preprocess', 0.06);
+    assert.ok(close(p.budget('preprocess'), 0.06 * 1.25 + 0.015));
+    p.sawGap('postprocess', 0.04);
+    assert.equal(p.budget('postprocess'), 0.05, 'stretched past the cap: the cap');
+    p.sawGap('postprocess', 0.06);
+    assert.equal(p.budget('postprocess'), 0, 'a gap past the cap: sleep at once');
+    p.sawGap('postprocess', 0.01);
+    assert.ok(close(p.budget('postprocess'), 0.01 * 1.25 + 0.015), 'the gap last seen counts, not a longer one before');
+    assert.equal(new SpinPolicy(NO_SPIN).budget('preprocess'), 0);
+  });
+
+  test('a poll that runs out or loses its core skips the next 1, 2, 4 ... 64 polls; an answered one ends that', () => {
+    const p = new SpinPolicy(limits);
+    const skipsAfter = (): number => {
+      let n = 0;
+      while (p.budget('preprocess') === 0) n++;
+      return n;
+    };
+    p.ended('preprocess', 'ranOut');
+    assert.equal(skipsAfter(), 1);
+    p.ended('preprocess', 'preempted');
+    assert.equal(skipsAfter(), 2);
+    p.ended('preprocess', 'ranOut');
+    assert.equal(skipsAfter(), 4);
+    for (let i = 0; i < 10; i++) p.ended('preprocess', 'ranOut');
+    assert.equal(skipsAfter(), 64);
+    p.ended('preprocess', 'rung');
+    assert.equal(skipsAfter(), 0);
+    p.ended('preprocess', 'ranOut');
+    assert.equal(skipsAfter(), 1, 'after an answered poll the backoff starts again from 1');
+    assert.deepEqual(p.counts, { spins: 15, rung: 1, ranOut: 13, preempted: 1, skipped: 72 });
+  });
+
+  test('each kind backs off alone, and a skip is spent only on a call that would have polled', () => {
+    const p = new SpinPolicy(limits);
+    p.ended('postprocess', 'ranOut');
+    assert.ok(p.budget('preprocess') > 0, "a postprocess poll's backoff leaves preprocess polls alone");
+    p.sawGap('postprocess', 1);
+    for (let i = 0; i < 3; i++) assert.equal(p.budget('postprocess'), 0);
+    assert.equal(p.counts.skipped, 0, 'no poll was due: no skip spent');
+  });
+});
+
+suite('hook thread polling: the doorbell', () => {
+  test('a poll ends rung as soon as the doorbell moves, also between two looks', () => {
+    const words = new Int32Array(new SharedArrayBuffer(8));
+    words[0] = 5;
+    assert.equal(spinWhile(words, 0, 4, 1, 0.02, clock([0.001])), 'rung', 'rung before the poll began');
+    let reads = 0;
+    const ringAtThird = (): number => {
+      if (++reads === 3) Atomics.add(words, 0, 1);
+      return reads * 0.001;
+    };
+    assert.equal(spinWhile(words, 0, 5, 1, 0.02, ringAtThird), 'rung');
+    assert.equal(reads, 3);
+  });
+
+  test('a poll runs out at its bound, and ends preempted when two looks are further apart than allowed', () => {
+    const words = new Int32Array(new SharedArrayBuffer(8));
+    assert.equal(spinWhile(words, 0, 0, 0.1, 0.02, clock([0.01])), 'ranOut');
+    assert.equal(spinWhile(words, 0, 0, 0.1, 0.02, clock([0.01, 0.01, 0.03])), 'preempted');
+    // A ring that came while the thread was off its core is still a ring.
+    let reads = 0;
+    const offCoreThenRung = (): number => {
+      if (++reads === 2) Atomics.add(words, 0, 1);
+      return reads === 1 ? 0 : 1;
+    };
+    assert.equal(spinWhile(words, 0, Atomics.load(words, 0), 0.1, 0.02, offCoreThenRung), 'rung');
+  });
+
+  test('the engine notifies only a thread that said it sleeps; one that is about to sleep sees the ring', () => {
+    const block = new LaneBlock({ lanes: 1, laneBytes: 64 });
+    // The thread's steps before it sleeps: say so, then look at the doorbell once more.
+    const goesToSleep = (bell: number): boolean => {
+      Atomics.store(block.words, SLEEPING, 1);
+      return Atomics.load(block.words, DOORBELL) === bell;
+    };
+    let bell = Atomics.load(block.words, DOORBELL);
+    assert.equal(block.ring(), false, 'polling: the ring is a store');
+    assert.equal(goesToSleep(bell), false, 'rung after the poll ended, before SLEEPING: the thread does not sleep');
+    Atomics.store(block.words, SLEEPING, 0);
+    bell = Atomics.load(block.words, DOORBELL);
+    assert.equal(goesToSleep(bell), true);
+    assert.equal(block.ring(), true, 'rung after SLEEPING: the engine notifies');
+  });
+});
+
+suite('hook thread polling: the pool', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'hloserve-hook-spin-'));
+  const x = (): HookTensors => ({ x: { dtype: 'f32', shape: [1, 3], data: new Float32Array([1, 2, 3]) } });
+  const context = { model: 'm', requestId: 'r', parameters: {}, deadline: null };
+  const pass = async (): Promise<string> => {
+    const path = join(dir, 'pass.mjs');
+    writeFileSync(path, 'export function preprocess(t) { return t; }\nexport function postprocess(t) { return t; }\n');
+    return (await prepareHookSource({ path, language: 'js' }, join(dir, 'cache'))).url;
+  };
+  const call = (url: string, fn: HookCall['fn']): HookCall => ({ url, fn, tensors: x(), context, timeoutMs: 5_000 });
+
+  test('a postprocess call that comes while the thread polls after the preprocess wakes nothing', async () => {
+    // A poll that lasts and is never cut short, so that the order is certain on a loaded machine;
+    // the first of its kind (no gap seen yet) lasts its whole cap.
+    const spin: SpinLimits = { afterPreMs: 60_000, afterPostMs: 0, preemptedMs: Infinity };
+    const pool = new HookPool({ threads: 1, maxQueued: 8, maxHeapMb: 64, name: 'spin', spin });
+    try {
+      const url = await pass();
+      // The first call imports the module on the event loop: not a lone lane call, no poll after it.
+      await pool.run(call(url, 'postprocess'));
+      await pool.run(call(url, 'preprocess'));
+      const w = pool.wakes;
+      const out = await pool.run(call(url, 'postprocess'));
+      assert.deepEqual([...(out.x!.data as Float32Array)], [1, 2, 3]);
+      assert.equal(pool.wakes, w, 'the thread was polling: no notify');
+    } finally {
+      await pool.close();
+    }
+  });
+
+  test('lone calls at every spacing, polled for or slept through, are all answered', async () => {
+    const pool = new HookPool({ threads: 1, maxQueued: 8, maxHeapMb: 64, name: 'spacing' });
+    try {
+      const url = await pass();
+      for (let i = 0; i < 60; i++) {
+        const out = await pool.run(call(url, i % 2 ? 'postprocess' : 'preprocess'));
+        assert.deepEqual([...(out.x!.data as Float32Array)], [1, 2, 3]);
+        // None, a microtask's, a turn's and a timer's gap: each side of the poll's bound.
+        if (i % 4 === 1) await new Promise((r) => setImmediate(r));
+        if (i % 4 === 2) await new Promise((r) => setTimeout(r, 1));
+      }
+      assert.ok(pool.wakes <= pool.handoffs);
+    } finally {
+      await pool.close();
+    }
+  });
+});
