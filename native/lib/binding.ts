@@ -192,6 +192,8 @@ export interface NativeBinding {
   buildConfinements(): number;
   /** The CPU kept free of builds while they overlap serving work; -1: no confinement. */
   readonly buildServingCpu: number;
+  /** Whether confinement also holds the serving threads off the build's CPU (HLOSERVE_BUILD_CONFINE_SERVING). */
+  readonly buildConfinesServing: boolean;
   /** glibc's mmap threshold the addon fixed (32 MiB unless MALLOC_MMAP_THRESHOLD_ chose one); 0: left to the libc. */
   readonly mallocMmapThreshold: number;
   /** The mmap threshold in force now: lowered while a build runs (0: left to the libc). */

@@ -130,7 +130,10 @@ Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
   const char* confine_env = std::getenv("HLOSERVE_BUILD_CONFINE");
   const bool confine =
       data->background->applied_priority() == "idle" && !(confine_env != nullptr && std::string(confine_env) == "0");
-  const int nudgers = data->background->applied_priority() == "normal" ? 0 : StartBuildNudger(nudge_us, confine);
+  const char* serving_env = std::getenv("HLOSERVE_BUILD_CONFINE_SERVING");
+  const bool confine_serving = !(serving_env != nullptr && std::string(serving_env) == "0");
+  const int nudgers =
+      data->background->applied_priority() == "normal" ? 0 : StartBuildNudger(nudge_us, confine, confine_serving);
   data->nudging = nudgers > 0;
   data->completions = Napi::ThreadSafeFunction::New(env, Napi::Function::New(env, [](const Napi::CallbackInfo&) {}),
                                                     "hloserve-pjrt", 0, 1);
@@ -165,6 +168,7 @@ Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
                 return Napi::Number::New(info.Env(), static_cast<double>(BuildConfinements()));
               }));
   exports.Set("buildServingCpu", Napi::Number::New(env, nudgers > 0 ? BuildServingCpu() : -1));
+  exports.Set("buildConfinesServing", Napi::Boolean::New(env, nudgers > 0 && BuildConfinesServing()));
   exports.Set("backgroundPriority", Napi::String::New(env, data->background->applied_priority()));
   exports.Set("PjrtClient", data->client_ctor.Value());
   exports.Set("PjrtBuffer", data->buffer_ctor.Value());

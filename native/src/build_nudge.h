@@ -30,7 +30,7 @@ namespace hlo {
 // process's normal priority (threads inherit their creator's policy, and a SCHED_IDLE thread
 // cannot create a normal one). `period_us` 0 = off; `confine`: hold builds off the first CPU while
 // they overlap serving work (above). Returns the number of threads started.
-int StartBuildNudger(int64_t period_us, bool confine);
+int StartBuildNudger(int64_t period_us, bool confine, bool confine_serving);
 // Each StartBuildNudger that started or joined it calls this once at teardown; the last one stops
 // and joins the threads (one addon instance per Node environment, one nudger per process).
 void StopBuildNudger();
@@ -39,6 +39,8 @@ uint64_t BuildNudges();
 // How many times builds were confined so far, and the CPU kept for serving (-1: no confinement).
 uint64_t BuildConfinements();
 int BuildServingCpu();
+// Whether confinement also holds the process's serving threads off the build's CPU.
+bool BuildConfinesServing();
 
 // Called as each serving execution is issued: nudging at full rate is for builds that overlap
 // serving work; a build with nothing serving is checked on every 5 ms only (a wake-up costs
