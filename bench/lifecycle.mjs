@@ -90,14 +90,14 @@ if (!child) {
       const row = (label, x) =>
         `${label} p50 ${fmt(x.p50)} p90 ${fmt(x.p90)} p99 ${fmt(x.p99)} us (n=${x.n}, failures ${x.failures})`;
       console.log(
-        `round ${r} background=${res.applied.padEnd(6)} nudge=${res.nudgeUs}us${variant.env === null ? '' : ` ${variant.env.name}`} ${row('alone', res.alone)} | ${row('during', res.during)} | B reloads ${res.during.background} (${fmt(res.during.reloadS, 1)} s each) | p99 ratio ${fmt(res.during.p99 / res.alone.p99, 2)} p90 ratio ${fmt(res.during.p90 / res.alone.p90, 2)}`,
+        `round ${r} background=${res.applied.padEnd(6)} nudge=${res.nudgeUs}us${variant.env === null ? '' : ` ${variant.env.name}`} ${row('alone', res.alone)} | ${row('during', res.during)} | B reloads ${res.during.background} (${fmt(res.during.reloadS, 1)} s each) | p99 ratio ${fmt(res.during.p99 / res.alone.p99, 2)} p90 ratio ${fmt(res.during.p90 / res.alone.p90, 2)} rps ratio ${fmt(res.during.rps / res.alone.rps, 2)}`,
       );
     }
   }
   const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   for (const [p, rs] of results) {
     console.log(
-      `median over ${rs.length} rounds, ${p}: p99 ratio ${fmt(median(rs.map((x) => x.during.p99 / x.alone.p99)), 2)}, p90 ratio ${fmt(median(rs.map((x) => x.during.p90 / x.alone.p90)), 2)}, p50 ratio ${fmt(median(rs.map((x) => x.during.p50 / x.alone.p50)), 2)}, reload ${fmt(median(rs.map((x) => x.during.reloadS)), 1)} s`,
+      `median over ${rs.length} rounds, ${p}: p99 ratio ${fmt(median(rs.map((x) => x.during.p99 / x.alone.p99)), 2)}, p90 ratio ${fmt(median(rs.map((x) => x.during.p90 / x.alone.p90)), 2)}, p50 ratio ${fmt(median(rs.map((x) => x.during.p50 / x.alone.p50)), 2)}, rps ratio ${fmt(median(rs.map((x) => x.during.rps / x.alone.rps)), 2)}, reload ${fmt(median(rs.map((x) => x.during.reloadS)), 1)} s`,
     );
   }
   if (reloads === 0) process.exit(0);
@@ -159,6 +159,7 @@ async function measureA(cycles, forSeconds = 0) {
   let reloadMs = 0;
   const windows = [];
   const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  const t0 = performance.now();
   if (cycles === 0) await sleep(forSeconds * 1000);
   for (let i = 0; i < cycles; i++) {
     const t = performance.now();
@@ -173,10 +174,13 @@ async function measureA(cycles, forSeconds = 0) {
   }
   stop = true;
   await Promise.all(callers);
+  // Requests per second on each side: a reload that leaves serving fewer CPUs shows here.
+  const aloneS = (performance.now() - t0 - reloadMs) / 1e3;
   return {
-    alone: { ...summarize(samples.alone), failures },
+    alone: { ...summarize(samples.alone), failures, rps: samples.alone.length / aloneS },
     during: {
       ...summarize(samples.during),
+      rps: reloadMs > 0 ? samples.during.length / (reloadMs / 1e3) : 0,
       failures,
       background,
       reloadS: background ? reloadMs / background / 1e3 : 0,

@@ -12,7 +12,8 @@
 //
 // Usage (root, for perf): npm run build && node bench/reload-waits.mjs [--rounds 3] [--cycles 3]
 //          [--envs 'base:;short:HLOSERVE_BUILD_NUDGE_US=500']
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -30,7 +31,7 @@ const lifecycle = join(fileURLToPath(new URL('.', import.meta.url)), 'lifecycle.
 const dir = mkdtempSync(join(tmpdir(), 'hlo-reload-waits-'));
 
 /** One traced child: {result (the child's JSON), waits: class -> [µs]}. */
-function traced(variant) {
+async function traced(variant) {
   const data = join(dir, 'perf.data');
   const rec = spawnSync(
     'perf',
@@ -68,15 +69,16 @@ function traced(variant) {
   const line = rec.stdout.split('\n').find((l) => l.startsWith('{'));
   if (!line) throw new Error(`${variant.name}: no result: ${rec.stdout}${rec.stderr}`);
   const result = JSON.parse(line);
-  const script = spawnSync('perf', ['script', '-i', data, '--ns', '-F', 'cpu,time,event,trace'], {
-    encoding: 'utf8',
-    maxBuffer: 1 << 30,
+  // Streamed: on a loaded machine a system-wide trace runs past the longest string V8 holds.
+  const script = spawn('perf', ['script', '-i', data, '--ns', '-F', 'cpu,time,event,trace'], {
+    stdio: ['ignore', 'pipe', 'ignore'],
   });
-  return { result, waits: waitsByHolder(script.stdout, result) };
+  const waits = await waitsByHolder(createInterface({ input: script.stdout, crlfDelay: Infinity }), result);
+  return { result, waits };
 }
 
 /** Parses `perf script` lines into waits (µs) of the child's normal threads, keyed by holder class. */
-function waitsByHolder(text, result) {
+async function waitsByHolder(lines, result) {
   const policy = new Map(Object.entries(result.threads).map(([tid, p]) => [Number(tid), p]));
   const windows = result.windows.map(([a, b]) => [a / 1e9, b / 1e9]);
   const inWindow = (t) => windows.some(([a, b]) => t >= a && t <= b);
@@ -89,7 +91,7 @@ function waitsByHolder(text, result) {
   const running = new Map(); // cpu -> tid
   const pending = new Map(); // tid -> {t, cls}
   const waits = {};
-  for (const line of text.split('\n')) {
+  for await (const line of lines) {
     const m = /^\s*\[(\d+)\]\s+([\d.]+):\s+sched:(sched_switch|sched_wakeup):\s+(.*)$/.exec(line);
     if (!m) continue;
     const cpu = Number(m[1]);
@@ -120,7 +122,7 @@ console.log(
 const all = new Map(variants.map((v) => [v.name, []]));
 for (let r = 1; r <= rounds; r++) {
   for (const v of r % 2 === 1 ? variants : [...variants].reverse()) {
-    const { result, waits } = traced(v);
+    const { result, waits } = await traced(v);
     all.get(v.name).push({ result, waits });
     const reloadS = result.windows.reduce((s, [a, b]) => s + (b - a) / 1e9, 0);
     const idle = waits['our lowered thread'] ?? [];
