@@ -13,13 +13,20 @@
 // Confinement: while a build overlaps serving work and the process has two CPUs or more, every
 // SCHED_IDLE thread of the process (the build pool and XLA's compile helpers) is held off the
 // first CPU, and that CPU is not nudged: a serving thread that runs or wakes there never waits
-// behind a build thread or pays for a nudge's timer. The rest get nudged as before. Lifted as soon
-// as the builds end or serving stops for 20 ms, so a start (nothing serving) compiles on every CPU.
-// Why: the kernel places a woken serving thread on a CPU running only SCHED_IDLE threads as readily
-// as on an idle one, so only a CPU without build threads is free of these waits. Confined, with
-// 500 µs nudges on the other CPUs, A's waits over 1 ms behind a build thread fell from 6.0 to 2.4
-// per second of reload against session 12's 1 ms on every CPU (bench/reload-waits.mjs,
-// bench/RESULTS.md session 13), and the kept CPU's serving threads take no nudge timers.
+// behind a build thread or pays for a nudge's timer. Lifted as soon as the builds end or serving
+// stops for 20 ms, so a start (nothing serving) compiles on every CPU. Why: the kernel places a
+// woken serving thread on a CPU running only SCHED_IDLE threads as readily as on an idle one, so
+// only a CPU without build threads is free of these waits. Confined, with 500 µs nudges on the
+// other CPUs, A's waits over 1 ms behind a build thread fell from 6.0 to 2.4 per second of reload
+// (bench/reload-waits.mjs, bench/RESULTS.md session 13).
+//
+// Two-way (`confine_serving`, the default): the build keeps the last CPU only and every
+// SCHED_OTHER thread of the process (the JS thread, V8's and libuv's pools, the serving pool, the
+// PJRT client's threads, hook threads) keeps the others, so no serving thread can wake behind a
+// build at all, and no CPU is nudged while it holds. Why: with the build alone confined, serving
+// threads still woke behind it on its CPUs and waited up to a nudge period, about 1 % of A's
+// requests during a reload, which set A's p99 (bench/RESULTS.md session 16). The cost: on two CPUs
+// serving has one CPU while a build overlaps it.
 #pragma once
 
 #include <cstdint>
