@@ -146,7 +146,7 @@ for (let r = 1; r <= rounds; r++) {
       `round ${r} ${v.name.padEnd(8)} reloads ${fmt(reloadS, 1)} s | behind our lowered: n ${idle.length}, p99 ${fmt(p99(idle))} us, >0.5 ms ${over(idle, 500)}, >1 ms ${over(idle, 1000)}, sum ${fmt(sum(idle) / 1e3 / reloadS, 1)} ms/s | ` +
         Object.entries(waits)
           .filter(([k]) => k !== 'our lowered thread')
-          .map(([k, xs]) => `${k}: n ${xs.length} p99 ${fmt(p99(xs))}`)
+          .map(([k, xs]) => `${k}: n ${xs.length} p99 ${fmt(p99(xs))} >0.5 ms ${over(xs, 500)}`)
           .join(', ') +
         ` | A during p50 ${fmt(result.during.p50)} p99 ${fmt(result.during.p99)}, alone p99 ${fmt(result.alone.p99)} us`,
     );

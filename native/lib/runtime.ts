@@ -185,8 +185,8 @@ export class Runtime {
    * Whether confinement is two-way: while a build overlaps serving work the build's threads keep
    * the process's last CPU and its normal-policy threads (the JS thread, the serving pools, the
    * PJRT client's threads, hook threads) the rest, so no serving thread can wake behind a build
-   * and no CPU is nudged. false: off (HLOSERVE_BUILD_CONFINE_SERVING=0, or no confinement), the
-   * builds alone leave buildServingCpu.
+   * and no CPU is nudged. Opt-in (HLOSERVE_BUILD_CONFINE_SERVING=1); false: the builds alone leave
+   * buildServingCpu, or no confinement.
    */
   static get buildConfinesServing(): boolean {
     return binding().buildConfinesServing;

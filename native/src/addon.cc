@@ -131,7 +131,9 @@ Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
   const bool confine =
       data->background->applied_priority() == "idle" && !(confine_env != nullptr && std::string(confine_env) == "0");
   const char* serving_env = std::getenv("HLOSERVE_BUILD_CONFINE_SERVING");
-  const bool confine_serving = !(serving_env != nullptr && std::string(serving_env) == "0");
+  // Two-way confinement is opt-in: on two CPUs it halves serving's CPUs for the reload
+  // (bench/RESULTS.md session 16).
+  const bool confine_serving = serving_env != nullptr && std::string(serving_env) == "1";
   const int nudgers =
       data->background->applied_priority() == "normal" ? 0 : StartBuildNudger(nudge_us, confine, confine_serving);
   data->nudging = nudgers > 0;

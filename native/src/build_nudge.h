@@ -20,13 +20,14 @@
 // other CPUs, A's waits over 1 ms behind a build thread fell from 6.0 to 2.4 per second of reload
 // (bench/reload-waits.mjs, bench/RESULTS.md session 13).
 //
-// Two-way (`confine_serving`, the default): the build keeps the last CPU only and every
+// Two-way (`confine_serving`, opt-in): the build keeps the last CPU only and every
 // SCHED_OTHER thread of the process (the JS thread, V8's and libuv's pools, the serving pool, the
 // PJRT client's threads, hook threads) keeps the others, so no serving thread can wake behind a
 // build at all, and no CPU is nudged while it holds. Why: with the build alone confined, serving
 // threads still woke behind it on its CPUs and waited up to a nudge period, about 1 % of A's
-// requests during a reload, which set A's p99 (bench/RESULTS.md session 16). The cost: on two CPUs
-// serving has one CPU while a build overlaps it.
+// requests during a reload, which set A's p99. The cost: on two CPUs serving has one CPU while a
+// build overlaps it, and a model that needs more than one lost more than it gained there (A's p99
+// ratio 3.97 against 2.79, bench/RESULTS.md session 16), hence opt-in.
 #pragma once
 
 #include <cstdint>
