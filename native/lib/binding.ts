@@ -183,7 +183,8 @@ export interface NativeBinding {
   readonly backgroundPriority: 'idle' | 'nice' | 'normal';
   /**
    * How often (µs) each CPU is nudged while a build runs on lowered background threads
-   * (HLOSERVE_BUILD_NUDGE_US, default 500); 0: off, or the background threads run at 'normal'.
+   * (HLOSERVE_BUILD_NUDGE_US, default 100 where builds are confined, 500 on one CPU); 0: off, or
+   * the background threads run at 'normal'.
    */
   readonly buildNudgeMicros: number;
   /** Nudges so far, over the process's life. */

@@ -159,8 +159,9 @@ export class Runtime {
   /**
    * While a build runs on the lowered background threads, each CPU is woken this often (µs) by a
    * thread that sleeps again at once, so a serving thread woken behind a SCHED_IDLE compile thread
-   * runs within that time instead of at the next scheduler tick (up to 4 ms). 0: off
-   * (HLOSERVE_BUILD_NUDGE_US=0, or background priority 'normal').
+   * runs within that time instead of at the next scheduler tick (up to 4 ms): 100 where builds are
+   * confined (two CPUs or more), 500 on one CPU. 0: off (HLOSERVE_BUILD_NUDGE_US=0, or background
+   * priority 'normal').
    */
   static get buildNudgeMicros(): number {
     return binding().buildNudgeMicros;

@@ -152,7 +152,7 @@ void Nudge(uint64_t generation, int cpu) {
 
 }  // namespace
 
-int StartBuildNudger(int64_t period_us, bool confine, bool confine_serving) {
+int StartBuildNudger(int64_t period_us, int64_t confined_period_us, bool confine, bool confine_serving) {
 #if defined(__linux__)
   if (period_us <= 0) return 0;
   std::lock_guard<std::mutex> lock(st.mu);
@@ -173,6 +173,7 @@ int StartBuildNudger(int64_t period_us, bool confine, bool confine_serving) {
       last = cpu;
     }
     st.confine_serving = confine_serving;
+    if (confined_period_us > 0) st.period_ns = confined_period_us * 1000;
     st.serving_cpus = allowed;
     CPU_ZERO(&st.build_cpus);
     if (confine_serving) {
@@ -205,6 +206,7 @@ int StartBuildNudger(int64_t period_us, bool confine, bool confine_serving) {
   return static_cast<int>(st.threads.size());
 #else
   (void)period_us;
+  (void)confined_period_us;
   (void)confine;
   (void)confine_serving;
   return 0;
@@ -228,6 +230,11 @@ void StopBuildNudger() {
 void NoteServingActivity() { last_serving_ns.store(SteadyNs(), std::memory_order_relaxed); }
 
 uint64_t BuildNudges() { return st.nudges.load(std::memory_order_relaxed); }
+
+int64_t BuildNudgeMicros() {
+  std::lock_guard<std::mutex> lock(st.mu);
+  return st.threads.empty() ? 0 : st.period_ns / 1000;
+}
 
 uint64_t BuildConfinements() { return st.confinements.load(std::memory_order_relaxed); }
 

@@ -38,7 +38,10 @@ namespace hlo {
 // process's normal priority (threads inherit their creator's policy, and a SCHED_IDLE thread
 // cannot create a normal one). `period_us` 0 = off; `confine`: hold builds off the first CPU while
 // they overlap serving work (above). Returns the number of threads started.
-int StartBuildNudger(int64_t period_us, bool confine, bool confine_serving);
+// `confined_period_us` replaces `period_us` where confinement is in force (two CPUs or more).
+int StartBuildNudger(int64_t period_us, int64_t confined_period_us, bool confine, bool confine_serving);
+// The period in force (µs; 0: not started).
+int64_t BuildNudgeMicros();
 // Each StartBuildNudger that started or joined it calls this once at teardown; the last one stops
 // and joins the threads (one addon instance per Node environment, one nudger per process).
 void StopBuildNudger();
