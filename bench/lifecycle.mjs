@@ -18,6 +18,7 @@
 // --nudges: build-nudge periods in µs (HLOSERVE_BUILD_NUDGE_US; 0 = off), alternated within each
 // priority like the priorities are, so each setting sees the same machine load.
 import { spawnSync } from 'node:child_process';
+import { PerformanceObserver } from 'node:perf_hooks';
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -90,14 +91,18 @@ if (!child) {
       const row = (label, x) =>
         `${label} p50 ${fmt(x.p50)} p90 ${fmt(x.p90)} p99 ${fmt(x.p99)} us (n=${x.n}, failures ${x.failures})`;
       console.log(
-        `round ${r} background=${res.applied.padEnd(6)} nudge=${res.nudgeUs}us${variant.env === null ? '' : ` ${variant.env.name}`} ${row('alone', res.alone)} | ${row('during', res.during)} | B reloads ${res.during.background} (${fmt(res.during.reloadS, 1)} s each) | p99 ratio ${fmt(res.during.p99 / res.alone.p99, 2)} p90 ratio ${fmt(res.during.p90 / res.alone.p90, 2)}`,
+        `round ${r} background=${res.applied.padEnd(6)} nudge=${res.nudgeUs}us${variant.env === null ? '' : ` ${variant.env.name}`} ${row('alone', res.alone)} | ${row('during', res.during)} | B reloads ${res.during.background} (${fmt(res.during.reloadS, 1)} s each) | p99 ratio ${fmt(res.during.p99 / res.alone.p99, 2)} p90 ratio ${fmt(res.during.p90 / res.alone.p90, 2)} rps ratio ${fmt(res.during.rps / res.alone.rps, 2)}`,
+      );
+      const { slow, all } = res.during.where;
+      console.log(
+        `  slow during requests (over alone's p99) per 1000 by tenth of the reload: ${slow.map((x, i) => fmt((1000 * x) / Math.max(1, all[i]), 0)).join(' ')} | GC ms per s: during ${fmt(res.during.gcMsPerS, 1)}, alone ${fmt(res.alone.gcMsPerS, 1)}`,
       );
     }
   }
   const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   for (const [p, rs] of results) {
     console.log(
-      `median over ${rs.length} rounds, ${p}: p99 ratio ${fmt(median(rs.map((x) => x.during.p99 / x.alone.p99)), 2)}, p90 ratio ${fmt(median(rs.map((x) => x.during.p90 / x.alone.p90)), 2)}, p50 ratio ${fmt(median(rs.map((x) => x.during.p50 / x.alone.p50)), 2)}, reload ${fmt(median(rs.map((x) => x.during.reloadS)), 1)} s`,
+      `median over ${rs.length} rounds, ${p}: p99 ratio ${fmt(median(rs.map((x) => x.during.p99 / x.alone.p99)), 2)}, p90 ratio ${fmt(median(rs.map((x) => x.during.p90 / x.alone.p90)), 2)}, p50 ratio ${fmt(median(rs.map((x) => x.during.p50 / x.alone.p50)), 2)}, rps ratio ${fmt(median(rs.map((x) => x.during.rps / x.alone.rps)), 2)}, reload ${fmt(median(rs.map((x) => x.during.reloadS)), 1)} s`,
     );
   }
   if (reloads === 0) process.exit(0);
@@ -139,6 +144,13 @@ const ctx = { deadline: null };
  */
 async function measureA(cycles, forSeconds = 0) {
   const samples = { alone: [], during: [] };
+  const duringStarts = []; // performance.now() at each "during" request's start
+  const perfWindows = []; // each reload's [start, end], performance.now()
+  const gcs = []; // [start, duration] ms, every GC while measuring
+  const gcObserver = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) gcs.push([e.startTime, e.duration]);
+  });
+  gcObserver.observe({ entryTypes: ['gc'] });
   let failures = 0;
   let stop = false;
   let reloading = false;
@@ -149,6 +161,7 @@ async function measureA(cycles, forSeconds = 0) {
       try {
         await worker.infer(request, ctx);
         samples[during ? 'during' : 'alone'].push((performance.now() - t) * 1000);
+        if (during) duringStarts.push(t);
       } catch {
         failures++;
       }
@@ -159,6 +172,7 @@ async function measureA(cycles, forSeconds = 0) {
   let reloadMs = 0;
   const windows = [];
   const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  const t0 = performance.now();
   if (cycles === 0) await sleep(forSeconds * 1000);
   for (let i = 0; i < cycles; i++) {
     const t = performance.now();
@@ -166,6 +180,7 @@ async function measureA(cycles, forSeconds = 0) {
     const from = process.hrtime.bigint();
     await worker.loadModel('b');
     windows.push([Number(from), Number(process.hrtime.bigint())]);
+    perfWindows.push([t, performance.now()]);
     reloading = false;
     background++;
     reloadMs += performance.now() - t;
@@ -173,14 +188,35 @@ async function measureA(cycles, forSeconds = 0) {
   }
   stop = true;
   await Promise.all(callers);
+  gcObserver.disconnect();
+  // Where in a reload A's slow requests fell (over alone's p99; by tenth of the reload window):
+  // at its ends, the JS thread's share of a reload (file reads, weight upload, the swap); spread
+  // evenly, the compile beside serving. And the GC time on each side.
+  const aloneP99 = summarize(samples.alone).p99;
+  const where = { slow: new Array(10).fill(0), all: new Array(10).fill(0) };
+  duringStarts.forEach((t, i) => {
+    const w = perfWindows.find(([a, b]) => t >= a && t <= b);
+    if (!w) return;
+    const bin = Math.min(9, Math.floor((10 * (t - w[0])) / (w[1] - w[0])));
+    where.all[bin]++;
+    if (samples.during[i] > aloneP99) where.slow[bin]++;
+  });
+  const inReload = (t) => perfWindows.some(([a, b]) => t >= a && t <= b);
+  const gcMs = (during) => gcs.filter(([t]) => inReload(t) === during).reduce((x, [, d]) => x + d, 0);
+  // Requests per second on each side: a reload that leaves serving fewer CPUs shows here.
+  const aloneS = (performance.now() - t0 - reloadMs) / 1e3;
   return {
-    alone: { ...summarize(samples.alone), failures },
+    alone: { ...summarize(samples.alone), failures, rps: samples.alone.length / aloneS },
     during: {
       ...summarize(samples.during),
+      rps: reloadMs > 0 ? samples.during.length / (reloadMs / 1e3) : 0,
       failures,
       background,
       reloadS: background ? reloadMs / background / 1e3 : 0,
+      where,
+      gcMsPerS: reloadMs > 0 ? gcMs(true) / (reloadMs / 1e3) : 0,
     },
+    gcMsPerS: gcMs(false) / aloneS,
     windows,
   };
 }
@@ -210,13 +246,13 @@ const settle = async () => {
 
 if (child) {
   await measureA(0, 3); // warm
-  const { alone, during, windows } = await measureA(cycles);
+  const { alone, during, windows, gcMsPerS } = await measureA(cycles);
   const { Runtime } = await import('../native/dist/lib/index.js');
   console.log(
     JSON.stringify({
       applied: Runtime.backgroundPriority,
       nudgeUs: Runtime.buildNudgeMicros ?? 0,
-      alone,
+      alone: { ...alone, gcMsPerS },
       during,
       // For bench/reload-waits.mjs, which traces the scheduler around this child: the reload
       // windows (CLOCK_MONOTONIC ns) and the process's threads, the SCHED_IDLE ones apart.

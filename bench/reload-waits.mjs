@@ -11,8 +11,10 @@
 // alternate the variants (--envs, as bench/lifecycle.mjs takes it) round by round.
 //
 // Usage (root, for perf): npm run build && node bench/reload-waits.mjs [--rounds 3] [--cycles 3]
-//          [--envs 'base:;short:HLOSERVE_BUILD_NUDGE_US=500']
-import { spawnSync } from 'node:child_process';
+//          [--concurrency 2] [--envs 'base:;short:HLOSERVE_BUILD_NUDGE_US=500']
+// Each round also prints each CPU's time during the reloads by what ran on it.
+import { spawn, spawnSync } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,12 +27,13 @@ const p99 = (xs) => percentile(Float64Array.from(xs).sort(), 99);
 const arg = (name, dflt) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : dflt);
 const rounds = Number(arg('--rounds', '3'));
 const cycles = arg('--cycles', '3');
+const concurrency = arg('--concurrency', '2');
 const variants = parseEnvVariants(arg('--envs', 'base:'));
 const lifecycle = join(fileURLToPath(new URL('.', import.meta.url)), 'lifecycle.mjs');
 const dir = mkdtempSync(join(tmpdir(), 'hlo-reload-waits-'));
 
 /** One traced child: {result (the child's JSON), waits: class -> [µs]}. */
-function traced(variant) {
+async function traced(variant) {
   const data = join(dir, 'perf.data');
   const rec = spawnSync(
     'perf',
@@ -54,7 +57,7 @@ function traced(variant) {
       '--cycles',
       cycles,
       '--concurrency',
-      '2',
+      concurrency,
       '--reloads',
       '0',
     ],
@@ -68,15 +71,20 @@ function traced(variant) {
   const line = rec.stdout.split('\n').find((l) => l.startsWith('{'));
   if (!line) throw new Error(`${variant.name}: no result: ${rec.stdout}${rec.stderr}`);
   const result = JSON.parse(line);
-  const script = spawnSync('perf', ['script', '-i', data, '--ns', '-F', 'cpu,time,event,trace'], {
-    encoding: 'utf8',
-    maxBuffer: 1 << 30,
+  // Streamed: on a loaded machine a system-wide trace runs past the longest string V8 holds.
+  const script = spawn('perf', ['script', '-i', data, '--ns', '-F', 'cpu,time,event,trace'], {
+    stdio: ['ignore', 'pipe', 'ignore'],
   });
-  return { result, waits: waitsByHolder(script.stdout, result) };
+  const { waits, share } = await waitsByHolder(createInterface({ input: script.stdout, crlfDelay: Infinity }), result);
+  return { result, waits, share };
 }
 
-/** Parses `perf script` lines into waits (µs) of the child's normal threads, keyed by holder class. */
-function waitsByHolder(text, result) {
+/**
+ * Parses `perf script` lines into waits (µs) of the child's normal threads, keyed by holder class,
+ * and each CPU's time during the reload windows by holder class (s; `share`): where the build ran
+ * and who it shared its CPUs with.
+ */
+async function waitsByHolder(lines, result) {
   const policy = new Map(Object.entries(result.threads).map(([tid, p]) => [Number(tid), p]));
   const windows = result.windows.map(([a, b]) => [a / 1e9, b / 1e9]);
   const inWindow = (t) => windows.some(([a, b]) => t >= a && t <= b);
@@ -87,15 +95,23 @@ function waitsByHolder(text, result) {
     return p === 5 || p === -19 ? 'our lowered thread' : p === 3 ? 'our nudge thread' : 'our normal thread';
   };
   const running = new Map(); // cpu -> tid
+  const since = new Map(); // cpu -> when its current thread was switched in
   const pending = new Map(); // tid -> {t, cls}
   const waits = {};
-  for (const line of text.split('\n')) {
+  const share = {}; // cpu -> class -> s
+  for await (const line of lines) {
     const m = /^\s*\[(\d+)\]\s+([\d.]+):\s+sched:(sched_switch|sched_wakeup):\s+(.*)$/.exec(line);
     if (!m) continue;
     const cpu = Number(m[1]);
     const t = Number(m[2]);
     if (m[3] === 'sched_switch') {
       const next = Number(/next_pid=(\d+)/.exec(m[4])[1]);
+      if (since.has(cpu) && inWindow(t)) {
+        const cls = holder(running.get(cpu) ?? 0);
+        const c = (share[cpu] ??= {});
+        c[cls] = (c[cls] ?? 0) + (t - since.get(cpu));
+      }
+      since.set(cpu, t);
       running.set(cpu, next);
       const w = pending.get(next);
       if (w) {
@@ -110,7 +126,7 @@ function waitsByHolder(text, result) {
       pending.set(pid, { t, cls: holder(running.get(target) ?? 0) });
     }
   }
-  return waits;
+  return { waits, share };
 }
 
 console.log(`# bench/reload-waits - ${machine()}`);
@@ -120,7 +136,7 @@ console.log(
 const all = new Map(variants.map((v) => [v.name, []]));
 for (let r = 1; r <= rounds; r++) {
   for (const v of r % 2 === 1 ? variants : [...variants].reverse()) {
-    const { result, waits } = traced(v);
+    const { result, waits, share } = await traced(v);
     all.get(v.name).push({ result, waits });
     const reloadS = result.windows.reduce((s, [a, b]) => s + (b - a) / 1e9, 0);
     const idle = waits['our lowered thread'] ?? [];
@@ -130,9 +146,20 @@ for (let r = 1; r <= rounds; r++) {
       `round ${r} ${v.name.padEnd(8)} reloads ${fmt(reloadS, 1)} s | behind our lowered: n ${idle.length}, p99 ${fmt(p99(idle))} us, >0.5 ms ${over(idle, 500)}, >1 ms ${over(idle, 1000)}, sum ${fmt(sum(idle) / 1e3 / reloadS, 1)} ms/s | ` +
         Object.entries(waits)
           .filter(([k]) => k !== 'our lowered thread')
-          .map(([k, xs]) => `${k}: n ${xs.length} p99 ${fmt(p99(xs))}`)
+          .map(([k, xs]) => `${k}: n ${xs.length} p99 ${fmt(p99(xs))} >0.5 ms ${over(xs, 500)}`)
           .join(', ') +
         ` | A during p50 ${fmt(result.during.p50)} p99 ${fmt(result.during.p99)}, alone p99 ${fmt(result.alone.p99)} us`,
+    );
+    const pct = (x) => `${fmt((100 * x) / reloadS, 0)} %`;
+    console.log(
+      `  CPU time during the reloads: ${Object.entries(share)
+        .map(
+          ([cpu, c]) =>
+            `CPU ${cpu}: ${Object.entries(c)
+              .map(([k, x]) => `${k} ${pct(x)}`)
+              .join(', ')}`,
+        )
+        .join(' | ')}`,
     );
   }
 }

@@ -183,7 +183,8 @@ export interface NativeBinding {
   readonly backgroundPriority: 'idle' | 'nice' | 'normal';
   /**
    * How often (µs) each CPU is nudged while a build runs on lowered background threads
-   * (HLOSERVE_BUILD_NUDGE_US, default 500); 0: off, or the background threads run at 'normal'.
+   * (HLOSERVE_BUILD_NUDGE_US, default 100 where builds are confined, 500 on one CPU); 0: off, or
+   * the background threads run at 'normal'.
    */
   readonly buildNudgeMicros: number;
   /** Nudges so far, over the process's life. */
@@ -192,6 +193,8 @@ export interface NativeBinding {
   buildConfinements(): number;
   /** The CPU kept free of builds while they overlap serving work; -1: no confinement. */
   readonly buildServingCpu: number;
+  /** Whether confinement also holds the serving threads off the build's CPU (HLOSERVE_BUILD_CONFINE_SERVING). */
+  readonly buildConfinesServing: boolean;
   /** glibc's mmap threshold the addon fixed (32 MiB unless MALLOC_MMAP_THRESHOLD_ chose one); 0: left to the libc. */
   readonly mallocMmapThreshold: number;
   /** The mmap threshold in force now: lowered while a build runs (0: left to the libc). */

@@ -159,8 +159,9 @@ export class Runtime {
   /**
    * While a build runs on the lowered background threads, each CPU is woken this often (µs) by a
    * thread that sleeps again at once, so a serving thread woken behind a SCHED_IDLE compile thread
-   * runs within that time instead of at the next scheduler tick (up to 4 ms). 0: off
-   * (HLOSERVE_BUILD_NUDGE_US=0, or background priority 'normal').
+   * runs within that time instead of at the next scheduler tick (up to 4 ms): 100 where builds are
+   * confined (two CPUs or more), 500 on one CPU. 0: off (HLOSERVE_BUILD_NUDGE_US=0, or background
+   * priority 'normal').
    */
   static get buildNudgeMicros(): number {
     return binding().buildNudgeMicros;
@@ -179,6 +180,17 @@ export class Runtime {
    */
   static get buildServingCpu(): number {
     return binding().buildServingCpu;
+  }
+
+  /**
+   * Whether confinement is two-way: while a build overlaps serving work the build's threads keep
+   * the process's last CPU and its normal-policy threads (the JS thread, the serving pools, the
+   * PJRT client's threads, hook threads) the rest, so no serving thread can wake behind a build
+   * and no CPU is nudged. Opt-in (HLOSERVE_BUILD_CONFINE_SERVING=1); false: the builds alone leave
+   * buildServingCpu, or no confinement.
+   */
+  static get buildConfinesServing(): boolean {
+    return binding().buildConfinesServing;
   }
 
   /** Times builds were confined so far (see buildServingCpu). */

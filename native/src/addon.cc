@@ -16,8 +16,11 @@ namespace {
 
 // How often each CPU a build may use is nudged while it runs (see build_nudge.h): 1 ms on every CPU
 // in session 12; 500 µs once builds are confined off the serving CPU, which then takes no nudges
-// (bench/RESULTS.md, session 13).
+// (session 13); 100 µs on the confined build's CPUs, where a serving thread woken behind the build
+// still waited up to a period (session 16: A's p99 during/alone 1.78 against 2.58 at 500 µs). A
+// process that cannot confine (one CPU) nudges the CPU it serves on, so it keeps 500 µs there.
 constexpr int64_t kBuildNudgeMicros = 500;
+constexpr int64_t kConfinedBuildNudgeMicros = 100;
 
 Napi::Value AttributeToJs(Napi::Env env, const AttributeValue& v) {
   if (auto* s = std::get_if<std::string>(&v)) return Napi::String::New(env, *s);
@@ -122,15 +125,22 @@ Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
   data->background = std::make_unique<TaskPool>(2, priority, /*build=*/true);
   // Only where builds run lowered: at normal priority they compete openly and a nudge adds nothing.
   int64_t nudge_us = kBuildNudgeMicros;
+  int64_t confined_nudge_us = kConfinedBuildNudgeMicros;
   if (const char* t = std::getenv("HLOSERVE_BUILD_NUDGE_US")) {
     long n = std::strtol(t, nullptr, 10);
-    if (n >= 0 && n <= 1000000) nudge_us = n;
+    if (n >= 0 && n <= 1000000) nudge_us = confined_nudge_us = n;
   }
   // Confinement finds the build's threads by SCHED_IDLE, so only builds at that priority get it.
   const char* confine_env = std::getenv("HLOSERVE_BUILD_CONFINE");
   const bool confine =
       data->background->applied_priority() == "idle" && !(confine_env != nullptr && std::string(confine_env) == "0");
-  const int nudgers = data->background->applied_priority() == "normal" ? 0 : StartBuildNudger(nudge_us, confine);
+  const char* serving_env = std::getenv("HLOSERVE_BUILD_CONFINE_SERVING");
+  // Two-way confinement is opt-in: on two CPUs it halves serving's CPUs for the reload
+  // (bench/RESULTS.md session 16).
+  const bool confine_serving = serving_env != nullptr && std::string(serving_env) == "1";
+  const int nudgers = data->background->applied_priority() == "normal"
+                          ? 0
+                          : StartBuildNudger(nudge_us, confined_nudge_us, confine, confine_serving);
   data->nudging = nudgers > 0;
   data->completions = Napi::ThreadSafeFunction::New(env, Napi::Function::New(env, [](const Napi::CallbackInfo&) {}),
                                                     "hloserve-pjrt", 0, 1);
@@ -157,7 +167,7 @@ Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
   exports.Set("mallocMmapThresholdNow", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {
                 return Napi::Number::New(info.Env(), static_cast<double>(MmapThresholdNow()));
               }));
-  exports.Set("buildNudgeMicros", Napi::Number::New(env, nudgers > 0 ? static_cast<double>(nudge_us) : 0));
+  exports.Set("buildNudgeMicros", Napi::Number::New(env, nudgers > 0 ? static_cast<double>(BuildNudgeMicros()) : 0));
   exports.Set("buildNudges", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {
                 return Napi::Number::New(info.Env(), static_cast<double>(BuildNudges()));
               }));
@@ -165,6 +175,7 @@ Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
                 return Napi::Number::New(info.Env(), static_cast<double>(BuildConfinements()));
               }));
   exports.Set("buildServingCpu", Napi::Number::New(env, nudgers > 0 ? BuildServingCpu() : -1));
+  exports.Set("buildConfinesServing", Napi::Boolean::New(env, nudgers > 0 && BuildConfinesServing()));
   exports.Set("backgroundPriority", Napi::String::New(env, data->background->applied_priority()));
   exports.Set("PjrtClient", data->client_ctor.Value());
   exports.Set("PjrtBuffer", data->buffer_ctor.Value());

@@ -41,6 +41,13 @@ struct State {
   cpu_set_t all;
   int serving_cpu = -1;
   bool confined = false;
+  // With serving confinement (two-way): builds on `build_cpus` (the last CPU), the process's
+  // normal-policy threads on `serving_cpus` (the rest); `saved` holds each moved serving thread's
+  // affinity from before, restored when confinement lifts.
+  bool confine_serving = false;
+  cpu_set_t build_cpus;
+  cpu_set_t serving_cpus;
+  std::vector<std::pair<pid_t, cpu_set_t>> saved;
 #endif
   std::atomic<uint64_t> confinements{0};
 };
@@ -58,26 +65,51 @@ int64_t SteadyNs() {
 }
 
 #if defined(__linux__)
-// Sets the CPU affinity of every SCHED_IDLE thread of the process: the background pool and the
-// compile helpers XLA starts from it (they inherit its policy), found by policy because XLA's own
-// threads are not ours to name. Runs only when confinement turns on or off.
-void SetIdleThreadsAffinity(const cpu_set_t& set) {
+// Moves the process's threads for confinement (on) or back (off), found by policy in
+// /proc/self/task because XLA's and Node's own threads are not ours to name. SCHED_IDLE threads (the
+// background pool, the compile helpers XLA starts from it, which inherit its policy, and an idle
+// HTTP parser) go to `build_cpus` or back to every CPU. With serving confinement, SCHED_OTHER threads
+// (the JS thread, V8's and libuv's pools, the addon's serving pool, the PJRT client's threads, hook
+// threads, the parser at nice 10) go to `serving_cpus`; a thread created meanwhile inherits its
+// creator's set, so the two sides stay apart until this runs again. SCHED_BATCH (the nudge threads,
+// each pinned to its CPU) is left alone. Runs only when confinement turns on or off.
+void MoveThreads(bool on) {
   DIR* dir = opendir("/proc/self/task");
   if (dir == nullptr) return;
+  if (on) st.saved.clear();
   while (dirent* e = readdir(dir)) {
     const pid_t tid = static_cast<pid_t>(std::atol(e->d_name));
-    if (tid <= 0 || sched_getscheduler(tid) != SCHED_IDLE) continue;
-    sched_setaffinity(tid, sizeof(set), &set);
+    if (tid <= 0) continue;
+    const int policy = sched_getscheduler(tid);
+    if (policy == SCHED_IDLE) {
+      sched_setaffinity(tid, sizeof(cpu_set_t), on ? &st.build_cpus : &st.all);
+    } else if (policy == SCHED_OTHER && st.confine_serving) {
+      cpu_set_t now;
+      if (sched_getaffinity(tid, sizeof(now), &now) != 0) continue;
+      if (on) {
+        cpu_set_t to;
+        CPU_AND(&to, &now, &st.serving_cpus);
+        // A thread someone pinned off the serving CPUs keeps its pin.
+        if (CPU_COUNT(&to) == 0 || CPU_EQUAL(&to, &now)) continue;
+        st.saved.emplace_back(tid, now);
+        sched_setaffinity(tid, sizeof(to), &to);
+      } else if (CPU_EQUAL(&now, &st.serving_cpus)) {
+        // One moved (its own set back) or started while confined (every CPU, as the process has).
+        const cpu_set_t* back = &st.all;
+        for (const auto& [t, set] : st.saved)
+          if (t == tid) back = &set;
+        sched_setaffinity(tid, sizeof(cpu_set_t), back);
+      }
+    }
   }
   closedir(dir);
+  if (!on) st.saved.clear();
 }
 
 // Confinement on or off; the caller holds st.mu (so a stop cannot race a change).
 void Confine(bool on) {
   if (st.confined == on || st.serving_cpu < 0) return;
-  cpu_set_t set = st.all;
-  if (on) CPU_CLR(st.serving_cpu, &set);
-  SetIdleThreadsAffinity(set);
+  MoveThreads(on);
   st.confined = on;
   if (on) st.confinements.fetch_add(1, std::memory_order_relaxed);
 }
@@ -104,7 +136,8 @@ void Nudge(uint64_t generation, int cpu) {
         Confine(st.builds > 0 && serving);
         if (st.builds == 0) continue;
       }
-      nudging = serving && !(controller && st.confined);
+      // Serving confined too: no serving thread can wake behind a build, so no CPU needs nudging.
+      nudging = serving && !(controller && st.confined) && !(st.confined && st.confine_serving);
     }
     const int64_t ns = nudging ? st.period_ns : kQuietCheckNs;
     const timespec d{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
@@ -119,7 +152,7 @@ void Nudge(uint64_t generation, int cpu) {
 
 }  // namespace
 
-int StartBuildNudger(int64_t period_us, bool confine) {
+int StartBuildNudger(int64_t period_us, int64_t confined_period_us, bool confine, bool confine_serving) {
 #if defined(__linux__)
   if (period_us <= 0) return 0;
   std::lock_guard<std::mutex> lock(st.mu);
@@ -131,9 +164,27 @@ int StartBuildNudger(int64_t period_us, bool confine) {
   if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return 0;
   st.all = allowed;
   st.serving_cpu = -1;
+  st.confine_serving = false;
   if (confine && CPU_COUNT(&allowed) >= 2) {
-    for (int cpu = 0; cpu < CPU_SETSIZE && st.serving_cpu < 0; ++cpu)
-      if (CPU_ISSET(cpu, &allowed)) st.serving_cpu = cpu;
+    int last = -1;
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+      if (!CPU_ISSET(cpu, &allowed)) continue;
+      if (st.serving_cpu < 0) st.serving_cpu = cpu;
+      last = cpu;
+    }
+    st.confine_serving = confine_serving;
+    if (confined_period_us > 0) st.period_ns = confined_period_us * 1000;
+    st.serving_cpus = allowed;
+    CPU_ZERO(&st.build_cpus);
+    if (confine_serving) {
+      // The build keeps one CPU (the last), serving the rest: on two CPUs, one each.
+      CPU_CLR(last, &st.serving_cpus);
+      CPU_SET(last, &st.build_cpus);
+    } else {
+      // Builds leave the first CPU to serving and keep the rest; serving threads go anywhere.
+      st.build_cpus = allowed;
+      CPU_CLR(st.serving_cpu, &st.build_cpus);
+    }
   }
   for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
     if (!CPU_ISSET(cpu, &allowed)) continue;
@@ -155,7 +206,9 @@ int StartBuildNudger(int64_t period_us, bool confine) {
   return static_cast<int>(st.threads.size());
 #else
   (void)period_us;
+  (void)confined_period_us;
   (void)confine;
+  (void)confine_serving;
   return 0;
 #endif
 }
@@ -178,7 +231,21 @@ void NoteServingActivity() { last_serving_ns.store(SteadyNs(), std::memory_order
 
 uint64_t BuildNudges() { return st.nudges.load(std::memory_order_relaxed); }
 
+int64_t BuildNudgeMicros() {
+  std::lock_guard<std::mutex> lock(st.mu);
+  return st.threads.empty() ? 0 : st.period_ns / 1000;
+}
+
 uint64_t BuildConfinements() { return st.confinements.load(std::memory_order_relaxed); }
+
+bool BuildConfinesServing() {
+#if defined(__linux__)
+  std::lock_guard<std::mutex> lock(st.mu);
+  return !st.threads.empty() && st.serving_cpu >= 0 && st.confine_serving;
+#else
+  return false;
+#endif
+}
 
 int BuildServingCpu() {
 #if defined(__linux__)

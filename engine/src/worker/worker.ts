@@ -306,6 +306,7 @@ export class Worker implements InferenceService {
       backgroundPriority: Runtime.backgroundPriority,
       buildNudgeMicros: Runtime.buildNudgeMicros,
       buildServingCpu: Runtime.buildServingCpu,
+      buildConfinesServing: Runtime.buildConfinesServing,
       mallocMmapThreshold: Runtime.mallocMmapThreshold,
     });
     const w = new Worker(o, runtime, budget, await compileCache);
