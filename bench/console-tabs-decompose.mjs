@@ -18,11 +18,10 @@
 // switches over all its threads) per second.
 // Usage: npm run build && nice -n 10 node bench/console-tabs-decompose.mjs [--cycles 6]
 //   [--window-ms 4000] [--settle-ms 3000] [--conditions chromium,blank20,...] [--base DIR] [--seed N]
-import { spawn } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { startServer } from '../e2e/dist/src/server-process.js';
 import { startConsoleEngine } from './console-engine.mjs';
-import { bootstrap, mean, measure, median, sleep, startLoad } from './console-tabs-window.mjs';
+import { bootstrap, closeTabs, mean, measure, median, openTabs, sleep, startLoad } from './console-tabs-window.mjs';
 import { fmt, machine } from './stats.mjs';
 
 const arg = (name, dflt) => {
@@ -54,23 +53,6 @@ function condition(name) {
   return { name, tabs, hidden, mode, dist };
 }
 const conditions = names.map(condition);
-
-function openTabs(e, c) {
-  return new Promise((resolve_, reject) => {
-    const argv = [join(import.meta.dirname, 'console-tabs.mjs'), '--tabs-child', e.consoleUrl, e.token];
-    argv.push(String(c.tabs), c.hidden, '0', 'parallel', c.mode, c.dist);
-    const child = spawn(process.execPath, argv, { stdio: ['pipe', 'pipe', 'inherit'] });
-    child.stdout.on('data', (d) => String(d).includes('ready') && resolve_(child));
-    child.once('exit', (code) => reject(new Error(`tabs child exited ${code} before ready`)));
-  });
-}
-
-async function closeTabs(child) {
-  if (!child) return;
-  const exited = new Promise((r) => child.once('exit', r));
-  child.stdin.end();
-  await exited;
-}
 
 const COLS = [
   'rps',

@@ -24,12 +24,20 @@
 // --no-load: no inference; the engine's own CPU with and without the tabs, and the browser's by process type.
 // --build DIR: the engine and console of another built checkout (its e2e/dist, engine/dist,
 //   console/dist), to measure an earlier commit with the same method.
-import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { startConsoleEngine } from './console-engine.mjs';
-import { bootstrap, mean, measure as measureWindow, median, sleep, startLoad } from './console-tabs-window.mjs';
+import {
+  bootstrap,
+  closeTabs,
+  mean,
+  measure as measureWindow,
+  median,
+  openTabs,
+  sleep,
+  startLoad,
+} from './console-tabs-window.mjs';
 import { fmt, machine } from './stats.mjs';
 
 const arg = (name, dflt) => {
@@ -52,32 +60,6 @@ async function startEngine() {
     : join(import.meta.dirname, '..', 'e2e', 'dist', 'src', 'server-process.js');
   const { startServer } = await import(pathToFileURL(serverProcess).href);
   return startConsoleEngine(startServer);
-}
-
-/** The tabs child of bench/console-tabs.mjs; resolves once every page is live (and hidden). */
-function openTabs(e) {
-  return new Promise((resolve_, reject) => {
-    const argv = [
-      join(import.meta.dirname, 'console-tabs.mjs'),
-      '--tabs-child',
-      e.consoleUrl,
-      e.token,
-      String(tabs),
-      hidden ? '1' : '0',
-      '0',
-      'parallel',
-    ];
-    const child = spawn(process.execPath, argv, { stdio: ['pipe', 'pipe', 'inherit'] });
-    child.stdout.on('data', (d) => String(d).includes('ready') && resolve_(child));
-    child.once('exit', (code) => reject(new Error(`tabs child exited ${code} before ready`)));
-  });
-}
-
-async function closeTabs(child) {
-  if (!child) return;
-  const exited = new Promise((r) => child.once('exit', r));
-  child.stdin.end();
-  await exited;
 }
 
 /** One measured window (bench/console-tabs-window.mjs). */
@@ -118,7 +100,7 @@ async function main() {
   let seed = Number(arg('seed', '1'));
   const coin = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31 < 0.5;
   const phase = async (withTabsNow) => {
-    if (withTabsNow && !control) tabsChild = await openTabs(e);
+    if (withTabsNow && !control) tabsChild = await openTabs(e, { tabs, hidden: hidden ? '1' : '0' });
     await sleep(settleMs);
     const m = await measure(e, load, tabsChild?.pid ?? 0);
     await closeTabs(tabsChild);

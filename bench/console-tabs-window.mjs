@@ -5,6 +5,7 @@
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
+import { join } from 'node:path';
 import { grpcLoadArgs, perfAnalyzerBinary, perfAnalyzerEnv } from '../e2e/dist/src/perf-analyzer.js';
 import { procTable, treeCpu } from './proc-cpu.mjs';
 
@@ -95,6 +96,29 @@ const treePids = (table, root) =>
         return false;
       })
     : [];
+
+/**
+ * The tabs child of bench/console-tabs.mjs against engine `e`: `tabs` console pages (all but one
+ * hidden when `hidden` is '1'), or what `mode` opens instead ('none', 'blank', 'nofeed'), with
+ * another build's console files from `dist`; resolves once every page is live.
+ */
+export function openTabs(e, { tabs, hidden, mode = 'console', dist = '' }) {
+  return new Promise((resolve_, reject) => {
+    const argv = [join(import.meta.dirname, 'console-tabs.mjs'), '--tabs-child', e.consoleUrl, e.token];
+    argv.push(String(tabs), hidden, '0', 'parallel', mode, dist);
+    const child = spawn(process.execPath, argv, { stdio: ['pipe', 'pipe', 'inherit'] });
+    child.stdout.on('data', (d) => String(d).includes('ready') && resolve_(child));
+    child.once('exit', (code) => reject(new Error(`tabs child exited ${code} before ready`)));
+  });
+}
+
+/** Closes the tabs child (its stdin's end), waiting for it to exit; nothing for none. */
+export async function closeTabs(child) {
+  if (!child) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.stdin.end();
+  await exited;
+}
 
 /** The load for the whole run: perf_analyzer never stable (its records are freed per 2 s window), killed at the end. */
 export function startLoad(e) {
