@@ -116,8 +116,10 @@ void TaskPool::Loop() {
       queue_.pop_front();
     }
     if (build_ && kind == TaskKind::kBuild) {
-      MallocBuildScope scope;
+      // The malloc scope ends first, right after the task: the task has already delivered its
+      // result, and the next execution should find the serving threshold back.
       BuildNudgeScope nudge;
+      MallocBuildScope scope;
       task();
     } else if (build_) {
       BuildNudgeScope nudge;
