@@ -3,10 +3,19 @@
  * the test plan allows: 2,000 models, a dropped feed, roles against a full model set. The screens'
  * screenshots are in console-screens.spec.ts; the engine specs in console-engine.spec.ts.
  */
-import { expect, test } from '@playwright/test';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect, type Page, test } from '@playwright/test';
 import { ConsolePage, ModelsPage, SetupPage } from './ConsolePage.js';
 import { FakeControlApi, SETUP_TOKEN, TOKENS } from './fake-api.js';
 import { serveConsole } from './static-server.mjs';
+
+/** Makes `page` report itself hidden (or shown) to the console, as a background tab does. */
+const setHidden = (page: Page, hidden: boolean) =>
+  page.evaluate((h) => {
+    Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => (h ? 'hidden' : 'visible') });
+    document.dispatchEvent(new Event('visibilitychange'));
+  }, hidden);
 
 let server: Awaited<ReturnType<typeof serveConsole>>;
 
@@ -156,12 +165,7 @@ test("a hidden tab's banner does not count down while the feed is refused; shown
   await a.expectLive();
   await b.open('/activity', TOKENS.admin);
   await b.expectLive();
-  const setHidden = (h: boolean) =>
-    hidden.evaluate((x) => {
-      Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => (x ? 'hidden' : 'visible') });
-      document.dispatchEvent(new Event('visibilitychange'));
-    }, h);
-  await setHidden(true);
+  await setHidden(hidden, true);
   // The shown tab holds the socket; from now on every socket it opens is refused (never opens), so
   // the attempts and their waits grow: the fifth waits 4 to 8 s.
   await shown.evaluate(() => {
@@ -186,12 +190,22 @@ test("a hidden tab's banner does not count down while the feed is refused; shown
   await expect(a.banner()).toContainText(/attempt [5-9]/, { timeout: 20_000 });
   const shownText = await a.banner().innerText();
   const hiddenText = await b.banner().innerText();
+  // The reconnecting banner at both widths, to be looked at (artifacts/screenshots).
+  const shots = join(import.meta.dirname, 'artifacts', 'screenshots');
+  mkdirSync(shots, { recursive: true });
+  for (const [name, size] of [
+    ['desktop', { width: 1440, height: 900 }],
+    ['phone', { width: 414, height: 896 }],
+  ] as const) {
+    await shown.setViewportSize(size);
+    await shown.screenshot({ path: join(shots, `reconnecting-${name}.png`) });
+  }
   expect(hiddenText).toMatch(/Reconnecting \(attempt [5-9]/);
   // The shown tab counts down in whole seconds; the hidden one, mirroring the same state, renders nothing.
   await expect(a.banner()).not.toHaveText(shownText, { timeout: 3_000 });
   await hidden.waitForTimeout(1_500);
   expect(await b.banner().innerText()).toBe(hiddenText);
-  await setHidden(false);
+  await setHidden(hidden, false);
   // Shown, it reads the clock at once: the same whole seconds left as the tab that kept counting.
   const countdown = async (c: ConsolePage) => /Reconnecting \([^)]*\)/.exec(await c.banner().innerText())?.[0];
   await expect.poll(async () => `${await countdown(b)} / ${await countdown(a)}`).toMatch(/^(.+) \/ \1$/);
@@ -205,14 +219,9 @@ test('a hidden tab holds no feed subscriptions, and catches up with a fresh snap
   await c.open('/', TOKENS.admin);
   await c.expectLive();
   expect(api.subscribed.size).toBeGreaterThan(0);
-  const show = (hidden: boolean) =>
-    page.evaluate((h) => {
-      Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => (h ? 'hidden' : 'visible') });
-      document.dispatchEvent(new Event('visibilitychange'));
-    }, hidden);
-  await show(true);
+  await setHidden(page, true);
   await expect.poll(() => api.subscribed.size).toBe(0);
-  await show(false);
+  await setHidden(page, false);
   await expect.poll(() => [...api.subscribed].sort()).toEqual(expect.arrayContaining(['metrics', 'models']));
   await c.expectLive();
   await expect(page.locator('.stat').filter({ hasText: 'models ready' })).toContainText('of 20');
