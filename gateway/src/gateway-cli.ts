@@ -17,6 +17,7 @@ import { parseArgs } from 'node:util';
 import type { PlacementState } from './control/placement-state.js';
 import { ROUTING_MODES, type RoutingMode } from './routing/router.js';
 import { DEFAULT_PLACEMENT } from './placement/placement-controller.js';
+import { parseReplicas } from './placement/replicas-flag.js';
 import { serveGateway } from './serve-gateway.js';
 import type { WorkerSpec } from './fleet.js';
 import { gatewayTlsFromFiles, type GatewayTls } from './tls.js';
@@ -27,17 +28,6 @@ function parseWorker(spec: string): WorkerSpec {
   if (eq <= 0 || !grpc || !http)
     throw new Error(`--worker expects name=GRPC_ADDR,HTTP_ADDR[,METRICS_ADDR[,CONSOLE_ADDR]], got '${spec}'`);
   return { name: spec.slice(0, eq), address: { grpc, http, metrics: metrics || null, console: consoleAddr || null } };
-}
-
-function parseReplicas(spec: string | undefined): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const part of (spec ?? '').split(',').filter(Boolean)) {
-    const [name, n] = part.split('=');
-    const count = n === 'all' ? Infinity : Number(n);
-    if (!name || !(count >= 1)) throw new Error(`--replicas expects model=count|all[,...], got '${part}'`);
-    out.set(name, count);
-  }
-  return out;
 }
 
 function tlsFrom(cert: string | undefined, key: string | undefined, clientCa: string | undefined): GatewayTls | null {

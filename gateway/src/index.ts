@@ -4,6 +4,7 @@ export { serveGateway, type GatewayListen, type RunningGateway } from './serve-g
 export type { WorkerSpec } from './fleet.js';
 export type { WorkerAddress } from './worker-client.js';
 export { ROUTING_MODES, type RoutingMode } from './routing/router.js';
+export { parseReplicas } from './placement/replicas-flag.js';
 export { gatewayTlsFromFiles, type GatewayTls } from './tls.js';
 export {
   MemoryPlacementState,

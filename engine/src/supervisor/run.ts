@@ -2,7 +2,7 @@
  * `hloserve serve` with several workers: node.yaml lists two or more, or --workers N|auto. Runs
  * the supervisor until SIGTERM/SIGINT, then drains the gateway and every worker.
  */
-import { ROUTING_MODES, type RoutingMode } from '@hloserve/gateway';
+import { parseReplicas, ROUTING_MODES, type RoutingMode } from '@hloserve/gateway';
 import type { NodeConfig } from '../config/types.js';
 import type { Logger } from '../log.js';
 import { resolveWorkerDevices } from './devices.js';
@@ -18,18 +18,6 @@ export interface SuperviseFlags {
   readonly spares?: string;
   /** --worker NAME: run one worker of node.yaml, never a supervisor. */
   readonly worker?: string;
-}
-
-/** "resnet=2,mlp=all" -> replica counts (all = every worker). */
-export function parseReplicas(spec: string | undefined): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const part of (spec ?? '').split(',').filter(Boolean)) {
-    const [name, n] = part.split('=');
-    const count = n === 'all' ? Infinity : Number(n);
-    if (!name || !(count >= 1)) throw new Error(`--replicas expects model=count|all[,...], got '${part}'`);
-    out.set(name, count);
-  }
-  return out;
 }
 
 export async function runSupervisor(

@@ -3,7 +3,7 @@ import { suite, test } from 'node:test';
 import { restartDelayMs } from '../../src/supervisor/backoff.js';
 import { resolveWorkerDevices } from '../../src/supervisor/devices.js';
 import { tagLine } from '../../src/supervisor/log-mux.js';
-import { parseReplicas, wantsSupervisor } from '../../src/supervisor/run.js';
+import { wantsSupervisor } from '../../src/supervisor/run.js';
 import { defaultConfig } from '../../src/config/node-config.js';
 import { ownWorkerName, WORKER_NAME_ENV } from '../../src/supervisor/wants-supervisor.js';
 
@@ -52,18 +52,5 @@ suite('supervisor parts', () => {
     assert.equal(ownWorkerName(one, undefined, { HLOSERVE_SUPERVISED: '1', [WORKER_NAME_ENV]: 'worker3' }), 'worker3');
     assert.equal(ownWorkerName(one, undefined, { [WORKER_NAME_ENV]: 'worker3' }), first);
     assert.equal(ownWorkerName(one, 'gpu1', { HLOSERVE_SUPERVISED: '1', [WORKER_NAME_ENV]: 'worker3' }), 'gpu1');
-  });
-
-  test('--replicas parses counts and all', () => {
-    assert.deepEqual(
-      [...parseReplicas('mlp=2,resnet=all')],
-      [
-        ['mlp', 2],
-        ['resnet', Infinity],
-      ],
-    );
-    assert.equal(parseReplicas(undefined).size, 0);
-    assert.throws(() => parseReplicas('mlp=0'), /--replicas/);
-    assert.throws(() => parseReplicas('mlp'), /--replicas/);
   });
 });
