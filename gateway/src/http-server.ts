@@ -10,6 +10,7 @@ import { status as Status } from '@grpc/grpc-js';
 import type { Gateway } from './gateway.js';
 import type { RawAnswer, WorkerClient } from './worker-client.js';
 import { secureOptions, type GatewayTls } from './tls.js';
+import { listen } from '@hloserve/common/listen';
 
 interface HttpAnswer extends RawAnswer {
   /** The worker's response, to stream to the client (an answer the gateway does not retry). */
@@ -273,10 +274,7 @@ export async function startGatewayHttp(
   };
   const server: Server = tls === null ? createServer(onRequest) : createHttpsServer(secureOptions(tls), onRequest);
   server.keepAliveTimeout = 65_000;
-  const bound = await new Promise<number>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => resolve((server.address() as { port: number }).port));
-  });
+  const bound = await listen(server, host, port);
   return {
     server,
     port: bound,

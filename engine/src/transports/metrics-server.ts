@@ -1,11 +1,11 @@
 import { createServer, type RequestListener, type Server } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
-import { listen } from '../listen.js';
+import { listen } from '@hloserve/common/listen';
 import { httpsOptions, type TlsMaterial } from '../tls/tls-material.js';
 import type { Worker } from '../worker/worker.js';
 
 /** Prometheus /metrics plus liveness and readiness probes, on their own port (Triton: 8002). */
-export function startMetricsServer(
+export async function startMetricsServer(
   worker: Worker,
   host: string,
   port: number,
@@ -31,5 +31,5 @@ export function startMetricsServer(
   };
   // An https.Server is a tls.Server, which node:http's typings do not name; it listens and closes alike.
   const server = tls ? (createTlsServer(httpsOptions(tls), handler) as unknown as Server) : createServer(handler);
-  return listen(server, host, port);
+  return { server, port: await listen(server, host, port) };
 }

@@ -27,6 +27,7 @@ import { consoleTarget, WORKER_HEADER } from './console-target.js';
 import { applyPlacementAction, isPlacementAction } from './placement-actions.js';
 import { placementView } from './placement-view.js';
 import { secureOptions, tlsSettingsView, type GatewayTls } from '../tls.js';
+import { listen } from '@hloserve/common/listen';
 
 type Scope = 'viewer' | 'operator' | 'admin';
 const SCOPES: readonly Scope[] = ['viewer', 'operator', 'admin'];
@@ -247,10 +248,7 @@ export async function startGatewayConsole(
     socket.on('close', () => up.destroy());
     up.on('close', () => socket.destroy());
   });
-  const bound = await new Promise<number>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => resolve((server.address() as { port: number }).port));
-  });
+  const bound = await listen(server, host, port);
   return {
     server,
     port: bound,
