@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, suite, test } from 'node:test';
-import { runPerfAnalyzer } from '../src/perf-analyzer.js';
+import { grpcLoadArgs, runPerfAnalyzer } from '../src/perf-analyzer.js';
 import { examplesDir, runPython, startServer, type ServerProcess } from '../src/server-process.js';
 
 interface Report {
@@ -104,18 +104,7 @@ suite('three CPU workers behind the supervisor and the gateway, one endpoint', (
   });
 
   test('perf_analyzer through the one endpoint: zero errors, inline, shared memory and streaming', () => {
-    const common = [
-      '-m',
-      'mlp',
-      '-u',
-      server.grpcUrl(),
-      '-i',
-      'grpc',
-      '--concurrency-range',
-      '8',
-      '--request-count',
-      '1500',
-    ];
+    const common = [...grpcLoadArgs('mlp', server.grpcUrl(), 8), '--request-count', '1500'];
     for (const extra of [[], ['--shared-memory', 'system', '--output-shared-memory-size', '4096'], ['--streaming']]) {
       const r = runPerfAnalyzer([...common, ...extra]);
       assert.equal(r.status, 0, r.output);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, suite, test } from 'node:test';
-import { runPerfAnalyzer } from '../src/perf-analyzer.js';
+import { grpcLoadArgs, runPerfAnalyzer } from '../src/perf-analyzer.js';
 import { startServer, type ServerProcess } from '../src/server-process.js';
 
 suite("Triton's perf_analyzer completes against hloserve with zero errors", () => {
@@ -14,18 +14,7 @@ suite("Triton's perf_analyzer completes against hloserve with zero errors", () =
 
   // A fixed request count, not perf_analyzer's stability search: this is a correctness test and
   // must not depend on how quiet the machine is.
-  const common = () => [
-    '-m',
-    'mlp',
-    '-u',
-    server.grpcUrl(),
-    '-i',
-    'grpc',
-    '--concurrency-range',
-    '4',
-    '--request-count',
-    '1500',
-  ];
+  const common = () => [...grpcLoadArgs('mlp', server.grpcUrl(), 4), '--request-count', '1500'];
 
   test('gRPC, inline tensors', () => {
     const r = runPerfAnalyzer(common());
