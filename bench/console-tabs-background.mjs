@@ -9,6 +9,7 @@
 // is started here with none of those, and Playwright attaches over CDP with noDefaults (no focus
 // emulation, no viewport override in the default context); the default context's new pages are
 // tabs of the window Chromium opened with.
+/* global clearTimeout */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -53,11 +54,17 @@ export async function launchBackground(chromium, executablePath, args) {
   const firstPage = context.pages()[0] ?? (await context.newPage());
   const close = async () => {
     const exited = new Promise((r) => (proc.exitCode !== null ? r() : proc.once('exit', r)));
-    await browser.close().catch(() => undefined);
-    proc.kill('SIGTERM');
+    // Browser.close: Chromium shuts down as a user's quit would, its profile written before it exits.
+    const cdp = await browser.newBrowserCDPSession().catch(() => null);
+    await cdp?.send('Browser.close').catch(() => undefined);
+    const killer = setTimeout(() => proc.kill('SIGKILL'), 5000);
     await exited;
-    // Chromium's helpers may still be writing the profile as the browser exits.
-    rmSync(profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
+    clearTimeout(killer);
+    try {
+      rmSync(profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
+    } catch (err) {
+      process.stderr.write(`# tabs child: profile ${profile} left: ${err.message}\n`);
+    }
   };
   return { browser, context, firstPage, close };
 }
