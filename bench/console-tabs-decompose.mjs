@@ -9,6 +9,11 @@
 //   hidden20   20 console pages, 19 hidden (the budget's case)
 //   shown20    20 console pages, all shown
 //   nofeed20   as hidden20 with every feed socket refused (the engine holds no feed client)
+//   bg20       20 console pages as tabs of one headful window on a virtual display (Xvfb), 19
+//              really in the background (Chromium's own visibility: no frames, throttled timers)
+//   bg1        one console page, shown, headful on the same display (bg20's front tab alone)
+//   (bg* need Xvfb: `apt-get install xvfb`; the run starts one display for all its windows, and
+//   its CPU is the displayCores figure, apart from the browser's)
 //   NAME@base  the same with another build's console (--base DIR: its console/dist served to the
 //              pages through a route in place of the engine's own; API and feed still this
 //              engine's); NAME@this the same with this tree's console/dist through the same route,
@@ -21,7 +26,17 @@
 import { join, resolve } from 'node:path';
 import { startServer } from '../e2e/dist/src/server-process.js';
 import { startConsoleEngine } from './console-engine.mjs';
-import { bootstrap, closeTabs, mean, measure, median, openTabs, sleep, startLoad } from './console-tabs-window.mjs';
+import {
+  bootstrap,
+  closeTabs,
+  mean,
+  measure,
+  median,
+  openTabs,
+  sleep,
+  startDisplay,
+  startLoad,
+} from './console-tabs-window.mjs';
 import { fmt, machine } from './stats.mjs';
 
 const arg = (name, dflt) => {
@@ -34,7 +49,7 @@ const settleMs = Number(arg('settle-ms', '3000'));
 const baseDist = arg('base', null) ? join(resolve(arg('base')), 'console', 'dist') : '';
 const names = arg('conditions', 'chromium,blank20,console1,hidden20,shown20,nofeed20').split(',');
 
-/** name -> the tabs child's [tabs, hidden, mode, dist]. */
+/** name -> the tabs child's [tabs, hidden, mode, background]. */
 const KINDS = {
   chromium: [0, '0', 'none'],
   blank20: [20, '0', 'blank'],
@@ -42,15 +57,17 @@ const KINDS = {
   hidden20: [20, '1', 'console'],
   shown20: [20, '0', 'console'],
   nofeed20: [20, '1', 'nofeed'],
+  bg20: [20, '1', 'console', true],
+  bg1: [1, '0', 'console', true],
 };
 function condition(name) {
   const [kind, build] = name.split('@');
   if (!KINDS[kind]) throw new Error(`unknown condition ${name}`);
   if (build && !(build === 'this' || (build === 'base' && baseDist)))
     throw new Error(`${name}: @this, or @base with --base DIR`);
-  const [tabs, hidden, mode] = KINDS[kind];
+  const [tabs, hidden, mode, background = false] = KINDS[kind];
   const dist = { base: baseDist, this: join(import.meta.dirname, '..', 'console', 'dist') }[build] ?? '';
-  return { name, tabs, hidden, mode, dist };
+  return { name, tabs, hidden, mode, dist, background };
 }
 const conditions = names.map(condition);
 
@@ -62,6 +79,7 @@ const COLS = [
   'jsInvol',
   'otherWaitMs',
   'browserWakeups',
+  'displayCores',
   'machineCtxt',
 ];
 
@@ -70,16 +88,17 @@ async function main() {
   console.log(
     `# ${cycles} cycles of ${names.join(', ')}; windows ${windowMs} ms, settle ${settleMs} ms${baseDist ? `; base console ${baseDist}` : ''}`,
   );
+  const display = conditions.some((c) => c.background) ? await startDisplay() : null;
   const e = await startConsoleEngine(startServer);
   const load = startLoad(e);
   const windows = [];
   let seed = Number(arg('seed', '1'));
   const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
   const window = async (c) => {
-    const child = c ? await openTabs(e, c) : null;
+    const child = c ? await openTabs(e, { ...c, display: c.background ? display : null }) : null;
     try {
       await sleep(settleMs);
-      const m = await measure(e, load, child?.pid ?? 0, windowMs);
+      const m = await measure(e, load, child?.pid ?? 0, windowMs, display?.pid ?? 0);
       windows.push({ name: c?.name ?? 'nothing', ...m });
       console.log(
         `| ${windows.length} | ${windows.at(-1).name} | ${COLS.map((k) => fmt(m[k], k === 'rps' || k.endsWith('Ctxt') || k.endsWith('Wakeups') ? 0 : 2)).join(' | ')} | ${fmt(m.machineBusy, 3)} | ${fmt(m.load1, 1)} |`,
@@ -107,6 +126,7 @@ async function main() {
   } finally {
     load.kill('SIGTERM');
     await e.stop();
+    await display?.stop();
   }
   report(windows);
 }
@@ -134,7 +154,7 @@ function report(windows) {
     const tp = r((x) => x.rps);
     const us = r((x) => x.engineUsPerReq);
     console.log(
-      `| ${c.name} | ${ps.length} | ${fmt(median(tp), 3)} (${ci(tp)}) | ${fmt(median(us), 3)} (${ci(us)}) | ${fmt(median(ps.map((p) => p.w.browserCores)), 3)} | ` +
+      `| ${c.name} | ${ps.length} | ${fmt(median(tp), 3)} (${ci(tp)}) | ${fmt(median(us), 3)} (${ci(us)}) | ${fmt(median(ps.map((p) => p.w.browserCores)), 3)}${c.background ? ` (+ display ${fmt(median(ps.map((p) => p.w.displayCores)), 3)})` : ''} | ` +
         `${both((x) => x.jsWaitMs)} | ${both((x) => x.jsInvol, 0)} | ${both((x) => x.otherWaitMs)} | ${fmt(median(ps.map((p) => p.w.browserWakeups)), 0)} | ${both((x) => x.machineCtxt, 0)} |`,
     );
   }

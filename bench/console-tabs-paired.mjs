@@ -18,9 +18,17 @@
 //   tree (cores), perf_analyzer's, and the machine's busy share and load average.
 // --control: the same cycle with no tabs in either phase (without against without): the interval
 //   that run gives is what this machine can resolve.
+// --background: the tabs as an operator has them: headful Chromium on a virtual display (Xvfb,
+//   started once for the run), the 20 pages tabs of one window, all but the front one hidden to
+//   Chromium itself (no compositor frames, throttled timers, backgrounded renderers), checked per
+//   page; implies --hidden. Without it (the default, and where Xvfb is absent) the pages are
+//   headless and --hidden only tells the console they are hidden: Chromium still draws them, an
+//   upper bound on a real browser's cost. Needs `apt-get install xvfb`; nothing else uses it.
 // Usage: npm run build && nice -n 10 node bench/console-tabs-paired.mjs [--cycles 20]
-//   [--window-ms 5000] [--settle-ms 4000] [--tabs 20] [--hidden] [--control] [--build DIR] [--csv f]
-//   [--no-load]; or --from-csv f to re-analyse a run.
+//   [--window-ms 5000] [--settle-ms 4000] [--tabs 20] [--hidden | --background] [--control]
+//   [--build DIR] [--csv f] [--no-load]; or --from-csv f to re-analyse a run.
+// The budget's run: node bench/console-tabs-paired.mjs --cycles 12 --window-ms 5000 --settle-ms 4000
+//   --background (and --hidden, headless, beside it for the bound).
 // --no-load: no inference; the engine's own CPU with and without the tabs, and the browser's by process type.
 // --build DIR: the engine and console of another built checkout (its e2e/dist, engine/dist,
 //   console/dist), to measure an earlier commit with the same method.
@@ -36,6 +44,7 @@ import {
   median,
   openTabs,
   sleep,
+  startDisplay,
   startLoad,
 } from './console-tabs-window.mjs';
 import { fmt, machine } from './stats.mjs';
@@ -48,7 +57,8 @@ const cycles = Number(arg('cycles', '20'));
 const windowMs = Number(arg('window-ms', '5000'));
 const settleMs = Number(arg('settle-ms', '4000'));
 const tabs = Number(arg('tabs', '20'));
-const hidden = process.argv.includes('--hidden');
+const background = process.argv.includes('--background');
+const hidden = background || process.argv.includes('--hidden');
 const control = process.argv.includes('--control');
 const buildDir = arg('build', null);
 const csvPath = arg('csv', null);
@@ -63,7 +73,8 @@ async function startEngine() {
 }
 
 /** One measured window (bench/console-tabs-window.mjs). */
-const measure = (e, load, browserPid) => measureWindow(e, load, browserPid, windowMs);
+const measure = (e, load, browserPid) => measureWindow(e, load, browserPid, windowMs, displayPid);
+let displayPid = 0;
 
 /** Every window so far, in time order (rewritten after each, so a run cut short keeps what it measured). */
 function writeCsv(windows) {
@@ -81,6 +92,7 @@ function writeCsv(windows) {
     'jsWaitMs',
     'jsInvol',
     'browserWakeups',
+    'displayCores',
   ];
   const rows = windows.map((x, i) => cols.map((c) => (c === 'index' ? i : x[c])));
   writeFileSync(csvPath, [cols, ...rows].map((r) => r.join(',')).join('\n') + '\n');
@@ -89,8 +101,10 @@ function writeCsv(windows) {
 async function main() {
   console.log(`# bench/console-tabs-paired, machine: ${machine()}`);
   console.log(
-    `# ${cycles} cycles, windows ${windowMs} ms, settle ${settleMs} ms, ${control ? 'CONTROL (no tabs in either phase)' : `${tabs} tabs${hidden ? ', all but one hidden' : ', all shown'}`}${buildDir ? `, build ${buildDir}` : ''}`,
+    `# ${cycles} cycles, windows ${windowMs} ms, settle ${settleMs} ms, ${control ? 'CONTROL (no tabs in either phase)' : `${tabs} tabs${background ? ', background tabs of one headful window (Xvfb)' : hidden ? ', all but one told hidden (headless)' : ', all shown'}`}${buildDir ? `, build ${buildDir}` : ''}`,
   );
+  const display = background ? await startDisplay() : null;
+  displayPid = display?.pid ?? 0;
   const e = await startEngine();
   const load = noLoad ? null : startLoad(e);
   let tabsChild = null;
@@ -100,7 +114,7 @@ async function main() {
   let seed = Number(arg('seed', '1'));
   const coin = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31 < 0.5;
   const phase = async (withTabsNow) => {
-    if (withTabsNow && !control) tabsChild = await openTabs(e, { tabs, hidden: hidden ? '1' : '0' });
+    if (withTabsNow && !control) tabsChild = await openTabs(e, { tabs, hidden: hidden ? '1' : '0', display });
     await sleep(settleMs);
     const m = await measure(e, load, tabsChild?.pid ?? 0);
     await closeTabs(tabsChild);
@@ -132,6 +146,7 @@ async function main() {
     await closeTabs(tabsChild);
     load?.kill('SIGTERM');
     await e.stop();
+    await display?.stop();
   }
   report(windows);
 }
@@ -198,7 +213,8 @@ function report(windows) {
   );
   const b = withTabs.map((x) => x.browserCores);
   console.log(
-    `browser (Chromium and its driver) in the with windows: median ${fmt(median(b), 3)} cores (${fmt(Math.min(...b), 3)}-${fmt(Math.max(...b), 3)}); ` +
+    `browser (Chromium and its driver) in the with windows: median ${fmt(median(b), 3)} cores (${fmt(Math.min(...b), 3)}-${fmt(Math.max(...b), 3)}), ` +
+      `${fmt(median(withTabs.map((x) => x.browserWakeups ?? 0)), 0)} wake-ups/s${background ? `, Xvfb ${fmt(median(withTabs.map((x) => x.displayCores ?? 0)), 3)} cores` : ''}; ` +
       `engine cores without ${fmt(median(without.map((x) => x.engineCores)), 3)}, with ${fmt(median(withTabs.map((x) => x.engineCores)), 3)}; ` +
       `machine busy ${fmt(median([...without, ...withTabs].map((x) => x.machineBusy)), 3)}; load1 ${fmt(Math.min(...withTabs.map((x) => x.load1)), 1)}-${fmt(Math.max(...withTabs.map((x) => x.load1)), 1)}`,
   );

@@ -82,7 +82,7 @@ function threads(pids) {
 function threadDelta(a, b, pick = () => true) {
   const d = { run: 0, wait: 0, vol: 0, invol: 0 };
   for (const [k, x] of b) {
-    if (!pick(x)) continue;
+    if (!pick(x, k)) continue;
     const y = a.get(k) ?? { run: 0, wait: 0, vol: 0, invol: 0 };
     for (const f of Object.keys(d)) d[f] += x[f] - y[f];
   }
@@ -102,13 +102,43 @@ const treePids = (table, root) =>
  * hidden when `hidden` is '1'), or what `mode` opens instead ('none', 'blank', 'nofeed'), with
  * another build's console files from `dist`; resolves once every page is live.
  */
-export function openTabs(e, { tabs, hidden, mode = 'console', dist = '' }) {
+export function openTabs(e, { tabs, hidden, mode = 'console', dist = '', display = null }) {
   return new Promise((resolve_, reject) => {
     const argv = [join(import.meta.dirname, 'console-tabs.mjs'), '--tabs-child', e.consoleUrl, e.token];
-    argv.push(String(tabs), hidden, '0', 'parallel', mode, dist);
-    const child = spawn(process.execPath, argv, { stdio: ['pipe', 'pipe', 'inherit'] });
+    argv.push(String(tabs), hidden, '0', 'parallel', mode, dist, display ? 'background' : 'headless');
+    const env = display ? { ...process.env, DISPLAY: display.display } : process.env;
+    const child = spawn(process.execPath, argv, { stdio: ['pipe', 'pipe', 'inherit'], env });
     child.stdout.on('data', (d) => String(d).includes('ready') && resolve_(child));
     child.once('exit', (code) => reject(new Error(`tabs child exited ${code} before ready`)));
+  });
+}
+
+/**
+ * A virtual X server (Xvfb, 1440x900) for a headful Chromium whose pages are tabs of one window,
+ * so that all but the front one are really in the background (see console-tabs.mjs). Resolves to
+ * its display (':N'), its pid and stop(); rejects when Xvfb is not installed.
+ */
+export function startDisplay() {
+  return new Promise((resolve_, reject) => {
+    // -displayfd: Xvfb picks a free display and writes its number once it accepts clients.
+    const x = spawn('Xvfb', ['-displayfd', '1', '-screen', '0', '1440x900x24', '-nolisten', 'tcp'], {
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    x.once('error', (err) => reject(new Error(`Xvfb: ${err.message} (apt-get install xvfb)`)));
+    x.once('exit', (code) => reject(new Error(`Xvfb exited ${code} before its display was up`)));
+    let out = '';
+    x.stdout.on('data', (d) => {
+      out += d;
+      const m = /^(\d+)\n/.exec(out);
+      if (!m) return;
+      const stop = async () => {
+        if (x.exitCode !== null) return;
+        const exited = new Promise((r) => x.once('exit', r));
+        x.kill('SIGTERM');
+        await exited;
+      };
+      resolve_({ display: `:${m[1]}`, pid: x.pid, stop });
+    });
   });
 }
 
@@ -134,7 +164,7 @@ export function startLoad(e) {
  * machine; the engine's JS thread's and other threads' run-queue wait and switches, and the
  * browser's wake-ups (voluntary switches over all its threads).
  */
-export async function measure(e, load, browserPid, windowMs) {
+export async function measure(e, load, browserPid, windowMs, displayPid = 0) {
   const t0 = performance.now();
   const p0 = procTable();
   const m0 = machineStat();
@@ -152,6 +182,7 @@ export async function measure(e, load, browserPid, windowMs) {
   const s = (performance.now() - t0) / 1000;
   const cores = (pid) => (treeCpu(p1, pid) - treeCpu(p0, pid)) / s;
   const byType = {};
+  const wakeupsByType = {};
   for (const pid of treePids(p1, browserPid)) {
     let type = 'driver';
     try {
@@ -162,6 +193,8 @@ export async function measure(e, load, browserPid, windowMs) {
       // exited
     }
     byType[type] = (byType[type] ?? 0) + ((p1.cpu.get(pid) ?? 0) - (p0.cpu.get(pid) ?? 0)) / s;
+    const w = threadDelta(b0, b1, (_, k) => k.startsWith(`${pid}/`)).vol / s;
+    wakeupsByType[type] = (wakeupsByType[type] ?? 0) + w;
   }
   const engineCores = cores(enginePid);
   const rps = (n1 - n0) / s;
@@ -173,7 +206,11 @@ export async function measure(e, load, browserPid, windowMs) {
     engineCores,
     engineUsPerReq: (1e6 * engineCores) / rps,
     browserCores: cores(browserPid),
+    // The virtual X server of a headful browser (--background): what the shown tab's painting costs
+    // on a display here (an operator's display is usually another machine's).
+    displayCores: cores(displayPid),
     byType,
+    wakeupsByType,
     loadCores: cores(load?.pid ?? 0),
     machineBusy: (m1.busy - m0.busy) / (m1.total - m0.total),
     load1: loadavg()[0],

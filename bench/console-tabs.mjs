@@ -23,6 +23,7 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { grpcLoadArgs, runPerfAnalyzer } from '../e2e/dist/src/perf-analyzer.js';
 import { startServer } from '../e2e/dist/src/server-process.js';
+import { checkBackground, launchBackground } from './console-tabs-background.mjs';
 import { startConsoleEngine } from './console-engine.mjs';
 import { cpuSeconds } from './proc-cpu.mjs';
 import { fmt, machine } from './stats.mjs';
@@ -40,15 +41,18 @@ if (process.argv[2] === '--tabs-child') {
   // WebSocket the page makes closes at once, so the console backs off and the engine holds none).
   // dist: another build's console/dist, served to the pages in place of the engine's own files (the
   // API and the feed still the engine's), so two consoles are compared against one engine.
-  const [, , , url, token, n, hidden, frozen, parallel, mode = 'console', dist = ''] = process.argv;
+  // kind: 'headless' (Playwright's launch: every page shown to Chromium, whatever the page is told)
+  // or 'background' (./console-tabs-background.mjs: headful, on $DISPLAY, the pages tabs of one
+  // window, all but the last really in the background).
+  const [, , , url, token, n, hidden, frozen, parallel, mode = 'console', dist = '', kind = 'headless'] = process.argv;
   const { chromium } = await import('playwright-core');
-  const browser = await chromium.launch({
-    executablePath: process.env.HLOSERVE_TEST_CHROMIUM ?? process.env.CHROMIUM ?? '/usr/bin/chromium',
-    // Pages whose files come from a route have no address space of their own, and Chromium's
-    // local-network checks would then refuse them the engine's loopback socket.
-    args: ['--no-sandbox', ...(dist ? ['--disable-features=LocalNetworkAccessChecks'] : [])],
-  });
-  const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+  const executablePath = process.env.HLOSERVE_TEST_CHROMIUM ?? process.env.CHROMIUM ?? '/usr/bin/chromium';
+  // Pages whose files come from a route have no address space of their own, and Chromium's
+  // local-network checks would then refuse them the engine's loopback socket.
+  const args = ['--no-sandbox', ...(dist ? ['--disable-features=LocalNetworkAccessChecks'] : [])];
+  const background = kind === 'background' ? await launchBackground(chromium, executablePath, args) : null;
+  const browser = background?.browser ?? (await chromium.launch({ executablePath, args }));
+  const context = background?.context ?? (await browser.newContext({ viewport: { width: 1440, height: 900 } }));
   await context.addInitScript((t) => localStorage.setItem('hloserve.token', t), token);
   if (dist) {
     const { readFile } = await import('node:fs/promises');
@@ -88,7 +92,7 @@ if (process.argv[2] === '--tabs-child') {
   const pages = [];
   // In parallel (bench/console-tabs-paired opens them every cycle): the pages' loads overlap.
   const open = async (i) => {
-    const page = await context.newPage();
+    const page = i === 0 && background ? background.firstPage : await context.newPage();
     if (mode === 'blank') {
       pages[i] = page;
       return;
@@ -118,7 +122,11 @@ if (process.argv[2] === '--tabs-child') {
   const count = mode === 'none' ? 0 : Number(n);
   if (parallel === 'parallel') await Promise.all(Array.from({ length: count }, (_, i) => open(i)));
   else for (let i = 0; i < count; i++) await open(i);
-  if (hidden === '1') {
+  if (background) {
+    // The last tab to the front: the others are then hidden to Chromium itself, no override.
+    if (pages.length) await pages.at(-1).bringToFront();
+    await checkBackground(pages);
+  } else if (hidden === '1') {
     for (const page of pages.slice(0, -1)) {
       await page.evaluate(() => {
         Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => 'hidden' });
@@ -127,10 +135,21 @@ if (process.argv[2] === '--tabs-child') {
       });
     }
   }
+  // What the pages ask of the engine once all are live (REST calls; feed sockets opened), said at exit.
+  const asked = { requests: 0, sockets: 0, since: performance.now() };
+  for (const page of pages) {
+    page.on('request', (r) => r.url().startsWith(`${url}/api/`) && asked.requests++);
+    page.on('websocket', () => asked.sockets++);
+  }
   process.stdout.write('ready\n');
   process.stdin.resume();
   process.stdin.once('end', async () => {
-    await browser.close();
+    const s = (performance.now() - asked.since) / 1000;
+    if (process.env.HLOSERVE_TABS_REQUESTS)
+      process.stderr.write(
+        `# tabs child: ${asked.requests} API requests (${(asked.requests / s).toFixed(2)}/s) and ${asked.sockets} new sockets in ${s.toFixed(1)} s after ready\n`,
+      );
+    await (background ? background.close() : browser.close());
     process.exit(0);
   });
 } else {
