@@ -21,6 +21,7 @@ import {
   programSignature,
   type Runtime,
 } from '@hloserve/native';
+import { RunRecord } from './run-record.js';
 
 const MAGIC = Buffer.from('HLOXEC\u0000\u0001', 'latin1');
 const KEY_BYTES = 32;
@@ -81,6 +82,10 @@ export class ExecutableCache {
   readonly #counts: Record<Counter, number> = { hits: 0, misses: 0, shared: 0, rejected: 0, evictions: 0 };
   /** Executables loaded from an entry on disk (compiled and served by an earlier start). */
   readonly #fromDisk = new WeakSet<Executable>();
+  /** Executable -> the key of its entry (loaded from it, or compiled and written under it). */
+  readonly #keys = new WeakMap<Executable, string>();
+  /** Which entries have run, with which argument types (runs.json). */
+  #runs!: RunRecord;
   /** Key -> the serialized executable being produced for it (null when the plugin cannot serialize). */
   readonly #pending = new Map<string, Promise<Uint8Array | null>>();
   /** Plugin path -> its file's size and mtime, read once per process. */
@@ -110,6 +115,7 @@ export class ExecutableCache {
         cache.#remember(name.slice(0, -SUFFIX.length), st.size, st.mtimeMs);
       }
     }
+    cache.#runs = await RunRecord.open(o.dir, (key) => cache.#entries.has(key));
     await cache.#evict(null);
     return cache;
   }
@@ -127,6 +133,26 @@ export class ExecutableCache {
     h.update('\u0000');
     h.update(code);
     return h.digest('hex');
+  }
+
+  /**
+   * Seconds of the recorded run of `exe`'s entry with argument types `types` (RunRecord.types):
+   * an earlier start ran this very entry with these types. Undefined when not recorded.
+   */
+  ranWith(exe: Executable, types: string): number | undefined {
+    const key = this.#keys.get(exe);
+    return key === undefined ? undefined : this.#runs.ran(key, types);
+  }
+
+  /** Records that `exe` ran with argument types `types` in `seconds` (a warmup). */
+  recordRun(exe: Executable, types: string, seconds: number): void {
+    const key = this.#keys.get(exe);
+    if (key !== undefined && this.#entries.has(key)) this.#runs.set(key, types, seconds);
+  }
+
+  /** Settles once the run record is on disk (tests). */
+  runsFlushed(): Promise<void> {
+    return this.#runs.flushed();
   }
 
   /** True when `exe` came from an entry on disk rather than from a compile in this process. */
@@ -180,6 +206,7 @@ export class ExecutableCache {
         const exe = await runtime.deserializeAndLoad(serialized, loadOptions).catch(() => null);
         if (exe) {
           this.#counts.shared++;
+          this.#keys.set(exe, key);
           return exe;
         }
       }
@@ -196,6 +223,7 @@ export class ExecutableCache {
     this.#pending.set(key, shared);
     try {
       const [exe, serialized] = await this.#loadOrCompile(key, runtime, code, options, loadOptions, queued);
+      this.#keys.set(exe, key);
       settle(serialized);
       return exe;
     } catch (err) {
@@ -335,6 +363,7 @@ export class ExecutableCache {
     if (!e) return;
     this.#bytes -= e.bytes;
     this.#entries.delete(key);
+    this.#runs?.delete(key);
   }
 
   #path(key: string): string {

@@ -12,6 +12,7 @@ import type { Manifest } from '../bundle/manifest.js';
 import { ServeError } from '@hloserve/common/errors';
 import type { HostTensor } from '../tensor.js';
 import { callOnce, type ExecutableCache } from '../device/executable-cache.js';
+import { RunRecord } from '../device/run-record.js';
 
 /** A weight tensor's type, in the executable's argument order. */
 export interface WeightSpec {
@@ -101,15 +102,35 @@ export class CompiledModel {
   readonly manifest: Manifest;
   readonly weights: readonly WeightSpec[];
   readonly #executables: ReadonlyMap<number, Executable>;
-  /** Batch sizes whose executable was loaded from the compile cache, not compiled now. */
-  readonly #fromCache: ReadonlySet<number>;
+  /** Where runs are recorded (the compile cache), or null without one. */
+  readonly #cache: ExecutableCache | null;
+  /** Batch size -> the argument types a run passes (RunRecord.types). */
+  readonly #types = new Map<number, string>();
+  /** Cache-loaded size -> seconds of its recorded run, as the record stood when this version loaded. */
+  readonly #recorded: ReadonlyMap<number, number>;
 
-  private constructor(src: ModelSource, executables: Map<number, Executable>, fromCache: ReadonlySet<number>) {
+  private constructor(
+    src: ModelSource,
+    executables: Map<number, Executable>,
+    fromCache: ReadonlySet<number>,
+    cache: ExecutableCache | null,
+  ) {
     this.name = src.name;
     this.manifest = src.manifest;
     this.weights = src.weights;
     this.#executables = executables;
-    this.#fromCache = fromCache;
+    this.#cache = cache;
+    for (const b of executables.keys()) this.#types.set(b, RunRecord.types(expectedSignature(src, b).parameters));
+    // Read once, as loaded: the runs of this version's own warmups are recorded as they end.
+    const recorded = new Map<number, number>();
+    for (const b of this.batchSizes) {
+      const exe = executables.get(b)!;
+      const s = fromCache.has(b) && cache ? cache.ranWith(exe, this.#types.get(b)!) : undefined;
+      if (s !== undefined) recorded.set(b, s);
+    }
+    this.#recorded = recorded;
+    const unproven = this.batchSizes.filter((b) => fromCache.has(b) && !recorded.has(b));
+    this.warmBeforeServing = this.batchSizes.filter((b) => !fromCache.has(b) || b === unproven[0]);
   }
 
   /**
@@ -193,18 +214,24 @@ export class CompiledModel {
       for (const e of executables.values()) e.dispose();
       throw err;
     }
-    return new CompiledModel(src, executables, fromCache);
+    return new CompiledModel(src, executables, fromCache, cache ?? null);
   }
 
   /**
    * The sizes to warm before the version serves: every size compiled now (its first run is the
-   * proof it runs with these weights), and of those loaded from the compile cache (compiled, run
-   * and written by an earlier start, checked by checksum and by the plugin's deserialize) the
-   * smallest, so one execute proves the weights and the loaded executables together.
+   * proof it runs with these weights). Of those loaded from the compile cache (compiled and
+   * written by an earlier start, checked by checksum and by the plugin's deserialize), the ones
+   * the cache's run record says an earlier start ran with the argument types this version passes
+   * (the manifest's inputs, these weights' dtypes and shapes) need no run first; if any other is
+   * left, the smallest of those runs first, so one execute proves the weights and the loaded
+   * executables together. Those first runs (resnet's ~30 ms, detector's ~20 ms) were a quiet warm
+   * start's last ~60 ms (bench/RESULTS.md, session 17).
    */
-  get warmBeforeServing(): number[] {
-    const cached = this.batchSizes.filter((b) => this.#fromCache.has(b));
-    return this.batchSizes.filter((b) => !this.#fromCache.has(b) || b === cached[0]);
+  readonly warmBeforeServing: readonly number[];
+
+  /** Seconds each cache-loaded size took when an earlier start ran it with these argument types (a copy). */
+  get recordedCosts(): Map<number, number> {
+    return new Map(this.#recorded);
   }
 
   /** The rest: cache-loaded sizes warmed after the version serves (their first-run costs off the start). */
@@ -289,7 +316,10 @@ export class CompiledModel {
       });
       const t = performance.now();
       await this.run(batch, inputs, weights, undefined, true);
-      seconds.set(batch, (performance.now() - t) / 1e3);
+      const s = (performance.now() - t) / 1e3;
+      seconds.set(batch, s);
+      const exe = this.#executables.get(batch);
+      if (exe && this.#cache) this.#cache.recordRun(exe, this.#types.get(batch)!, s);
     }
     return seconds;
   }

@@ -344,12 +344,14 @@ export class Lifecycle {
       inCache = true;
       await d.cache.addModel({ name: key, bytes, residency: policy.residency, source });
       // Warmup proves the modules run with these weights and seeds the cost table: every size
-      // compiled now, and one of those loaded from the compile cache (the rest warm after the swap).
+      // compiled now, and of those loaded from the compile cache at most one, none where an earlier
+      // start ran them all with these types (the rest warm after the swap; until then the costs
+      // that start recorded stand in).
       const lease = await d.cache.acquire(key);
       phases.weightsSeconds = lap();
-      let costs: Map<number, number>;
+      const costs = compiled.recordedCosts;
       try {
-        costs = await compiled.warmup(lease.weights, compiled.warmBeforeServing);
+        for (const [b, s] of await compiled.warmup(lease.weights, compiled.warmBeforeServing)) costs.set(b, s);
       } finally {
         lease.release();
       }

@@ -65,6 +65,46 @@ suite('ExecutableCache on the CPU plugin', () => {
     assert.deepEqual(warnings, []);
   });
 
+  test('a recorded run is read back by a restarted cache for its entry and types only, and goes with the entry', async () => {
+    const first = await open();
+    const a = await first.compile(rt, scaled(3));
+    assert.equal(first.ranWith(a, 'f32[4]'), undefined, 'nothing recorded yet');
+    first.recordRun(a, 'f32[4]', 0.25);
+    assert.equal(first.ranWith(a, 'f32[4]'), 0.25);
+    await first.runsFlushed();
+    a.dispose();
+
+    const second = await open();
+    const b = await second.compile(rt, scaled(3));
+    assert.equal(second.ranWith(b, 'f32[4]'), 0.25, 'the same entry with the same types');
+    assert.equal(second.ranWith(b, 'f32[8]'), undefined, 'other argument types: no record');
+    const c = await second.compile(rt, scaled(5));
+    assert.equal(second.ranWith(c, 'f32[4]'), undefined, 'another module: another entry');
+    b.dispose();
+    c.dispose();
+
+    // An entry found unusable is removed with its record: the recompiled one has not run.
+    await flipLastByte(join(dir, (await entryFiles())[0]!));
+    await flipLastByte(join(dir, (await entryFiles())[1]!));
+    const third = await open();
+    const d = await third.compile(rt, scaled(3));
+    assert.equal(third.stats().rejected, 1);
+    assert.equal(third.ranWith(d, 'f32[4]'), undefined);
+    d.dispose();
+    await third.runsFlushed();
+    assert.deepEqual(JSON.parse(await readFile(join(dir, 'runs.json'), 'utf8')), {});
+  });
+
+  test('an unreadable run record is no record', async () => {
+    (await (await open()).compile(rt, scaled(3))).dispose();
+    await writeFile(join(dir, 'runs.json'), '{not json');
+    const cache = await open();
+    const exe = await cache.compile(rt, scaled(3));
+    assert.equal(cache.stats().hits, 1);
+    assert.equal(cache.ranWith(exe, 'f32[4]'), undefined);
+    exe.dispose();
+  });
+
   for (const [what, damage] of [
     ['a corrupt entry (one payload byte flipped)', flipLastByte],
     ['a truncated entry', halve],

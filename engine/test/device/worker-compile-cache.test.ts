@@ -75,19 +75,31 @@ suite('a worker restarted with a warm compile cache compiles nothing', () => {
     assert.deepEqual(coldCompiled.warmBeforeServing, coldCompiled.batchSizes, 'compiled now: every size warms first');
     assert.deepEqual(coldCompiled.warmAfterServing, []);
     const coldOut = (await cold.infer(request(), ctx())).outputs[0]!.data!;
+    await cold.compileCache!.runsFlushed();
     await cold.stop(false);
 
     const warm = await start(256 << 20);
     text = await warm.metrics.registry.metrics();
     assert.equal(metric(text, 'hloserve_compile_cache_hits_total'), modules);
     assert.equal(metric(text, 'hloserve_compile_cache_misses_total'), 0);
-    // Loaded from the cache: one execute (the smallest size) proves them before serving.
+    // Loaded from the cache, each run by the cold start with these types: none runs before serving,
+    // and the scheduler starts from the costs the cold start measured.
     const warmCompiled = warm.registry.get('mlp')!.current!.build.compiled!;
-    assert.deepEqual(warmCompiled.warmBeforeServing, [warmCompiled.batchSizes[0]]);
-    assert.deepEqual(warmCompiled.warmAfterServing, warmCompiled.batchSizes.slice(1));
+    assert.deepEqual(warmCompiled.warmBeforeServing, []);
+    assert.deepEqual(warmCompiled.warmAfterServing, warmCompiled.batchSizes);
+    assert.deepEqual([...warmCompiled.recordedCosts.keys()], warmCompiled.batchSizes);
     const warmOut = (await warm.infer(request(), ctx())).outputs[0]!.data!;
     assert.ok(Buffer.from(warmOut).equals(Buffer.from(coldOut)));
     await warm.stop(false);
+
+    // Without the run record: one execute (the smallest size) proves them before serving.
+    await rm(join(cacheDir, 'executables', 'runs.json'), { force: true });
+    const unrecorded = await start(256 << 20);
+    const compiled = unrecorded.registry.get('mlp')!.current!.build.compiled!;
+    assert.deepEqual(compiled.warmBeforeServing, [compiled.batchSizes[0]]);
+    assert.deepEqual(compiled.warmAfterServing, compiled.batchSizes.slice(1));
+    assert.equal(compiled.recordedCosts.size, 0);
+    await unrecorded.stop(false);
   });
 
   test('a warm start signals dispatch once, while the models still load, before the set has loaded', async () => {
@@ -129,6 +141,8 @@ suite('a worker restarted with a warm compile cache compiles nothing', () => {
       calls.push({ model: this.name, sizes: [...(sizes ?? this.batchSizes)], allReady });
       return warmup.call(this, weights, sizes);
     };
+    // Without a run record, so that each model's smallest size runs before it serves.
+    await rm(join(cacheDir, 'executables', 'runs.json'), { force: true });
     try {
       const begun = await Worker.begin({
         modelRepo: examples,
