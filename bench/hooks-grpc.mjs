@@ -7,7 +7,8 @@
 // `preprocess(t) { return t }` / `postprocess(t) { return t }` ("mlp-hooked") on a gRPC port of its
 // own; perf_analyzer (closed loop, --c callers) measures each (build, model) for --seconds, the order
 // rotating each round. Prints throughput, p50, the mean batch (the model's own statistics), and the
-// hook pool's hand-overs and notes per request (Worker.hookPoolCounters; "n/a" for a build without).
+// hook pool's hand-overs, wakes of a sleeping thread, waits and notes per request (Worker.hookPoolCounters;
+// "n/a" for a build without), and this process's CPU per request and cores while serving each.
 //
 //   npm run build && node bench/hooks-grpc.mjs dist [dist-before ...] [--c 16] [--seconds 4] [--rounds 2]
 //   (perf_analyzer from HLOSERVE_PERF_ANALYZER / HLOSERVE_PERF_ANALYZER_LD_PATH)
@@ -87,7 +88,11 @@ async function point(b, model) {
   const stats = () => worker.modelStatistics(model, '')[0];
   const counters = () => worker.hookPoolCounters ?? null;
   const [s0, c0] = [stats(), counters()];
+  // perf_analyzer is another process, and the other builds are idle meanwhile: this process's CPU
+  // is this build's serving of this model.
+  const [cpu0, t0] = [process.cpuUsage(), performance.now()];
   const r = await perf(grpc.port, model);
+  const [cpu, wall] = [process.cpuUsage(cpu0), performance.now() - t0];
   const [s1, c1] = [stats(), counters()];
   const n = s1.inference_stats.success.count - s0.inference_stats.success.count;
   const per = (k) => (c0 === null ? NaN : (c1[k] - c0[k]) / n);
@@ -95,7 +100,11 @@ async function point(b, model) {
     ...r,
     batch: n / (s1.execution_count - s0.execution_count),
     handoffs: per('handoffs'),
+    wakes: per('wakes'),
     notes: per('laneNotes'),
+    waits: per('waits'),
+    cpuPerReq: (cpu.user + cpu.system) / n,
+    cores: (cpu.user + cpu.system) / 1000 / wall,
   };
 }
 
@@ -113,9 +122,11 @@ for (const b of builds)
     const ratio = median(v.map((x, i) => x.rps / res[`${b} mlp`][i].rps));
     const hand = Number.isNaN(med('handoffs'))
       ? 'n/a'
-      : `${med('handoffs').toFixed(2)} hand-overs, ${med('notes').toFixed(2)} notes`;
+      : `${med('handoffs').toFixed(2)} hand-overs, ${med('wakes').toFixed(2)} wakes, ${med('waits').toFixed(2)} waited, ${med('notes').toFixed(2)} notes`;
+    // The added p50 is taken round by round against the same build's plain model, then the median.
+    const added = median(v.map((x, i) => x.p50 - res[`${b} mlp`][i].p50));
     console.log(
-      `  ${b.padEnd(12)} ${m.padEnd(11)} ${med('rps').toFixed(0)} infer/s (${(ratio * 100).toFixed(0)} % of plain)  p50 ${med('p50')} µs  mean batch ${med('batch').toFixed(2)}  ${m === 'mlp' ? '' : `per request: ${hand}`}`,
+      `  ${b.padEnd(12)} ${m.padEnd(11)} ${med('rps').toFixed(0)} infer/s (${(ratio * 100).toFixed(0)} % of plain)  p50 ${med('p50')} µs${m === 'mlp' ? '' : ` (+${added})`}  mean batch ${med('batch').toFixed(2)}  CPU ${med('cpuPerReq').toFixed(0)} µs/req, ${med('cores').toFixed(2)} cores  ${m === 'mlp' ? '' : `per request: ${hand}`}`,
     );
     if (process.env.HOOKS_BENCH_JSON)
       console.log(JSON.stringify({ build: b, model: m, c: concurrency, rps: med('rps'), p50: med('p50'), ratio }));

@@ -8,7 +8,8 @@
  * do not fit a lane, carry BYTES, or are a meta model's run (which talks back) use messages.
  *
  * Layout: Int32 words [doorbell, noted, mail, sleeping, waiting, state of lane 0..n-1], then one
- * Float64 per lane (when its hook started, epoch ms), then the lanes' bytes. A lane holds a call header
+ * Float64 for when the doorbell was last rung and one per lane for when its hook started (both
+ * epoch ms), then the lanes' bytes. A lane holds a call header
  * (binary, length-prefixed; none in an answer) followed by the tensors' bytes, each at an 8-byte
  * aligned offset. The header is binary, not JSON: on a hook thread just woken, JSON.parse of
  * the call's URL and context was half the cost of reading a lane.
@@ -64,6 +65,12 @@ export class LaneBlock {
   readonly sab: SharedArrayBuffer;
   readonly words: Int32Array;
   readonly startedAt: Float64Array;
+  /**
+   * When the engine last rang the doorbell (epoch ms, the same reading on both threads): the
+   * thread measures the gap from its last call to the next with it, so that a gap is the engine's
+   * and not lengthened by the thread's own wake-up when it slept (hook-spin.ts).
+   */
+  readonly rungAt: Float64Array;
   readonly bytes: Uint8Array;
   readonly lanes: number;
   readonly laneBytes: number;
@@ -73,10 +80,11 @@ export class LaneBlock {
     this.lanes = shape.lanes;
     this.laneBytes = shape.laneBytes;
     const wordsBytes = align8(4 * (STATE0 + shape.lanes));
-    this.#dataStart = wordsBytes + 8 * shape.lanes;
+    this.#dataStart = wordsBytes + 8 * (1 + shape.lanes);
     this.sab = sab ?? new SharedArrayBuffer(this.#dataStart + shape.lanes * shape.laneBytes);
     this.words = new Int32Array(this.sab, 0, STATE0 + shape.lanes);
-    this.startedAt = new Float64Array(this.sab, wordsBytes, shape.lanes);
+    this.rungAt = new Float64Array(this.sab, wordsBytes, 1);
+    this.startedAt = new Float64Array(this.sab, wordsBytes + 8, shape.lanes);
     this.bytes = new Uint8Array(this.sab);
   }
 
@@ -101,6 +109,8 @@ export class LaneBlock {
    * not said it sleeps, so ringing it costs no notify. True when it notified.
    */
   ring(): boolean {
+    // Written before the doorbell's sequentially consistent add: a thread that sees the ring sees it.
+    this.rungAt[0] = epochMs();
     Atomics.add(this.words, DOORBELL, 1);
     if (Atomics.load(this.words, SLEEPING) !== 1) return false;
     Atomics.notify(this.words, DOORBELL);

@@ -260,7 +260,7 @@ function answerByMessage(i: number, msg: FromThread): void {
 
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
-/** The kind of the lone call last finished (none: null), and when (performance.now()). */
+/** The kind of the lone call last finished (none: null), and when (epoch ms, as LaneBlock.rungAt). */
 let lone: LaneCallRead['fn'] | null = null;
 let loneEnd = 0;
 /** A lone call was just finished: poll before sleeping (once). */
@@ -269,13 +269,16 @@ let pollDue = false;
 async function serveLanes(): Promise<void> {
   for (;;) {
     const bell = Atomics.load(block.words, DOORBELL);
-    const seen = performance.now();
+    const seen = epochMs();
     if (takeLanes()) {
       lastLaneCall = performance.now();
-      // How long after the last lone call the engine's next call came (wake-up included if asleep).
-      if (lone !== null) spin.sawGap(lone, seen - loneEnd);
+      // How long after the last lone call the engine rang for the next: by the ring's own time,
+      // not this thread's wake-up from it (a gap lengthened by each wake would keep a thread that
+      // slept once from ever polling again); by the sweep's when lanes were taken before the ring.
+      const rung = block.rungAt[0]!;
+      if (lone !== null) spin.sawGap(lone, (rung >= loneEnd ? rung : seen) - loneEnd);
       lone = swept === 1 && pending === 0 ? sweptKind : null;
-      loneEnd = lastLaneCall;
+      loneEnd = epochMs();
       pollDue = lone !== null;
       // An async hook (or a module import) finishes on the event loop: give it a turn.
       if (pending > 0) await nextTurn();

@@ -240,11 +240,13 @@ export class Worker implements InferenceService {
 
   /**
    * The preprocess / postprocess pool's counters (benchmarks and tests): hand-overs to a thread,
-   * notes back, lone calls whose answer the engine waited for on its thread (and waits that ran
-   * out), threads replaced. Null when node.yaml refuses hooks.
+   * notes back, hand-overs that had to wake a sleeping thread, lone calls whose answer the engine
+   * waited for on its thread (and waits that ran out), threads replaced. Null when node.yaml
+   * refuses hooks.
    */
   get hookPoolCounters(): {
     handoffs: number;
+    wakes: number;
     laneNotes: number;
     waits: number;
     waitsRunOut: number;
@@ -254,6 +256,7 @@ export class Worker implements InferenceService {
     return p
       ? {
           handoffs: p.handoffs,
+          wakes: p.wakes,
           laneNotes: p.laneNotes,
           waits: p.waits,
           waitsRunOut: p.waitsRunOut,

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { suite, test } from 'node:test';
 import { HookPool, type HookCall } from '../../src/hooks/hook-pool.js';
-import { DOORBELL, LaneBlock, SLEEPING } from '../../src/hooks/hook-lanes.js';
+import { DOORBELL, epochMs, LaneBlock, SLEEPING } from '../../src/hooks/hook-lanes.js';
 import { NO_SPIN, SpinPolicy, spinWhile, type SpinLimits } from '../../src/hooks/hook-spin.js';
 import { prepareHookSource } from '../../src/hooks/hook-source.js';
 import type { HookTensors } from '../../src/hooks/hook-tensor.js';
@@ -108,6 +108,18 @@ suite('hook thread polling: the doorbell', () => {
     bell = Atomics.load(block.words, DOORBELL);
     assert.equal(goesToSleep(bell), true);
     assert.equal(block.ring(), true, 'rung after SLEEPING: the engine notifies');
+  });
+
+  test('a ring says when it was rung, on the clock both threads read, where the thread reads it', () => {
+    const block = new LaneBlock({ lanes: 2, laneBytes: 64 });
+    const before = epochMs();
+    block.ring();
+    const after = epochMs();
+    const thread = new LaneBlock({ lanes: 2, laneBytes: 64 }, block.sab);
+    assert.ok(thread.rungAt[0]! >= before && thread.rungAt[0]! <= after);
+    // Its own slot: the lanes' start times are not it.
+    thread.startedAt.fill(0);
+    assert.ok(block.rungAt[0]! >= before);
   });
 });
 
