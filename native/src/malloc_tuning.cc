@@ -58,10 +58,10 @@ void SetThresholds(size_t mmap_threshold) {
 // The thresholds are switched by this thread, at the priority of the thread that loaded the addon
 // (normal), never by a build thread. Why: glibc's mallopt holds the main arena's lock while it
 // consolidates that arena (100-350 µs after a compile's worth of serving), and the JS thread
-// allocates from the main arena. Called from a SCHED_IDLE build thread, the lock was held by a
-// thread the scheduler keeps preempting: held up to 84 ms at a reload's first compile (the JS
-// thread waited 57 ms behind it once), and the JS thread waited 0.2-0.35 ms at each module's
-// end (perf uprobes on mallopt, bench/RESULTS.md session 17).
+// allocates from the main arena when its thread cache misses. Called from a SCHED_IDLE build
+// thread, the lock was held by a thread the scheduler keeps preempting (up to 84 ms at a reload's
+// first compile on a loaded machine), and the JS thread waited on it up to 0.36 ms at 3-5 of a
+// reload's 5 module ends (perf uprobes on mallopt, bench/RESULTS.md session 17).
 void Apply() {
   std::unique_lock<std::mutex> lock(st.mu);
   for (;;) {
