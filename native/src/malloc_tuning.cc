@@ -1,11 +1,17 @@
 #include "malloc_tuning.h"
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <thread>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
+#endif
+#if defined(__linux__)
+#include <pthread.h>
 #endif
 
 namespace hlo {
@@ -23,9 +29,22 @@ constexpr size_t kMmapThreshold = size_t{32} << 20;
 // +4.3-4.7 % at 1-2 MiB, bench/RESULTS.md session 11).
 constexpr size_t kBuildMmapThreshold = size_t{1} << 20;
 
-std::mutex build_mu;
-int builds = 0;
-bool owned = false;  // FixMmapThreshold set the thresholds (so the scope may move them)
+// Never destroyed: the applier thread waits on these until the process exits.
+struct State {
+  std::mutex mu;
+  std::condition_variable cv;
+  int builds = 0;
+  bool owned = false;  // FixMmapThreshold set the thresholds (so builds may move them)
+  bool started = false;
+  size_t applied = kMmapThreshold;
+  std::chrono::steady_clock::time_point last_end{};
+};
+State& st = *new State();
+
+// The serving values come back only once no build has run for this long: a model's modules
+// compile one after another, and each switch costs a mallopt (below), so a reload pays one
+// lowering and one return instead of one of each per module.
+constexpr auto kServingAfter = std::chrono::milliseconds(20);
 
 void SetThresholds(size_t mmap_threshold) {
 #if defined(__GLIBC__)
@@ -35,22 +54,51 @@ void SetThresholds(size_t mmap_threshold) {
   (void)mmap_threshold;
 #endif
 }
+
+// The thresholds are switched by this thread, at the priority of the thread that loaded the addon
+// (normal), never by a build thread. Why: glibc's mallopt holds the main arena's lock while it
+// consolidates that arena (100-350 µs after a compile's worth of serving), and the JS thread
+// allocates from the main arena when its thread cache misses. Called from a SCHED_IDLE build
+// thread, the lock was held by a thread the scheduler keeps preempting (up to 84 ms at a reload's
+// first compile on a loaded machine), and the JS thread waited on it up to 0.36 ms at 3-5 of a
+// reload's 5 module ends (perf uprobes on mallopt, bench/RESULTS.md session 17).
+void Apply() {
+  std::unique_lock<std::mutex> lock(st.mu);
+  for (;;) {
+    st.cv.wait(lock, [] { return st.builds > 0 ? st.applied != kBuildMmapThreshold : st.applied != kMmapThreshold; });
+    if (st.builds == 0) {
+      // Linger: a build that starts meanwhile keeps the builds' values.
+      if (st.cv.wait_until(lock, st.last_end + kServingAfter, [] { return st.builds > 0; })) continue;
+    }
+    const size_t want = st.builds > 0 ? kBuildMmapThreshold : kMmapThreshold;
+    SetThresholds(want);
+    st.applied = want;
+  }
+}
 }  // namespace
 
 MallocBuildScope::MallocBuildScope() {
-  std::lock_guard<std::mutex> lock(build_mu);
-  if (owned && builds++ == 0) SetThresholds(kBuildMmapThreshold);
+  {
+    std::lock_guard<std::mutex> lock(st.mu);
+    if (!st.owned) return;
+    ++st.builds;
+  }
+  st.cv.notify_all();
 }
 
 MallocBuildScope::~MallocBuildScope() {
-  std::lock_guard<std::mutex> lock(build_mu);
-  if (owned && --builds == 0) SetThresholds(kMmapThreshold);
+  {
+    std::lock_guard<std::mutex> lock(st.mu);
+    if (!st.owned) return;
+    if (--st.builds == 0) st.last_end = std::chrono::steady_clock::now();
+  }
+  st.cv.notify_all();
 }
 
 size_t MmapThresholdNow() {
-  std::lock_guard<std::mutex> lock(build_mu);
-  if (!owned) return 0;
-  return builds > 0 ? kBuildMmapThreshold : kMmapThreshold;
+  std::lock_guard<std::mutex> lock(st.mu);
+  if (!st.owned) return 0;
+  return st.applied;
 }
 
 size_t FixMmapThreshold() {
@@ -64,8 +112,16 @@ size_t FixMmapThreshold() {
   // faulted in again between requests.
   if (std::getenv("MALLOC_TRIM_THRESHOLD_") == nullptr) mallopt(M_TRIM_THRESHOLD, static_cast<int>(2 * kMmapThreshold));
   {
-    std::lock_guard<std::mutex> lock(build_mu);
-    owned = true;
+    std::lock_guard<std::mutex> lock(st.mu);
+    st.owned = true;
+    if (!st.started) {
+      st.started = true;
+      std::thread applier(Apply);
+#if defined(__linux__)
+      pthread_setname_np(applier.native_handle(), "hlo-malloc");
+#endif
+      applier.detach();
+    }
   }
   return kMmapThreshold;
 #else
