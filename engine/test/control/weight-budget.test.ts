@@ -2,14 +2,17 @@ import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { after, suite, test } from 'node:test';
 import { ControlService } from '../../src/control/control-service.js';
-import { adminToken, mint, startControl, startMlpWorker, tempDir } from './harness.js';
+import { adminToken, mint, mlpSettings, startControl, startMlpWorker, tempDir } from './harness.js';
 
 suite('PATCH /settings weightBudgetBytes', () => {
   const dir = tempDir();
   after(() => rmSync(dir, { recursive: true, force: true }));
+  // Without the compile cache every size is compiled and warmed before serving: a warmup after
+  // serving holds the weights it runs with, and they would not be idle when the budget shrinks.
+  const settings = { ...mlpSettings(), compileCache: { maxBytes: 0 } };
 
   test('an admin shrinks the budget: idle weights over it are evicted at once, and a restart keeps it', async () => {
-    let worker = await startMlpWorker();
+    let worker = await startMlpWorker(settings);
     let h = await startControl(worker, dir);
     const admin = await adminToken(h);
     const op = await mint(h, admin, 'operator');
@@ -39,7 +42,7 @@ suite('PATCH /settings weightBudgetBytes', () => {
     await h.close();
     await worker.stop(false);
 
-    worker = await startMlpWorker();
+    worker = await startMlpWorker(settings);
     assert.notEqual(worker.cache.stats().budgetBytes, 0, 'node.yaml alone gives its own budget');
     h = await startControl(worker, dir);
     try {
