@@ -150,11 +150,6 @@ export class ExecutableCache {
     if (key !== undefined && this.#entries.has(key)) this.#runs.set(key, types, seconds);
   }
 
-  /** Settles once the run record is on disk (tests). */
-  runsFlushed(): Promise<void> {
-    return this.#runs.flushed();
-  }
-
   /** True when `exe` came from an entry on disk rather than from a compile in this process. */
   loadedFromDisk(exe: Executable): boolean {
     return this.#fromDisk.has(exe);

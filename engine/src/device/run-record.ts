@@ -59,25 +59,20 @@ export class RunRecord {
     return r?.types === types ? r.seconds : undefined;
   }
 
-  /** Records a run and writes the file. */
+  /** Records a run and writes the file before returning. */
   set(key: string, types: string, seconds: number): void {
     this.#runs.set(key, { types, seconds });
-    this.#schedule();
+    this.#write();
   }
 
   /** Forgets entry `key` (removed from the cache: a new entry under it has not run). */
   delete(key: string): void {
-    if (this.#runs.delete(key)) this.#schedule();
-  }
-
-  /** Settles once what was recorded so far is on disk (it is: each write is synchronous). */
-  flushed(): Promise<void> {
-    return Promise.resolve();
+    if (this.#runs.delete(key)) this.#write();
   }
 
   // Synchronous (a few KiB, once per size warmed): asynchronous writes still under way when a
   // stopping process exited left the last record unwritten (bench/RESULTS.md, session 17).
-  #schedule(): void {
+  #write(): void {
     const temp = `${this.#path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
     try {
       writeFileSync(temp, JSON.stringify(Object.fromEntries(this.#runs)), { mode: 0o600 });

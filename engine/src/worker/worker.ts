@@ -841,9 +841,6 @@ export class Worker implements InferenceService {
       slot.current = null;
       await v?.retire();
     }
-    // The versions' warmups have ended with them: what they recorded is written before the
-    // process may exit (the next start runs no executable the record covers before serving).
-    await this.compileCache?.runsFlushed();
     await Promise.all([this.#hooks?.pool.close(), this.#hooks?.metaPool.close()]);
     this.sharedMemory?.close();
     this.#backend.dispose();
