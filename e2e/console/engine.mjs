@@ -4,7 +4,7 @@
 // HLOSERVE_E2E_ENGINE_ROOT runs another built checkout's engine (e.g. a branch with newer routes).
 /* global fetch */
 import { spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -100,11 +100,55 @@ ${logs.join('\n')}`),
     logs,
     stop: async ({ keep = false } = {}) => {
       if (child.exitCode === null) child.kill('SIGTERM');
-      await exited;
+      // A drain is bounded well under this: an engine still up after it has hung, and the spec
+      // should fail at once with what the engine was doing, not at its own timeout with nothing.
+      let timer;
+      const stuck = new Promise((r) => (timer = setTimeout(() => r(true), STOP_BOUND_MS)));
+      const hung = await Promise.race([exited.then(() => false), stuck]);
+      clearTimeout(timer);
+      if (hung) {
+        const threads = threadStates(child.pid);
+        child.kill('SIGKILL');
+        await exited;
+        throw new Error(
+          `engine ${child.pid} did not exit within ${STOP_BOUND_MS} ms of SIGTERM; its threads:
+${threads}
+its last log lines:
+${logs.slice(-40).join('\n')}`,
+        );
+      }
       if (!keep) rmSync(dir, { recursive: true, force: true });
     },
   };
 }
+const STOP_BOUND_MS = 60_000;
+
+/**
+ * Each thread of `pid` as `name state wchan` (Linux /proc), for a process that would not stop.
+ * @param {number} pid
+ * @returns {string}
+ */
+function threadStates(pid) {
+  try {
+    return readdirSync(`/proc/${pid}/task`)
+      .map((tid) => {
+        const read = (f) => {
+          try {
+            return readFileSync(`/proc/${pid}/task/${tid}/${f}`, 'utf8').trim();
+          } catch {
+            return '?';
+          }
+        };
+        const stat = read('stat');
+        const state = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
+        return `  ${tid} ${read('comm')} ${state} ${read('wchan')}`;
+      })
+      .join('\n');
+  } catch (err) {
+    return `  (unreadable: ${err.message})`;
+  }
+}
+
 /**
  * The one-time setup token, from the `#setup=` link or the setupToken field the engine logs at first start.
  * @param {readonly string[]} logs
