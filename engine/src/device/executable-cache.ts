@@ -144,10 +144,17 @@ export class ExecutableCache {
     return key === undefined ? undefined : this.#runs.ran(key, types);
   }
 
-  /** Records that `exe` ran with argument types `types` in `seconds` (a warmup). */
-  recordRun(exe: Executable, types: string, seconds: number): void {
-    const key = this.#keys.get(exe);
-    if (key !== undefined && this.#entries.has(key)) this.#runs.set(key, types, seconds);
+  /**
+   * Records that each `exe` ran with argument types `types` in `seconds` (a model's warmup), in one
+   * write of the record: a reload's warmups run while the old version serves on the same thread.
+   */
+  recordRuns(runs: readonly { exe: Executable; types: string; seconds: number }[]): void {
+    const known: [string, string, number][] = [];
+    for (const r of runs) {
+      const key = this.#keys.get(r.exe);
+      if (key !== undefined && this.#entries.has(key)) known.push([key, r.types, r.seconds]);
+    }
+    this.#runs.set(known);
   }
 
   /** True when `exe` came from an entry on disk rather than from a compile in this process. */

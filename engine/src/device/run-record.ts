@@ -59,9 +59,10 @@ export class RunRecord {
     return r?.types === types ? r.seconds : undefined;
   }
 
-  /** Records a run and writes the file before returning. */
-  set(key: string, types: string, seconds: number): void {
-    this.#runs.set(key, { types, seconds });
+  /** Records runs (entry key, types, seconds) and writes the file once, before returning. */
+  set(runs: readonly (readonly [key: string, types: string, seconds: number])[]): void {
+    if (runs.length === 0) return;
+    for (const [key, types, seconds] of runs) this.#runs.set(key, { types, seconds });
     this.#write();
   }
 
@@ -70,7 +71,7 @@ export class RunRecord {
     if (this.#runs.delete(key)) this.#write();
   }
 
-  // Synchronous (a few KiB, once per size warmed): asynchronous writes still under way when a
+  // Synchronous (a few KiB, once per warmup of a model): asynchronous writes still under way when a
   // stopping process exited left the last record unwritten (bench/RESULTS.md, session 17).
   #write(): void {
     const temp = `${this.#path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;

@@ -308,6 +308,22 @@ export class CompiledModel {
     sizes: readonly number[] = this.batchSizes,
   ): Promise<Map<number, number>> {
     const seconds = new Map<number, number>();
+    try {
+      await this.#warmEach(weights, sizes, seconds);
+    } finally {
+      // The sizes that ran are recorded even when a later one failed.
+      this.#cache?.recordRuns(
+        [...seconds].map(([b, s]) => ({ exe: this.#executables.get(b)!, types: this.#types.get(b)!, seconds: s })),
+      );
+    }
+    return seconds;
+  }
+
+  async #warmEach(
+    weights: readonly DeviceBuffer[],
+    sizes: readonly number[],
+    seconds: Map<number, number>,
+  ): Promise<void> {
     for (const batch of sizes) {
       const inputs = this.manifest.executableInputs.map((s) => {
         const shape = s.wireShape(batch || 1).map((d) => (d < 0 ? 1 : d));
@@ -316,12 +332,8 @@ export class CompiledModel {
       });
       const t = performance.now();
       await this.run(batch, inputs, weights, undefined, true);
-      const s = (performance.now() - t) / 1e3;
-      seconds.set(batch, s);
-      const exe = this.#executables.get(batch);
-      if (exe && this.#cache) this.#cache.recordRun(exe, this.#types.get(batch)!, s);
+      seconds.set(batch, (performance.now() - t) / 1e3);
     }
-    return seconds;
   }
 
   /** Frees the executables off the JS thread: a retired version must not stall the models serving. */

@@ -69,7 +69,7 @@ suite('ExecutableCache on the CPU plugin', () => {
     const first = await open();
     const a = await first.compile(rt, scaled(3));
     assert.equal(first.ranWith(a, 'f32[4]'), undefined, 'nothing recorded yet');
-    first.recordRun(a, 'f32[4]', 0.25);
+    first.recordRuns([{ exe: a, types: 'f32[4]', seconds: 0.25 }]);
     assert.equal(first.ranWith(a, 'f32[4]'), 0.25);
     a.dispose();
 
