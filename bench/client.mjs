@@ -9,12 +9,8 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { InferenceClient, tensor } from '../client/dist/src/index.js';
 import { repoRoot, startServer } from '../e2e/dist/src/server-process.js';
-import { fmt, machine, summarize } from './stats.mjs';
+import { arg, fmt, machine, summarize } from './stats.mjs';
 
-const arg = (name, dflt) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : dflt;
-};
 const seconds = Number(arg('seconds', '5'));
 const bigIters = Number(arg('big-iters', '10'));
 const rounds = Number(arg('rounds', '3'));

@@ -17,12 +17,7 @@ import { grpcLoadArgs, perfAnalyzerBinary, perfAnalyzerEnv } from '../e2e/dist/s
 import { startServer } from '../e2e/dist/src/server-process.js';
 import { serveConsole } from '../e2e/console/static-server.mjs';
 import { cpuSeconds } from './proc-cpu.mjs';
-import { fmt, machine } from './stats.mjs';
-
-const arg = (name, dflt) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : dflt;
-};
+import { arg, fmt, machine } from './stats.mjs';
 
 const screen = arg('screen', '/');
 const pagesN = Number(arg('pages', '1'));

@@ -47,12 +47,8 @@ import {
   startDisplay,
   startLoad,
 } from './console-tabs-window.mjs';
-import { fmt, machine } from './stats.mjs';
+import { arg, fmt, machine } from './stats.mjs';
 
-const arg = (name, dflt) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : dflt;
-};
 const cycles = Number(arg('cycles', '20'));
 const windowMs = Number(arg('window-ms', '5000'));
 const settleMs = Number(arg('settle-ms', '4000'));

@@ -26,12 +26,8 @@ import { startServer } from '../e2e/dist/src/server-process.js';
 import { checkBackground, launchBackground } from './console-tabs-background.mjs';
 import { startConsoleEngine } from './console-engine.mjs';
 import { cpuSeconds } from './proc-cpu.mjs';
-import { fmt, machine } from './stats.mjs';
+import { arg, fmt, machine } from './stats.mjs';
 
-const arg = (name, dflt) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : dflt;
-};
 const SCREENS = ['/', '/models', '/memory', '/models/mlp', '/activity'];
 
 // Child: open the tabs, say "ready" once every page is live, hold them until stdin closes.

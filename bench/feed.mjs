@@ -10,13 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { grpcLoadArgs, runPerfAnalyzer } from '../e2e/dist/src/perf-analyzer.js';
 import { startServer } from '../e2e/dist/src/server-process.js';
-import { fmt, machine } from './stats.mjs';
+import { arg, fmt, machine } from './stats.mjs';
 
 const { fetch } = globalThis;
-const arg = (name, dflt) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : dflt;
-};
 const windowMs = arg('window-ms', '3000');
 const uploadMiB = Number(arg('upload-mib', '1024'));
 

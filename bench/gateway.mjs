@@ -23,12 +23,8 @@ import { DEFAULT_DEBT } from '../gateway/dist/src/placement/device-debt.js';
 import { loadavg } from 'node:os';
 import { grpcLoadArgs, runPerfAnalyzer } from '../e2e/dist/src/perf-analyzer.js';
 import { repoRoot, startServer } from '../e2e/dist/src/server-process.js';
-import { fmt, machine } from './stats.mjs';
+import { arg, fmt, machine } from './stats.mjs';
 
-const arg = (name, dflt) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : dflt;
-};
 const rounds = Number(arg('rounds', '3'));
 const baselineCli = arg('baseline-cli', null);
 const onlyLatency = process.argv.includes('--only-latency');

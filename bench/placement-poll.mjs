@@ -16,12 +16,7 @@ import { join } from 'node:path';
 import { SERVER_NODE_FLAGS } from '../engine/dist/src/node-flags.js';
 import { repoRoot, startServer } from '../e2e/dist/src/server-process.js';
 import { schedstatMs } from './proc-cpu.mjs';
-import { fmt, machine } from './stats.mjs';
-
-const arg = (name, dflt) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : dflt;
-};
+import { arg, fmt, machine } from './stats.mjs';
 
 // A gateway, when this file is run as its own child:
 // `node placement-poll.mjs --serve DIST INTERVAL_MS|default WORKER_SPEC...`.

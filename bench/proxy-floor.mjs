@@ -20,12 +20,7 @@ import { SERVER_NODE_FLAGS } from '../engine/dist/src/node-flags.js';
 import { grpcLoadArgs, runPerfAnalyzer } from '../e2e/dist/src/perf-analyzer.js';
 import { repoRoot, startServer } from '../e2e/dist/src/server-process.js';
 import { schedstatMs } from './proc-cpu.mjs';
-import { fmt, machine } from './stats.mjs';
-
-const arg = (name, dflt) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : dflt;
-};
+import { arg, fmt, machine } from './stats.mjs';
 
 // The pipe, when this file is run as its own child: `node proxy-floor.mjs --serve-pipe HOST:PORT`.
 if (arg('serve-pipe', null) !== null) {

@@ -5,12 +5,8 @@ import { spawnSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { hostArray, Runtime } from '../native/dist/lib/index.js';
-import { fmt, machine, summarize } from './stats.mjs';
+import { arg, fmt, machine, summarize } from './stats.mjs';
 
-const arg = (name, dflt) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : dflt;
-};
 const plugin = arg('plugin', 'cpu');
 const iters = Number(arg('iters', '5000'));
 const here = dirname(fileURLToPath(import.meta.url));

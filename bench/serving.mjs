@@ -9,12 +9,8 @@ import { readSafetensors } from '../engine/dist/src/bundle/safetensors.js';
 import { loadBundle } from '../engine/dist/src/bundle/bundle.js';
 import { grpcLoadArgs, runPerfAnalyzer } from '../e2e/dist/src/perf-analyzer.js';
 import { examplesDir, startServer } from '../e2e/dist/src/server-process.js';
-import { fmt, machine, summarize } from './stats.mjs';
+import { arg, fmt, machine, summarize } from './stats.mjs';
 
-const arg = (name, dflt) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : dflt;
-};
 const windowMs = arg('window-ms', '3000');
 const models = ['mlp', 'resnet'];
 

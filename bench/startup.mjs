@@ -23,12 +23,8 @@ import { cacheDir as pluginCacheDir } from '../native/dist/lib/plugin.js';
 import { Runtime } from '../native/dist/lib/index.js';
 import { ExecutableCache } from '../engine/dist/src/device/executable-cache.js';
 import { examplesDir, startServer } from '../e2e/dist/src/server-process.js';
-import { fmt, machine } from './stats.mjs';
+import { arg, fmt, machine } from './stats.mjs';
 
-const arg = (name, dflt) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : dflt;
-};
 const rounds = Number(arg('rounds', '4'));
 const priorities = arg('priorities', 'idle').split(',');
 

@@ -27,6 +27,12 @@ export function machine() {
   return `${cpus[0]?.model ?? 'cpu'} x${cpus.length}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, ${os.platform()} ${os.release()}, node ${process.version}`;
 }
 
+/** The value after `--name` on the command line, or `dflt` when the flag is absent. */
+export const arg = (name, dflt) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : dflt;
+};
+
 export const fmt = (x, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : String(x));
 
 /**
