@@ -24,6 +24,7 @@ import { pathToFileURL } from 'node:url';
 import { grpcLoadArgs, runPerfAnalyzer } from '../e2e/dist/src/perf-analyzer.js';
 import { startServer } from '../e2e/dist/src/server-process.js';
 import { checkBackground, launchBackground } from './console-tabs-background.mjs';
+import { refuseWebSockets } from '../e2e/console/refused-socket.mjs';
 import { startConsoleEngine } from './console-engine.mjs';
 import { cpuSeconds } from './proc-cpu.mjs';
 import { arg, fmt, machine } from './stats.mjs';
@@ -65,26 +66,8 @@ if (process.argv[2] === '--tabs-child') {
       }
     });
   }
-  if (mode === 'nofeed')
-    await context.addInitScript(() => {
-      // A socket that never opens: error and close on the next turn, as a refused connection does.
-      globalThis.WebSocket = class {
-        readyState = 0;
-        onopen = null;
-        onmessage = null;
-        onerror = null;
-        onclose = null;
-        constructor() {
-          setTimeout(() => {
-            this.readyState = 3;
-            this.onerror?.({});
-            this.onclose?.({ code: 1006, reason: '' });
-          }, 0);
-        }
-        send() {}
-        close() {}
-      };
-    });
+  // A socket that never opens, as a refused connection does.
+  if (mode === 'nofeed') await context.addInitScript(refuseWebSockets);
   const pages = [];
   // In parallel (bench/console-tabs-paired opens them every cycle): the pages' loads overlap.
   const open = async (i) => {

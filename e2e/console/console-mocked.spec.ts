@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { expect, type Page, test } from '@playwright/test';
 import { ConsolePage, ModelsPage, SetupPage } from './ConsolePage.js';
 import { FakeControlApi, SETUP_TOKEN, TOKENS } from './fake-api.js';
+import { refuseWebSockets } from './refused-socket.mjs';
 import { serveConsole } from './static-server.mjs';
 
 /** Makes `page` report itself hidden (or shown) to the console, as a background tab does. */
@@ -168,24 +169,7 @@ test("a hidden tab's banner does not count down while the feed is refused; shown
   await setHidden(hidden, true);
   // The shown tab holds the socket; from now on every socket it opens is refused (never opens), so
   // the attempts and their waits grow: the fifth waits 4 to 8 s.
-  await shown.evaluate(() => {
-    globalThis.WebSocket = class {
-      readyState = 0;
-      onopen = null;
-      onmessage = null;
-      onerror: ((e: unknown) => void) | null = null;
-      onclose: ((e: unknown) => void) | null = null;
-      constructor() {
-        setTimeout(() => {
-          this.readyState = 3;
-          this.onerror?.({});
-          this.onclose?.({ code: 1006, reason: '' });
-        }, 0);
-      }
-      send() {}
-      close() {}
-    } as unknown as typeof WebSocket;
-  });
+  await shown.evaluate(refuseWebSockets);
   api.dropFeeds();
   await expect(a.banner()).toContainText(/attempt [5-9]/, { timeout: 20_000 });
   const shownText = await a.banner().innerText();
