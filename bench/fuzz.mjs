@@ -1,6 +1,8 @@
 // bench/fuzz: the long fuzzing run. The targets of engine/test/fuzz/surfaces.ts (gRPC ModelInfer
 // and shared-memory messages, HTTP JSON and binary bodies against a real in-process server; the
-// HTTP body codec, manifest and safetensors parsers in-process), round-robin in seeded batches
+// HTTP body codec, manifest and safetensors parsers in-process) and of control-surfaces.ts (every
+// control API operation shaped by its schema, and WebSocket feed sessions, against a real control
+// app over a real Worker and SQLite), round-robin in seeded batches
 // until the input budget or the time limit, whichever comes first. Prints executions, findings
 // and time per target, and the findings themselves; exits 1 if there was any.
 // Usage: npm run build && nice -n 10 node bench/fuzz.mjs [--inputs 1000000] [--until 22:50] [--seed 1]
@@ -17,6 +19,9 @@ import {
   runTarget,
   safetensorsTarget,
 } from '../engine/dist/test/fuzz/surfaces.js';
+import { controlOperations, controlRestTarget, feedTarget } from '../engine/dist/test/fuzz/control-surfaces.js';
+import { adminToken, mint, startControl, startMlpWorker, tempDir } from '../engine/dist/test/control/harness.js';
+import { rmSync } from 'node:fs';
 import { machine } from './stats.mjs';
 
 const { values } = parseArgs({
@@ -46,7 +51,19 @@ process.removeAllListeners('warning');
 
 const cleanup = createFuzzShm();
 const surface = await startSurface({ maxJsonBytes: 8 << 20 });
-const served = [...grpcTargets(surface), ...httpTargets(surface)];
+const controlDir = tempDir();
+const controlWorker = await startMlpWorker();
+const control = await startControl(controlWorker, controlDir);
+await control.control.app.listen({ host: '127.0.0.1', port: 0 });
+const admin = await adminToken(control);
+const creds = { admin, viewer: (await mint(control, admin, 'viewer')).token };
+const feedUrl = `ws://127.0.0.1:${control.control.app.server.address().port}/api/v1/stream`;
+const served = [
+  ...grpcTargets(surface),
+  ...httpTargets(surface),
+  controlRestTarget(control, await controlOperations(control), creds),
+  feedTarget(feedUrl, creds),
+];
 const pure = [jsonCodecTarget, manifestTarget, safetensorsTarget];
 const per = new Map([...served, ...pure].map((t) => [t.name, { executions: 0, findings: [], ms: 0 }]));
 const t0 = Date.now();
@@ -79,6 +96,9 @@ try {
   }
 } finally {
   await surface.close();
+  await control.close();
+  await controlWorker.stop(false);
+  rmSync(controlDir, { recursive: true, force: true });
   cleanup();
 }
 const seconds = (Date.now() - t0) / 1000;

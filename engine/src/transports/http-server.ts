@@ -6,6 +6,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Duplex, Readable } from 'node:stream';
 import type { WireInferRequest } from '@hloserve/common/wire';
 import { requestDeadline } from './deadline.js';
+import { HTTP_LIMIT_DEFAULTS } from './http-limits.js';
 import { systemClock } from '../scheduler/clock.js';
 import { encodeHttpInfer } from './http-infer-body.js';
 import { type JsonUpload, OFF_THREAD_BYTES, openJsonUpload, parseHttpInferRequest } from './http-infer-parser.js';
@@ -23,16 +24,7 @@ function sendError(reply: FastifyReply, err: unknown): FastifyReply {
   return reply.code(status).type('application/json').send(body);
 }
 
-/** Defaults of the HTTP limits a client can meet (docs/errors.md lists them). */
-export const HTTP_LIMIT_DEFAULTS = {
-  /** JSON is 5-10x larger than the same tensor in binary and costs CPU to decode: a limit of its own. */
-  maxJsonBytes: 64 * 2 ** 20,
-  /** The whole request (headers and body) must arrive within this; a stalled upload is cut. */
-  requestTimeoutMs: 300_000,
-  headersTimeoutMs: 60_000,
-  /** Longest path segment (model or region name); longer answers 414 HLO_ERR_INVALID_ARGUMENT. */
-  maxParamLength: 1024,
-} as const;
+export { HTTP_LIMIT_DEFAULTS };
 
 export interface HttpServerOptions {
   readonly logger?: boolean;

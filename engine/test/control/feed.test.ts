@@ -12,6 +12,7 @@ interface Msg {
   kind?: 'snapshot' | 'delta' | 'resync';
   data?: unknown;
   code?: string;
+  error?: string;
 }
 
 /** A test client that records every message and applies keyed deltas to its own copy. */
@@ -224,5 +225,29 @@ suite('the live feed (WebSocket /api/v1/stream)', () => {
     const code = await new Promise<number>((r) => c.ws.once('close', (x) => r(x)));
     assert.equal(code, 4400);
     assert.match(JSON.stringify(c.messages.at(-1)), /unknown topic 'nope'/);
+  });
+
+  test('JSON that is not an object (null, a number, an array) is refused as such, before and after auth', async () => {
+    for (const firstMessage of [false, true])
+      for (const text of ['null', '7', '[]']) {
+        const c = await open({ firstMessage, keep: true });
+        // Authenticated by subprotocol or by a first message: this one is the session's next.
+        await c.until((m) => m.some((x) => x.type === 'ready'));
+        c.ws.send(text);
+        const code = await new Promise<number>((r) => c.ws.once('close', (x) => r(x)));
+        assert.equal(code, 4400, text);
+        assert.deepEqual(
+          { code: c.messages.at(-1)?.code, error: c.messages.at(-1)?.error },
+          { code: 'HLO_ERR_INVALID_ARGUMENT', error: 'a feed message must be a JSON object' },
+        );
+      }
+    // A session's first message, when it must be the auth message, is refused the same way.
+    const ws = new WebSocket(url, ['hloserve.v1']);
+    sockets.push(ws);
+    const reader = new FeedReader(ws, true);
+    await new Promise<void>((resolve) => ws.once('open', () => resolve()));
+    ws.send('null');
+    assert.equal(await new Promise<number>((r) => ws.once('close', (x) => r(x))), 4400);
+    assert.equal(reader.messages.at(-1)?.code, 'HLO_ERR_INVALID_ARGUMENT');
   });
 });

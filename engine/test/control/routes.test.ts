@@ -258,6 +258,26 @@ suite('control API routes (inject, real Worker, SQLite)', () => {
     assert.equal(nf.json().code, 'HLO_ERR_NOT_FOUND');
   });
 
+  test("the router's refusals (a segment past its limit, a bad percent-encoding) are catalogue errors", async () => {
+    const auth = { authorization: `Bearer ${tokens.operator}` };
+    // Past Fastify's default limit (100) the router answered 414 with its own code,
+    // FST_ERR_MAX_PARAM_LENGTH; the control port now routes what the KServe port routes (1024).
+    const named = await h.control.app.inject({ url: `/api/v1/models/${'m'.repeat(150)}`, headers: auth });
+    assert.equal(named.statusCode, 404);
+    assert.equal(named.json().code, 'HLO_ERR_MODEL_NOT_FOUND');
+    const past = await h.control.app.inject({
+      method: 'POST',
+      url: `/api/v1/models/${'m'.repeat(1025)}/pin`,
+      headers: auth,
+      payload: {},
+    });
+    assert.equal(past.statusCode, 400);
+    assert.equal(past.json().code, 'HLO_ERR_INVALID_ARGUMENT');
+    const badEscape = await h.control.app.inject({ method: 'POST', url: '/api/v1/models/%zz/pin', headers: auth });
+    assert.equal(badEscape.statusCode, 400);
+    assert.equal(badEscape.json().code, 'HLO_ERR_INVALID_ARGUMENT');
+  });
+
   test('the OpenAPI document lists every route with its schema', async () => {
     const doc = (await h.control.app.inject({ url: '/api/v1/openapi.json' })).json();
     for (const r of ROUTES) {

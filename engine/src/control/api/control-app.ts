@@ -24,10 +24,11 @@ import { uploadRoutes } from '../routes/upload-routes.js';
 import { UploadService } from '../uploads/upload-service.js';
 import { installAuth } from './auth-hook.js';
 import type { ControlContext, ControlOptions } from './context.js';
-import { installErrorHandler } from './error-handler.js';
+import { installErrorHandler, sendControlError } from './error-handler.js';
 import { lazySchemaCompilers } from '../../lazy-schema-compilers.js';
 import type { ModelPort } from './model-port.js';
 import { httpsOptions } from '../../tls/tls-material.js';
+import { HTTP_LIMIT_DEFAULTS } from '../../transports/http-limits.js';
 
 export interface ControlAppOptions {
   readonly port: ModelPort;
@@ -81,6 +82,10 @@ export async function buildControlApp(o: ControlAppOptions): Promise<ControlApp>
     bodyLimit: 1 << 20,
     // Each route's schemas compile on its first request, not at start (lazy-schema-compilers.ts).
     schemaController: { compilersFactory: lazySchemaCompilers() as never },
+    // The KServe port's limit: a model name that one port takes, the other takes too.
+    routerOptions: { maxParamLength: HTTP_LIMIT_DEFAULTS.maxParamLength },
+    // The router's own refusals (that limit, a bad percent-encoding) in the catalogue's form.
+    frameworkErrors: sendControlError,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && /^[\x21-\x7e]{1,100}$/.test(given) ? given : randomUUID();

@@ -97,12 +97,16 @@ function serveFeed(ctx: ControlContext, socket: WebSocket, req: FastifyRequest):
       if (socket.readyState !== socket.OPEN) return;
       try {
         if (isBinary) throw new ServeError('HLO_ERR_INVALID_ARGUMENT', 'feed messages are JSON text');
-        let msg: ClientMessage;
+        let parsed: unknown;
         try {
-          msg = JSON.parse(String(raw)) as ClientMessage;
+          parsed = JSON.parse(String(raw));
         } catch {
           throw new ServeError('HLO_ERR_INVALID_ARGUMENT', 'a feed message must be JSON');
         }
+        // JSON that is not an object (null, a number, an array) has no type to read.
+        if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+          throw new ServeError('HLO_ERR_INVALID_ARGUMENT', 'a feed message must be a JSON object');
+        const msg = parsed as ClientMessage;
         if (principal === null) {
           if (msg.type !== 'auth' || typeof msg.token !== 'string')
             throw new ServeError('HLO_ERR_UNAUTHENTICATED', "the first message must be {type:'auth', token}");
