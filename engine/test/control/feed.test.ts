@@ -227,7 +227,7 @@ suite('the live feed (WebSocket /api/v1/stream)', () => {
     assert.match(JSON.stringify(c.messages.at(-1)), /unknown topic 'nope'/);
   });
 
-  test('JSON that is not an object (null, a number, an array) is refused as such, before and after auth', async () => {
+  test('JSON that is not an object, or whose type or topic is not a string, is refused as such', async () => {
     for (const firstMessage of [false, true])
       for (const text of ['null', '7', '[]']) {
         const c = await open({ firstMessage, keep: true });
@@ -241,6 +241,15 @@ suite('the live feed (WebSocket /api/v1/stream)', () => {
           { code: 'HLO_ERR_INVALID_ARGUMENT', error: 'a feed message must be a JSON object' },
         );
       }
+    // A type or topic that is an object whose toString is not a function: quoted, not converted.
+    for (const msg of [{ type: { toString: null } }, { type: 'subscribe', topics: [{ toString: null }] }]) {
+      const c = await open({ keep: true });
+      await c.until((m) => m.some((x) => x.type === 'ready'));
+      c.send(msg);
+      assert.equal(await new Promise<number>((r) => c.ws.once('close', (x) => r(x))), 4400);
+      assert.equal(c.messages.at(-1)?.code, 'HLO_ERR_INVALID_ARGUMENT');
+      assert.match(c.messages.at(-1)?.error ?? '', /unknown (message type|topic) \{"toString":null\}/);
+    }
     // A session's first message, when it must be the auth message, is refused the same way.
     const ws = new WebSocket(url, ['hloserve.v1']);
     sockets.push(ws);

@@ -6,7 +6,7 @@
  */
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
-import { ServeError, toServeError } from '@hloserve/common/errors';
+import { quote, ServeError, toServeError } from '@hloserve/common/errors';
 import type { ControlContext } from '../api/context.js';
 import type { Principal } from '../auth/scopes.js';
 import type { FeedClient } from '../feed/feed-client.js';
@@ -142,7 +142,8 @@ function handle(ctx: ControlContext, client: FeedClient, msg: ClientMessage): vo
     case 'unsubscribe': {
       if (!Array.isArray(msg.topics)) throw new ServeError('HLO_ERR_INVALID_ARGUMENT', 'topics must be an array');
       for (const name of msg.topics) {
-        if (!ctx.hub.isTopic(name)) throw new ServeError('HLO_ERR_INVALID_ARGUMENT', `unknown topic '${name}'`);
+        if (typeof name !== 'string' || !ctx.hub.isTopic(name))
+          throw new ServeError('HLO_ERR_INVALID_ARGUMENT', `unknown topic ${quote(name)}`);
         const topic = ctx.hub.topic(name);
         if (msg.type === 'unsubscribe') client.topics.delete(topic);
         else {
@@ -155,6 +156,10 @@ function handle(ctx: ControlContext, client: FeedClient, msg: ClientMessage): vo
     case 'ping':
       return void client.socket.send(JSON.stringify({ type: 'pong', at: Date.now() }));
     default:
-      throw new ServeError('HLO_ERR_INVALID_ARGUMENT', `unknown message type '${(msg as { type?: string }).type}'`);
+      // quote(): the type is the client's JSON, an object whose toString is not a function included.
+      throw new ServeError(
+        'HLO_ERR_INVALID_ARGUMENT',
+        `unknown message type ${quote((msg as { type?: unknown }).type)}`,
+      );
   }
 }
