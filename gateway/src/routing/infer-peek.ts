@@ -7,9 +7,21 @@
 
 export interface InferPeek {
   readonly modelName: string;
-  /** Leading dimension of the first input, or 1 when the request has no shaped input. */
+  /**
+   * Leading dimension of the first input, or 1 when the request has no shaped input; at most
+   * MAX_ITEMS.
+   */
   readonly items: number;
 }
+
+/**
+ * The most items one request is counted as. Routing adds a request's items to its worker's load
+ * and takes them off when it ends; an extent near 2^63 (a client's to send: the worker refuses it)
+ * would swallow the other requests' items in that sum, and taking it off again would leave the
+ * worker's load wrong for good. Far above any compiled batch, and far below where sums of
+ * in-flight items stop being exact.
+ */
+export const MAX_ITEMS = 1 << 20;
 
 class Reader {
   pos = 0;
@@ -59,11 +71,21 @@ const utf8 = new TextDecoder('utf-8', { fatal: false });
  * Model names decoded before, by their UTF-8 bytes: a request for a known model gets the same
  * string object back, whose hash the routing and metrics maps have already computed, instead of
  * a fresh string per request (decoding, then hashing it at every lookup). Bounded: past
- * NAMES_MAX distinct names (a client inventing names) new ones are decoded and not kept.
+ * NAMES_MAX distinct names (a client inventing names) new ones are decoded and not kept, and so is
+ * a name longer than NAME_BYTES_MAX (a model name is a directory name; a client's megabyte "name"
+ * kept 256 times would hold a quarter of a gigabyte).
  */
 const NAMES_MAX = 256;
+const NAME_BYTES_MAX = 1024;
 const names = new Map<number, { readonly bytes: Uint8Array; readonly name: string }[]>();
 let namesKept = 0;
+
+/** The names kept and their bytes (tests). */
+export function keptNames(): { readonly count: number; readonly bytes: number } {
+  let bytes = 0;
+  for (const list of names.values()) for (const e of list) bytes += e.bytes.byteLength;
+  return { count: namesKept, bytes };
+}
 
 function modelNameAt(buf: Uint8Array, start: number, end: number): string {
   const len = end - start;
@@ -77,7 +99,7 @@ function modelNameAt(buf: Uint8Array, start: number, end: number): string {
       if (i === len) return e.name;
     }
   const name = utf8.decode(buf.subarray(start, end));
-  if (namesKept < NAMES_MAX) {
+  if (namesKept < NAMES_MAX && len <= NAME_BYTES_MAX) {
     namesKept++;
     const e = { bytes: new Uint8Array(buf.subarray(start, end)), name };
     if (list === undefined) names.set(key, [e]);
@@ -130,5 +152,5 @@ export function peekInfer(buf: Uint8Array): InferPeek {
       r.skip(wt);
     }
   }
-  return { modelName, items: items !== null && items > 0 ? items : 1 };
+  return { modelName, items: items !== null && items > 0 ? Math.min(items, MAX_ITEMS) : 1 };
 }
