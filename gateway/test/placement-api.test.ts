@@ -422,4 +422,25 @@ suite('the gateway console port: placements, actions, audit, pass-through', () =
     assert.equal(v.workers.find((w: { name: string }) => w.name === 'w3').console, false);
     assert.equal((await call('GET', '/api/v1/models?worker=w2', 'view')).body.data.worker, 'w2');
   });
+
+  test("a console worker that does not answer: 503 from the catalogue for the gateway's own routes too, not 500", async () => {
+    const w2 = ws[2]!;
+    // Ready by its gRPC health; nothing listens on its console port.
+    gw.gateway.setWorker({
+      name: 'w4',
+      address: { grpc: `127.0.0.1:${w2.grpcPort}`, http: '127.0.0.1:1', metrics: null, console: '127.0.0.1:1' },
+    });
+    gw.gateway.fleet.workers.get('w4')!.ready = true;
+    for (const [method, path] of [
+      ['GET', '/api/v1/placements?worker=w4'],
+      ['POST', '/api/v1/placements/a/add?worker=w4'],
+      ['GET', '/api/v1/models?worker=w4'],
+    ] as const) {
+      const r = await call(method, path, 'op', method === 'POST' ? { to: 'w2' } : undefined);
+      assert.equal(r.status, 503, `${method} ${path}: ${JSON.stringify(r.body)}`);
+      assert.equal(r.body.code, 'HLO_ERR_SHUTTING_DOWN');
+      assert.match(r.body.error, /console/);
+    }
+    assert.equal((await call('GET', '/api/v1/placements', 'view')).status, 200);
+  });
 });

@@ -96,10 +96,16 @@ export async function startGatewayConsole(
     const w = consoleTarget(gw, req.url ?? '/', req.headers[WORKER_HEADER]).worker;
     const headers: Record<string, string> = { accept: 'application/json' };
     if (req.headers.authorization) headers.authorization = req.headers.authorization;
-    const r = await fetch(`http://${w.address.console}/api/v1/session`, {
-      headers,
-      signal: AbortSignal.timeout(5000),
-    });
+    let r: Response;
+    try {
+      r = await fetch(`http://${w.address.console}/api/v1/session`, { headers, signal: AbortSignal.timeout(5000) });
+    } catch (err) {
+      // As a passed-through request to that worker answers (pass, below): the worker is out of reach.
+      const why = (err as Error & { cause?: Error }).cause?.message ?? (err as Error).message;
+      throw new ServeError('HLO_ERR_SHUTTING_DOWN', `console worker '${w.name}' did not answer: ${why}`, {
+        cause: err,
+      });
+    }
     if (r.status === 401) throw new ServeError('HLO_ERR_UNAUTHENTICATED', 'a valid token is required');
     if (!r.ok) throw new ServeError('HLO_ERR_PERMISSION_DENIED', `the token was refused (HTTP ${r.status})`);
     const p = ((await r.json()) as { data: Principal }).data;
