@@ -10,6 +10,7 @@ import { status as Status } from '@grpc/grpc-js';
 import type { Gateway } from './gateway.js';
 import type { RawAnswer, WorkerClient } from './worker-client.js';
 import { secureOptions, type GatewayTls } from './tls.js';
+import { ServeError, toHttpStatus, toServeError } from '@hloserve/common/errors';
 import { listen } from '@hloserve/common/listen';
 
 interface HttpAnswer extends RawAnswer {
@@ -40,20 +41,24 @@ const GRPC_TO_HTTP: Record<number, number> = {
   [Status.UNIMPLEMENTED]: 501,
 };
 
+/**
+ * The request's body, or MESSAGE_TOO_LARGE once past `limit`: the rest is read and dropped so that
+ * the client reads the answer instead of a reset (the server's request timeout bounds a client that
+ * never stops), as the worker's HTTP port does.
+ */
 function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let n = 0;
     req.on('data', (c: Buffer) => {
       n += c.length;
-      if (n > limit) {
-        reject(new Error(`request body larger than ${limit} bytes`));
-        req.destroy();
-        return;
-      }
-      chunks.push(c);
+      if (n <= limit) chunks.push(c);
+      else chunks.length = 0;
     });
-    req.on('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
+    req.on('end', () => {
+      if (n > limit) reject(new ServeError('HLO_ERR_MESSAGE_TOO_LARGE', `request body larger than ${limit} bytes`));
+      else resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+    });
     req.on('error', reject);
   });
 }
@@ -152,6 +157,12 @@ export async function startGatewayHttp(
     res.writeHead(status, { 'content-type': 'application/json' });
     res.end(JSON.stringify(v));
   };
+  /** The gateway's own refusals: the catalogue's `{error, code}` and status, as a worker answers. */
+  const fail = (res: ServerResponse, err: unknown) => {
+    const { status, body } = toHttpStatus(toServeError(err));
+    json(res, status, body);
+  };
+  const noneReady = () => new ServeError('HLO_ERR_SHUTTING_DOWN', 'no worker behind the gateway is ready');
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = req.url ?? '/';
@@ -161,7 +172,8 @@ export async function startGatewayHttp(
     let deadlineMs: number | null = null;
     if (typeof t === 'string') {
       const ms = Number(t);
-      if (!(ms > 0)) return json(res, 400, { error: 'x-timeout-ms must be a positive number' });
+      if (!(ms > 0))
+        return fail(res, new ServeError('HLO_ERR_INVALID_ARGUMENT', 'x-timeout-ms must be a positive number'));
       deadlineMs = arrival + ms;
     }
     if (pathOnly === '/v2/health/live') return void res.writeHead(200).end();
@@ -170,7 +182,7 @@ export async function startGatewayHttp(
     try {
       body = await readBody(req, gw.opts.maxMessageBytes);
     } catch (err) {
-      return json(res, 413, { error: (err as Error).message });
+      return fail(res, err);
     }
     const onClose = (f: () => void) => res.once('close', () => !res.writableFinished && f());
     const ready = gw.fleet.readyWorkers();
@@ -228,7 +240,7 @@ export async function startGatewayHttp(
           ),
         );
       }
-      if (ready.length === 0) return json(res, 503, { error: 'no worker behind the gateway is ready' });
+      if (ready.length === 0) return fail(res, noneReady());
       const chosen =
         shm?.[1] === 'unregister'
           ? (results.find((r) => r.ok && r.buffered!.status < 300) ?? failed)
@@ -237,7 +249,15 @@ export async function startGatewayHttp(
     }
     const perModel = /^\/v2\/models\/([^/]+)(?:\/|$)/.exec(pathOnly);
     if (perModel && perModel[1] !== 'stats') {
-      const model = decodeURIComponent(perModel[1]!);
+      let model: string;
+      try {
+        model = decodeURIComponent(perModel[1]!);
+      } catch {
+        return fail(
+          res,
+          new ServeError('HLO_ERR_INVALID_ARGUMENT', 'the model name in the path is not valid percent-encoding'),
+        );
+      }
       const isInfer = pathOnly.endsWith('/infer');
       if (pathOnly.endsWith('/ready') && gw.fleet.holders(model).length === 0) {
         await gw.fleet.refresh();
@@ -246,7 +266,10 @@ export async function startGatewayHttp(
       }
       if (isInfer && gw.metrics.inFlight >= gw.opts.maxInFlight) {
         gw.metrics.shed++;
-        return json(res, 429, { error: `the gateway has ${gw.opts.maxInFlight} requests in flight` });
+        return fail(
+          res,
+          new ServeError('HLO_ERR_OVERLOADED', `the gateway has ${gw.opts.maxInFlight} requests in flight`),
+        );
       }
       gw.metrics.inFlight++;
       const started = performance.now();
@@ -262,13 +285,13 @@ export async function startGatewayHttp(
       }
     }
     const w = ready[0];
-    if (!w) return json(res, 503, { error: 'no worker behind the gateway is ready' });
+    if (!w) return fail(res, noneReady());
     return reply(res, await send(w, req, body, deadlineMs, onClose));
   };
 
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     handle(req, res).catch((err: Error) => {
-      if (!res.headersSent) json(res, 500, { error: err.message });
+      if (!res.headersSent) fail(res, err);
       else res.destroy();
     });
   };
