@@ -10,7 +10,7 @@ import { status as Status } from '@grpc/grpc-js';
 import type { Gateway } from './gateway.js';
 import type { RawAnswer, WorkerClient } from './worker-client.js';
 import { secureOptions, type GatewayTls } from './tls.js';
-import { ServeError, toHttpStatus, toServeError } from '@hloserve/common/errors';
+import { ERROR_CATALOGUE, type ErrorCode, ServeError, toHttpStatus, toServeError } from '@hloserve/common/errors';
 import { listen } from '@hloserve/common/listen';
 
 interface HttpAnswer extends RawAnswer {
@@ -31,15 +31,21 @@ const HOP_BY_HOP = new Set([
   'x-timeout-ms',
 ]);
 
-const GRPC_TO_HTTP: Record<number, number> = {
-  [Status.NOT_FOUND]: 404,
-  [Status.UNAVAILABLE]: 503,
-  [Status.DEADLINE_EXCEEDED]: 504,
-  [Status.RESOURCE_EXHAUSTED]: 429,
-  [Status.INVALID_ARGUMENT]: 400,
-  [Status.FAILED_PRECONDITION]: 400,
-  [Status.UNIMPLEMENTED]: 501,
+/**
+ * A failure the gateway answers itself on HTTP (no worker's answer to pass on: no holder, every
+ * holder out of reach, the deadline past at the gateway) as the catalogue's code for its status.
+ */
+const GRPC_TO_CODE: Record<number, ErrorCode> = {
+  [Status.NOT_FOUND]: 'HLO_ERR_MODEL_NOT_FOUND',
+  [Status.UNAVAILABLE]: 'HLO_ERR_SHUTTING_DOWN',
+  [Status.DEADLINE_EXCEEDED]: 'HLO_ERR_DEADLINE_EXCEEDED',
+  [Status.RESOURCE_EXHAUSTED]: 'HLO_ERR_OVERLOADED',
+  [Status.INVALID_ARGUMENT]: 'HLO_ERR_INVALID_ARGUMENT',
+  [Status.FAILED_PRECONDITION]: 'HLO_ERR_FAILED_PRECONDITION',
+  [Status.UNIMPLEMENTED]: 'HLO_ERR_UNSUPPORTED',
 };
+const gatewayError = (a: RawAnswer): ServeError =>
+  new ServeError(GRPC_TO_CODE[a.code!] ?? 'HLO_ERR_INTERNAL', a.details ?? 'error');
 
 /**
  * The request's body, or MESSAGE_TOO_LARGE once past `limit`: the rest is read and dropped so that
@@ -133,6 +139,17 @@ export async function startGatewayHttp(
       out.end(body);
     });
 
+  const json = (res: ServerResponse, status: number, v: unknown) => {
+    res.writeHead(status, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(v));
+  };
+  /** The gateway's own refusals: the catalogue's `{error, code}` and status, as a worker answers. */
+  const fail = (res: ServerResponse, err: unknown) => {
+    const { status, body } = toHttpStatus(toServeError(err));
+    json(res, status, body);
+  };
+  const noneReady = () => new ServeError('HLO_ERR_SHUTTING_DOWN', 'no worker behind the gateway is ready');
+
   const reply = (res: ServerResponse, a: HttpAnswer | RawAnswer) => {
     const ha = a as HttpAnswer;
     if (ha.response) {
@@ -148,21 +165,10 @@ export async function startGatewayHttp(
       res.end(ha.buffered.body);
       return;
     }
-    const status = a.ok ? 200 : (GRPC_TO_HTTP[a.code!] ?? 500);
-    res.writeHead(status, { 'content-type': 'application/json' });
-    res.end(a.ok ? a.body : JSON.stringify({ error: a.details ?? 'error' }));
+    if (!a.ok) return fail(res, gatewayError(a));
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(a.body);
   };
-
-  const json = (res: ServerResponse, status: number, v: unknown) => {
-    res.writeHead(status, { 'content-type': 'application/json' });
-    res.end(JSON.stringify(v));
-  };
-  /** The gateway's own refusals: the catalogue's `{error, code}` and status, as a worker answers. */
-  const fail = (res: ServerResponse, err: unknown) => {
-    const { status, body } = toHttpStatus(toServeError(err));
-    json(res, status, body);
-  };
-  const noneReady = () => new ServeError('HLO_ERR_SHUTTING_DOWN', 'no worker behind the gateway is ready');
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = req.url ?? '/';
@@ -276,7 +282,8 @@ export async function startGatewayHttp(
       try {
         const a = await gw.forward(model, 1, (w, dl) => send(w, req, body, dl, onClose), deadlineMs);
         if (isInfer) {
-          const code = (a as HttpAnswer).response?.statusCode ?? (a.ok ? 200 : (GRPC_TO_HTTP[a.code!] ?? 500));
+          const code =
+            (a as HttpAnswer).response?.statusCode ?? (a.ok ? 200 : ERROR_CATALOGUE[gatewayError(a).code].http);
           gw.metrics.count('http', model, String(code), (performance.now() - started) / 1000);
         }
         return reply(res, a);

@@ -72,6 +72,17 @@ suite("the gateway's own HTTP refusals are catalogue errors", () => {
     assert.equal(r.body.code, 'HLO_ERR_INVALID_ARGUMENT');
   });
 
+  test('failures the gateway answers for itself: an unknown model 404 MODEL_NOT_FOUND, a holder out of reach 503', async () => {
+    const unknown = await send(gw.ports.http, '/v2/models/nope/infer', {}, Buffer.from('{}'));
+    assert.equal(unknown.status, 404);
+    assert.equal(unknown.body.code, 'HLO_ERR_MODEL_NOT_FOUND');
+    // The stand-in's HTTP address has nothing listening: the one holder cannot be reached.
+    const away = await send(gw.ports.http, '/v2/models/a/infer', {}, Buffer.from('{}'));
+    assert.equal(away.status, 503);
+    assert.equal(away.body.code, 'HLO_ERR_SHUTTING_DOWN');
+    assert.match(away.body.error ?? '', /ECONNREFUSED/);
+  });
+
   test('a body past the limit: the client reads 413 MESSAGE_TOO_LARGE, and the gateway goes on serving', async () => {
     const r = await send(gw.ports.http, '/v2/models/a/infer', {}, Buffer.alloc(64 * 1024, 0x20));
     assert.equal(r.status, 413);
