@@ -11,6 +11,7 @@ import type { Gateway } from './gateway.js';
 import type { RawAnswer, WorkerClient } from './worker-client.js';
 import { secureOptions, type GatewayTls } from './tls.js';
 import { ERROR_CATALOGUE, type ErrorCode, ServeError, toHttpStatus, toServeError } from '@hloserve/common/errors';
+import { answerClientError } from '@hloserve/common/http-client-error';
 import { listen } from '@hloserve/common/listen';
 
 interface HttpAnswer extends RawAnswer {
@@ -43,6 +44,7 @@ const GRPC_TO_CODE: Record<number, ErrorCode> = {
   [Status.INVALID_ARGUMENT]: 'HLO_ERR_INVALID_ARGUMENT',
   [Status.FAILED_PRECONDITION]: 'HLO_ERR_FAILED_PRECONDITION',
   [Status.UNIMPLEMENTED]: 'HLO_ERR_UNSUPPORTED',
+  [Status.CANCELLED]: 'HLO_ERR_CANCELLED',
 };
 const gatewayError = (a: RawAnswer): ServeError =>
   new ServeError(GRPC_TO_CODE[a.code!] ?? 'HLO_ERR_INTERNAL', a.details ?? 'error');
@@ -125,17 +127,28 @@ export async function startGatewayHttp(
           resolve({ ok: true, response: res });
         },
       );
+      // Set when the client went away and the call to the worker was ended for that reason: the
+      // error that follows is the client's cancellation, not the worker's connection breaking
+      // (which marks the worker down, and with it every model it holds, until discovery).
+      let clientGone = false;
       out.on('error', (err: NodeJS.ErrnoException) =>
-        resolve({
-          ok: false,
-          code: Status.UNAVAILABLE,
-          details:
-            err.code === 'ECONNREFUSED'
-              ? `connect ECONNREFUSED ${w.address.http}`
-              : `Connection dropped: ${err.message}`,
-        }),
+        resolve(
+          clientGone
+            ? { ok: false, code: Status.CANCELLED, details: 'the client closed the request' }
+            : {
+                ok: false,
+                code: Status.UNAVAILABLE,
+                details:
+                  err.code === 'ECONNREFUSED'
+                    ? `connect ECONNREFUSED ${w.address.http}`
+                    : `Connection dropped: ${err.message}`,
+              },
+        ),
       );
-      onClose(() => out.destroy());
+      onClose(() => {
+        clientGone = true;
+        out.destroy();
+      });
       out.end(body);
     });
 
@@ -303,6 +316,11 @@ export async function startGatewayHttp(
     });
   };
   const server: Server = tls === null ? createServer(onRequest) : createHttpsServer(secureOptions(tls), onRequest);
+  // A request Node's parser refused (unframed bytes after a GET, a bad request line, headers past
+  // the limit) gets the catalogue's answer, as on a worker's port, instead of Node's bare 400.
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) =>
+    answerClientError(err, socket, server.requestTimeout),
+  );
   server.keepAliveTimeout = 65_000;
   const bound = await listen(server, host, port);
   return {

@@ -2,7 +2,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import { Cancellation } from '@hloserve/common/cancellation';
 import { invalidArgument, quote, ServeError, toHttpStatus } from '@hloserve/common/errors';
 import { clampTimerMs } from '@hloserve/common/timers';
-import { STATUS_CODES } from 'node:http';
+import { answerClientError } from '@hloserve/common/http-client-error';
 import type { Duplex, Readable } from 'node:stream';
 import type { WireInferRequest } from '@hloserve/common/wire';
 import { requestDeadline } from './deadline.js';
@@ -117,24 +117,7 @@ export function buildHttpServer(service: InferenceService, options: HttpServerOp
     // Errors Node answers before Fastify sees the request (a header block past the limit, a
     // request that did not arrive in time, a malformed request line): the catalogue's status and
     // body, then the connection closes.
-    clientErrorHandler: (err: NodeJS.ErrnoException, socket: Duplex) => {
-      if (!socket.writable) {
-        socket.destroy();
-        return;
-      }
-      const e =
-        err.code === 'HPE_HEADER_OVERFLOW'
-          ? new ServeError('HLO_ERR_MESSAGE_TOO_LARGE', 'request headers exceed the server limit')
-          : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-            ? new ServeError('HLO_ERR_DEADLINE_EXCEEDED', `the request did not arrive within ${requestTimeout} ms`)
-            : invalidArgument(`malformed HTTP request (${err.code ?? 'parse error'})`);
-      const { status, body } = toHttpStatus(e);
-      const text = JSON.stringify(body);
-      socket.end(
-        `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nConnection: close\r\nContent-Type: application/json\r\n` +
-          `Content-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`,
-      );
-    },
+    clientErrorHandler: (err: NodeJS.ErrnoException, socket: Duplex) => answerClientError(err, socket, requestTimeout),
     // Node checks the request and headers timeouts on this interval; a tenth keeps a stalled
     // request's overrun small.
     ...serverOptions,
