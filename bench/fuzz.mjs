@@ -2,7 +2,8 @@
 // and shared-memory messages, HTTP JSON and binary bodies against a real in-process server; the
 // HTTP body codec, manifest and safetensors parsers in-process) and of control-surfaces.ts (every
 // control API operation shaped by its schema, and WebSocket feed sessions, against a real control
-// app over a real Worker and SQLite), round-robin in seeded batches
+// app over a real Worker and SQLite) and of gateway-surfaces.ts (the gateway's HTTP proxy in front
+// of the served worker), round-robin in seeded batches
 // until the input budget or the time limit, whichever comes first. Prints executions, findings
 // and time per target, and the findings themselves; exits 1 if there was any.
 // Usage: npm run build && nice -n 10 node bench/fuzz.mjs [--inputs 1000000] [--until 22:50] [--seed 1]
@@ -22,6 +23,8 @@ import {
 import { controlOperations, controlRestTarget, feedTarget } from '../engine/dist/test/fuzz/control-surfaces.js';
 import { adminToken, mint, startControl, startMlpWorker, tempDir } from '../engine/dist/test/control/harness.js';
 import { rmSync } from 'node:fs';
+import { serveGateway } from '../gateway/dist/src/index.js';
+import { gatewayHttpTarget } from '../engine/dist/test/fuzz/gateway-surfaces.js';
 import { machine } from './stats.mjs';
 
 const { values } = parseArgs({
@@ -51,6 +54,23 @@ process.removeAllListeners('warning');
 
 const cleanup = createFuzzShm();
 const surface = await startSurface({ maxJsonBytes: 8 << 20 });
+// The gateway in front of the same worker, for its HTTP proxy.
+await surface.http.listen({ host: '127.0.0.1', port: 0 });
+const gateway = await serveGateway(
+  {
+    workers: [
+      {
+        name: 'w0',
+        address: {
+          grpc: `127.0.0.1:${surface.grpc.port}`,
+          http: `127.0.0.1:${surface.http.server.address().port}`,
+          metrics: null,
+        },
+      },
+    ],
+  },
+  { host: '127.0.0.1', grpcPort: 0, httpPort: 0, metricsPort: -1 },
+);
 const controlDir = tempDir();
 const controlWorker = await startMlpWorker();
 const control = await startControl(controlWorker, controlDir);
@@ -63,6 +83,7 @@ const served = [
   ...httpTargets(surface),
   controlRestTarget(control, await controlOperations(control), creds),
   feedTarget(feedUrl, creds),
+  gatewayHttpTarget(gateway.ports.http),
 ];
 const pure = [jsonCodecTarget, manifestTarget, safetensorsTarget];
 const per = new Map([...served, ...pure].map((t) => [t.name, { executions: 0, findings: [], ms: 0 }]));
@@ -95,6 +116,7 @@ try {
     }
   }
 } finally {
+  await gateway.stop();
   await surface.close();
   await control.close();
   await controlWorker.stop(false);

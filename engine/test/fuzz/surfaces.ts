@@ -229,16 +229,16 @@ const nearValidDoc = fc
     return doc;
   });
 
-const validJson = Buffer.from(
+export const validJson = Buffer.from(
   JSON.stringify({ inputs: [{ name: 'x', datatype: 'FP32', shape: [1, N], data: new Array(N).fill(0.25) }] }),
 );
 
-interface HttpInput {
+export interface HttpInput {
   readonly body: Uint8Array;
   readonly headerLength?: string;
 }
 
-const httpJson: fc.Arbitrary<HttpInput> = fc.oneof(
+export const httpJson: fc.Arbitrary<HttpInput> = fc.oneof(
   { weight: 3, arbitrary: inferDoc.map((d) => ({ body: Buffer.from(JSON.stringify(d)) })) },
   { weight: 3, arbitrary: nearValidDoc.map((d) => ({ body: Buffer.from(JSON.stringify(d)) })) },
   { weight: 3, arbitrary: mutated(validJson).map((body) => ({ body })) },
@@ -295,7 +295,7 @@ const randomBinary: fc.Arbitrary<HttpInput> = fc
     return { body: new Uint8Array(body), headerLength: header === 'exact' ? String(json.byteLength) : header };
   });
 
-const httpBinary: fc.Arbitrary<HttpInput> = fc.oneof(randomBinary, nearValidBinary);
+export const httpBinary: fc.Arbitrary<HttpInput> = fc.oneof(randomBinary, nearValidBinary);
 
 export const jsonCodecTarget: Target<HttpInput> = {
   name: 'http-json-codec',
