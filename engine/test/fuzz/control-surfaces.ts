@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { WebSocket, type RawData } from 'ws';
 import { ERROR_CATALOGUE } from '@hloserve/common/errors';
 import type { Harness } from '../control/harness.js';
-import type { Target } from './surfaces.js';
+import { withTimeout, type Target } from './surfaces.js';
 
 /**
  * Property-based fuzzing of the control plane: every route of the REST API as its own OpenAPI
@@ -275,16 +275,6 @@ export function judgeControlAnswer(status: number, body: string): string | null 
   if (ERROR_CATALOGUE[code as keyof typeof ERROR_CATALOGUE].http !== status)
     return `HTTP ${status} with code ${code}, whose status is ${ERROR_CATALOGUE[code as keyof typeof ERROR_CATALOGUE].http}`;
   return null;
-}
-
-function withTimeout<T>(p: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    p.finally(() => clearTimeout(timer)),
-    new Promise<T>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`hang: ${what} unanswered after ${HANG_MS} ms`)), HANG_MS);
-    }),
-  ]);
 }
 
 export function controlRestTarget(

@@ -38,7 +38,8 @@ const CODES = new Set<string>(Object.keys(ERROR_CATALOGUE));
 const N = 784;
 const HANG_MS = 15_000;
 
-function withTimeout<T>(p: Promise<T>, what: string): Promise<T> {
+/** `p`, or a rejection naming `what` once HANG_MS pass without an answer. */
+export function withTimeout<T>(p: Promise<T>, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   return Promise.race([
     p.finally(() => clearTimeout(timer)),
