@@ -1,6 +1,8 @@
 import fc from 'fast-check';
 import { WebSocket, type RawData } from 'ws';
 import { ERROR_CATALOGUE } from '@hloserve/common/errors';
+// Seeded: the shape of one request is drawn from it, so a finding replays.
+import { random as prng } from '@hloserve/gateway/testing/fleet-sim';
 import type { Harness } from '../control/harness.js';
 import { withTimeout, type Target } from './surfaces.js';
 
@@ -71,18 +73,6 @@ export async function controlOperations(h: Harness): Promise<Operation[]> {
     }
   }
   return ops.sort((a, b) => `${a.method} ${a.path}`.localeCompare(`${b.method} ${b.path}`));
-}
-
-/** A small seeded generator: the shape of one request is drawn from it, so a finding replays. */
-function prng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
 }
 
 const WEIRD_STRINGS = [

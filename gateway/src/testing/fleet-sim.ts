@@ -51,8 +51,8 @@ export interface SimWindow {
   readonly placement: ReadonlyMap<string, ModelPlacement>;
 }
 
-/** A small deterministic generator (mulberry32), so a noisy run repeats exactly. */
-function random(seed: number): () => number {
+/** A small deterministic generator (mulberry32), so a noisy run repeats exactly (the fuzz targets' too). */
+export function random(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
