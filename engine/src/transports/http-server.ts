@@ -24,8 +24,6 @@ function sendError(reply: FastifyReply, err: unknown): FastifyReply {
   return reply.code(status).type('application/json').send(body);
 }
 
-export { HTTP_LIMIT_DEFAULTS };
-
 export interface HttpServerOptions {
   readonly logger?: boolean;
   readonly maxJsonBytes?: number;
