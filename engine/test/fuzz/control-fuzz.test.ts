@@ -4,17 +4,12 @@ import { after, before, suite, test } from 'node:test';
 import { adminToken, mint, startControl, startMlpWorker, tempDir, type Harness } from '../control/harness.js';
 import type { Worker } from '../../src/worker/worker.js';
 import { controlOperations, controlRestTarget, feedTarget, type ControlCredentials } from './control-surfaces.js';
-import { runTarget, type RunStats, type Target } from './surfaces.js';
+import { expectNoFindings, type Target } from './surfaces.js';
 
 // A short, seeded run for npm test; bench/fuzz.mjs --control runs the same targets for longer.
 const SEED = 23;
 
-async function check<T>(target: Target<T>, count: number): Promise<void> {
-  const stats: RunStats = { executions: 0, findings: [] };
-  await runTarget(target, count, SEED, stats);
-  assert.equal(stats.executions, count);
-  assert.deepEqual(stats.findings, []);
-}
+const check = <T>(target: Target<T>, count: number): Promise<void> => expectNoFindings(target, count, SEED);
 
 suite('fuzz: the control API and the live feed answer in the catalogue and keep serving', () => {
   let worker: Worker;

@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { status as GrpcStatus } from '@grpc/grpc-js';
@@ -569,6 +570,14 @@ export async function runTarget<T>(target: Target<T>, count: number, seed: numbe
     stats.executions++;
     if (problem !== null) stats.findings.push({ target: target.name, input: describe(input), problem });
   }
+}
+
+/** The short seeded run the test suites make of a target: every input executed, no finding. */
+export async function expectNoFindings<T>(target: Target<T>, count: number, seed: number): Promise<void> {
+  const stats: RunStats = { executions: 0, findings: [] };
+  await runTarget(target, count, seed, stats);
+  assert.equal(stats.executions, count);
+  assert.deepEqual(stats.findings, []);
 }
 
 function describe(x: unknown): string {
