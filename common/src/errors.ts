@@ -78,6 +78,11 @@ export const ERROR_CATALOGUE = {
 
 export type ErrorCode = keyof typeof ERROR_CATALOGUE;
 
+/** Whether `x` names a catalogue entry: a code that crossed a thread or came from a hook may not. */
+export function isErrorCode(x: unknown): x is ErrorCode {
+  return typeof x === 'string' && Object.prototype.hasOwnProperty.call(ERROR_CATALOGUE, x);
+}
+
 export class ServeError extends Error {
   readonly code: ErrorCode;
   constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {

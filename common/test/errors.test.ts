@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { status } from '@grpc/grpc-js';
 import {
   ERROR_CATALOGUE,
+  isErrorCode,
   MAX_ERROR_MESSAGE_CHARS,
   quote,
   QUOTE_CHARS,
@@ -48,6 +49,12 @@ suite('the error catalogue', () => {
     assert.equal(toServeError(pjrt).code, 'HLO_ERR_RUNTIME');
     assert.equal(toServeError(new TypeError('boom')).code, 'HLO_ERR_INTERNAL');
     assert.equal(toServeError('a string').message, 'a string');
+  });
+
+  test('isErrorCode() knows the catalogue and nothing else, inherited names included', () => {
+    for (const code of Object.keys(ERROR_CATALOGUE)) assert.ok(isErrorCode(code), code);
+    for (const x of ['HLO_ERR_NOPE', 'toString', '__proto__', 'hasOwnProperty', '', null, 7, {}])
+      assert.equal(isErrorCode(x), false, String(x));
   });
 
   test("its gRPC codes are grpc-js's: the table written out in grpc-status.ts matches the enum", () => {

@@ -16,7 +16,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import { SPIN_LIMITS, type SpinLimits } from './hook-spin.js';
-import { ServeError, invalidArgument, type ErrorCode } from '@hloserve/common/errors';
+import { ServeError, invalidArgument, isErrorCode, type ErrorCode } from '@hloserve/common/errors';
 import { clampTimerMs } from '@hloserve/common/timers';
 import type { FromThread, HookContextData, HookErrorData, HookFunction, ToThread } from './hook-protocol.js';
 import type { HostTensor } from '../tensor.js';
@@ -622,8 +622,9 @@ export class HookPool {
   #hookError(call: PoolCall, e: HookErrorData): ServeError {
     const where = `${call.fn} hook of ${call.context.model}`;
     if (e.code === 'INVALID_ARGUMENT') return invalidArgument(`${where}: ${e.message}`);
-    // A sub-call's own catalogue status passes through a meta model unchanged.
-    if (e.code?.startsWith('HLO_ERR_')) return new ServeError(e.code as ErrorCode, e.message);
+    // A sub-call's own catalogue status passes through a meta model unchanged. Any other code a
+    // hook sets is its own business: it must not become a status (or a metric label).
+    if (isErrorCode(e.code)) return new ServeError(e.code, e.message);
     return new ServeError('HLO_ERR_HOOK_FAILED', `${where} threw ${e.name}: ${e.message}`);
   }
 

@@ -2,7 +2,7 @@ import { readlinkSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import { isMainThread, parentPort, Worker } from 'node:worker_threads';
 import { idleThisThread } from '@hloserve/native/thread-priority';
-import { type ErrorCode, ERROR_CATALOGUE, ServeError } from '@hloserve/common/errors';
+import { type ErrorCode, isErrorCode, ServeError } from '@hloserve/common/errors';
 import type { WireInferRequest } from '@hloserve/common/wire';
 import { parseHttpInfer } from './http-infer-body.js';
 
@@ -111,7 +111,7 @@ class ParserThread {
       }
       this.#pending.delete(r.id);
       if (r.kind === 'ok') p.resolve(r.request);
-      else p.reject(new ServeError(r.code in ERROR_CATALOGUE ? r.code : 'HLO_ERR_INTERNAL', r.message));
+      else p.reject(new ServeError(isErrorCode(r.code) ? r.code : 'HLO_ERR_INTERNAL', r.message));
       if (this.#pending.size === 0) w.unref();
     });
     const fail = (err: Error) => {

@@ -156,6 +156,28 @@ suite('HookPool', () => {
     assert.equal(new TextDecoder().decode((out.err!.data as Uint8Array[])[0]), 'HLO_ERR_MODEL_NOT_FOUND');
   });
 
+  test("a hook's error code passes through only when it is in the catalogue", async () => {
+    const url = await hook(
+      'codes.mjs',
+      `export function preprocess(t, ctx) {
+         throw Object.assign(new Error('told to'), { code: ctx.parameters.code });
+       }`,
+    );
+    const withCode = (code: string) => pool.run(call(url, { context: { ...context, parameters: { code } } }));
+    await rejectsWith(withCode('HLO_ERR_MODEL_NOT_FOUND'), 'HLO_ERR_MODEL_NOT_FOUND', /told to/);
+    await rejectsWith(withCode('INVALID_ARGUMENT'), 'HLO_ERR_INVALID_ARGUMENT', /told to/);
+    // Not a catalogue code: the hook failed, and the status it answers with is one the wire knows.
+    for (const code of ['HLO_ERR_NOPE', 'HLO_ERR_', 'hasOwnProperty']) {
+      const e = await withCode(code).then(
+        () => assert.fail('resolved'),
+        (err: unknown) => err,
+      );
+      assert.ok(e instanceof ServeError);
+      assert.equal(e.code, 'HLO_ERR_HOOK_FAILED', code);
+      assert.equal(e.httpStatus, 500);
+    }
+  });
+
   test('past its threads, their calls in flight and its queue the pool refuses with RESOURCE_EXHAUSTED', async () => {
     const small = new HookPool({ threads: 1, maxQueued: 1, maxHeapMb: 64, name: 'small', perThread: 1 });
     try {
