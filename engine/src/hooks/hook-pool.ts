@@ -18,7 +18,14 @@ import { Worker } from 'node:worker_threads';
 import { SPIN_LIMITS, type SpinLimits } from './hook-spin.js';
 import { ServeError, invalidArgument, isErrorCode, type ErrorCode } from '@hloserve/common/errors';
 import { clampTimerMs } from '@hloserve/common/timers';
-import type { FromThread, HookContextData, HookErrorData, HookFunction, ToThread } from './hook-protocol.js';
+import {
+  errorData,
+  type FromThread,
+  type HookContextData,
+  type HookErrorData,
+  type HookFunction,
+  type ToThread,
+} from './hook-protocol.js';
 import type { HostTensor } from '../tensor.js';
 import { toHookTensor, transferList, type HookTensor, type HookTensors } from './hook-tensor.js';
 import {
@@ -339,11 +346,13 @@ export class HookPool {
   #attach(slot: Slot): void {
     const w = slot.worker;
     w.on('message', (msg: FromThread) => this.#onMessage(slot, w, msg));
-    w.on('error', (err: Error & { code?: string }) => {
+    // What a thread's uncaught throw leaves is whatever was thrown, not always an Error.
+    w.on('error', (err: unknown) => {
+      const data = errorData(err);
       const why =
-        err.code === 'ERR_WORKER_OUT_OF_MEMORY'
+        data.code === 'ERR_WORKER_OUT_OF_MEMORY'
           ? `ran out of its ${this.#opts.maxHeapMb} MiB heap`
-          : `crashed: ${err.message.slice(0, 200)}`;
+          : `crashed: ${data.message.slice(0, 200)}`;
       this.#fail(slot, w, null, 'HLO_ERR_HOOK_FAILED', why);
     });
     w.on('exit', (code) => this.#fail(slot, w, null, 'HLO_ERR_HOOK_FAILED', `thread exited (code ${code})`));
@@ -610,7 +619,7 @@ export class HookPool {
       }
       sub(msg.model, msg.tensors).then(
         (tensors) => answer({ type: 'subresult', id: msg.id, subId: msg.subId, ok: true, tensors }),
-        (e: unknown) => answer({ type: 'subresult', id: msg.id, subId: msg.subId, ok: false, error: errorData(e) }),
+        (e: unknown) => answer({ type: 'subresult', id: msg.id, subId: msg.subId, ok: false, error: subcallError(e) }),
       );
       return;
     }
@@ -706,11 +715,8 @@ function plainError(message: string): HookErrorData {
   return { name: 'Error', message, code: null };
 }
 
-function errorData(e: unknown): HookErrorData {
+/** An engine error for a hook thread: a sub-call's ServeError keeps its code and whole message. */
+function subcallError(e: unknown): HookErrorData {
   if (e instanceof ServeError) return { name: e.name, message: e.message, code: e.code };
-  return {
-    name: e instanceof Error ? e.name : 'Error',
-    message: e instanceof Error ? e.message : String(e),
-    code: null,
-  };
+  return errorData(e);
 }

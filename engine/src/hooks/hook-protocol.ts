@@ -49,6 +49,37 @@ export interface HookErrorData {
   readonly code: string | null;
 }
 
+/**
+ * What a thrown value says, as plain strings that always clone. Total: a hook may throw anything
+ * (a Symbol, a Proxy whose traps throw, an object without a prototype, an Error whose message is
+ * not a string), and failing to describe it must not take down the thread that caught it.
+ */
+export function errorData(e: unknown): HookErrorData {
+  try {
+    if (e instanceof Error) {
+      const { name, message } = e as { name: unknown; message: unknown };
+      const code: unknown = (e as { code?: unknown }).code;
+      return {
+        name: typeof name === 'string' ? name.slice(0, 100) : 'Error',
+        message: valueText(message).slice(0, 1000),
+        code: typeof code === 'string' ? code.slice(0, 100) : null,
+      };
+    }
+    return { name: 'Error', message: `hook threw ${valueText(e).slice(0, 200)}`, code: null };
+  } catch {
+    return { name: 'Error', message: 'hook threw a value that cannot be read', code: null };
+  }
+}
+
+/** String(x), or what x is when even that throws. */
+export function valueText(x: unknown): string {
+  try {
+    return typeof x === 'string' ? x : String(x);
+  } catch {
+    return `a ${typeof x} that has no text`;
+  }
+}
+
 export type FromThread =
   | { readonly type: 'result'; readonly id: number; readonly tensors: HookTensors }
   /** Lanes are done (hook-lanes.ts): their results are in the shared block. */

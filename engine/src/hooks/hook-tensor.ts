@@ -71,12 +71,17 @@ export function toHookTensor(t: HostTensor): HookTensor {
   };
 }
 
-/** A hook tensor back in wire layout; numeric data is viewed, not copied. */
+/**
+ * A hook tensor back in wire layout; numeric data is viewed, not copied, unless it lives in a
+ * SharedArrayBuffer: the hook's thread could still write it, and the addon takes only plain
+ * buffers.
+ */
 export function toHostTensor(name: string, t: HookTensor): HostTensor {
   if (t.dtype === 'BYTES')
     return { name, dtype: t.dtype, shape: t.shape, data: encodeBytesElements(t.data as Uint8Array[]) };
   const d = t.data as NumericArray;
-  return { name, dtype: t.dtype, shape: t.shape, data: new Uint8Array(d.buffer, d.byteOffset, d.byteLength) };
+  const view = new Uint8Array(d.buffer, d.byteOffset, d.byteLength);
+  return { name, dtype: t.dtype, shape: t.shape, data: d.buffer instanceof ArrayBuffer ? view : view.slice() };
 }
 
 /** The ArrayBuffers postMessage may move: each numeric tensor's, once, when it owns all of it. */
@@ -108,35 +113,61 @@ export function checkHookTensors(
   got: unknown,
   spec: readonly { name: string; dtype: TensorDType; shape: readonly (number | null)[] }[],
 ): HookTensors {
-  if (typeof got !== 'object' || got === null || Array.isArray(got))
-    throw hookFault(`${what}: expected an object of named tensors, got ${describe(got)}`);
-  const rec = got as Record<string, unknown>;
+  const rec = namedTensors(what, got);
   const want = new Set(spec.map((s) => s.name));
   for (const k of Object.keys(rec)) if (!want.has(k)) throw hookFault(`${what}: unexpected tensor "${k.slice(0, 64)}"`);
   for (const s of spec) {
-    const t = rec[s.name] as Partial<HookTensor> | undefined;
     const at = `${what}: tensor "${s.name}"`;
-    if (t === undefined || t === null || typeof t !== 'object') throw hookFault(`${at} is missing`);
-    if (t.dtype !== s.dtype) throw hookFault(`${at}: dtype ${describe(t.dtype)}, expected ${s.dtype}`);
-    if (!Array.isArray(t.shape) || !t.shape.every((d) => Number.isSafeInteger(d) && d >= 0))
-      throw hookFault(`${at}: shape must be an array of non-negative integers`);
+    const t = checkTensor(at, rec[s.name], s.dtype);
     if (t.shape.length !== s.shape.length) throw hookFault(`${at}: rank ${t.shape.length}, expected ${s.shape.length}`);
     s.shape.forEach((d, i) => {
-      if (d !== null && d >= 0 && t.shape![i] !== d)
-        throw hookFault(`${at}: dimension ${i} is ${t.shape![i]}, expected ${d}`);
+      if (d !== null && d >= 0 && t.shape[i] !== d)
+        throw hookFault(`${at}: dimension ${i} is ${t.shape[i]}, expected ${d}`);
     });
-    const n = elementCount(t.shape);
-    if (s.dtype === 'BYTES') {
-      if (!Array.isArray(t.data) || !t.data.every((b) => b instanceof Uint8Array))
-        throw hookFault(`${at}: BYTES data must be an array of Uint8Array`);
-      if (t.data.length !== n) throw hookFault(`${at}: ${t.data.length} elements for shape [${t.shape.join(',')}]`);
-    } else {
-      const Ctor = VIEW[s.dtype];
-      if (!(t.data instanceof Ctor)) throw hookFault(`${at}: data must be a ${Ctor.name}`);
-      if (t.data.length !== n) throw hookFault(`${at}: ${t.data.length} elements for shape [${t.shape.join(',')}]`);
-    }
   }
   return rec as HookTensors;
+}
+
+/**
+ * Checks the tensors a meta model's run passes to `call`: any names (the called model's own
+ * request checks judge them), each a well-formed tensor of a dtype the engine knows, so that
+ * turning them into a request cannot fail on their form.
+ */
+export function checkCallTensors(what: string, got: unknown): HookTensors {
+  const rec = namedTensors(what, got);
+  for (const [name, t] of Object.entries(rec)) checkTensor(`${what}: tensor "${name.slice(0, 64)}"`, t, null);
+  return rec as HookTensors;
+}
+
+function namedTensors(what: string, got: unknown): Record<string, unknown> {
+  if (typeof got !== 'object' || got === null || Array.isArray(got))
+    throw hookFault(`${what}: expected an object of named tensors, got ${describe(got)}`);
+  return got as Record<string, unknown>;
+}
+
+/** One tensor's form: its dtype (`dtype`, or any the engine knows when null), shape and data. */
+function checkTensor(at: string, got: unknown, dtype: TensorDType | null): HookTensor {
+  const t = got as Partial<HookTensor> | undefined;
+  if (t === undefined || t === null || typeof t !== 'object') throw hookFault(`${at} is missing`);
+  if (dtype === null ? !isTensorDType(t.dtype) : t.dtype !== dtype)
+    throw hookFault(`${at}: dtype ${describe(t.dtype)}, expected ${dtype ?? 'a tensor dtype'}`);
+  if (!Array.isArray(t.shape) || !t.shape.every((d) => Number.isSafeInteger(d) && d >= 0))
+    throw hookFault(`${at}: shape must be an array of non-negative integers`);
+  const n = elementCount(t.shape);
+  if (t.dtype === 'BYTES') {
+    if (!Array.isArray(t.data) || !t.data.every((b) => b instanceof Uint8Array))
+      throw hookFault(`${at}: BYTES data must be an array of Uint8Array`);
+    if (t.data.length !== n) throw hookFault(`${at}: ${t.data.length} elements for shape [${t.shape.join(',')}]`);
+  } else {
+    const Ctor = VIEW[t.dtype!];
+    if (!(t.data instanceof Ctor)) throw hookFault(`${at}: data must be a ${Ctor.name}`);
+    if (t.data.length !== n) throw hookFault(`${at}: ${t.data.length} elements for shape [${t.shape.join(',')}]`);
+  }
+  return t as HookTensor;
+}
+
+function isTensorDType(x: unknown): x is TensorDType {
+  return x === 'BYTES' || (typeof x === 'string' && Object.prototype.hasOwnProperty.call(VIEW, x));
 }
 
 function describe(x: unknown): string {

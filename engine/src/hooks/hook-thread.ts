@@ -13,13 +13,13 @@
  * how long and when not at all (a batch's calls, a slow model, a loaded machine).
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import type {
-  FromThread,
-  HookCallMessage,
-  HookContextData,
-  HookErrorData,
-  InspectMessage,
-  ToThread,
+import {
+  errorData,
+  type FromThread,
+  type HookCallMessage,
+  type HookContextData,
+  type InspectMessage,
+  type ToThread,
 } from './hook-protocol.js';
 import {
   DOORBELL,
@@ -60,26 +60,19 @@ const { sab, lanes, laneBytes, spin: spinLimits } = workerData as ThreadData;
 const block = new LaneBlock({ lanes, laneBytes }, sab);
 const spin = new SpinPolicy(spinLimits);
 
+/**
+ * Posts to the engine. A finished hook's results are moved; a sub-call's inputs are copied, since
+ * the hook may use them again after the call (a detached buffer would surprise it). A result that
+ * cannot be sent (a function, a Symbol, a Proxy: anything the clone refuses) becomes that call's
+ * error; a sub-call that cannot be sent throws to the hook that made it.
+ */
 function send(msg: FromThread): void {
-  // A finished hook's results are moved; a sub-call's inputs are copied, since the hook may use
-  // them again after the call (a detached buffer would surprise it).
-  const move = msg.type === 'result' ? transferList(msg.tensors) : [];
+  if (msg.type !== 'result') return port!.postMessage(msg);
   try {
-    port!.postMessage(msg, move);
+    port!.postMessage(msg, transferList(msg.tensors));
   } catch (e) {
-    // A result that cannot be cloned (a function, a class instance) becomes that call's error.
-    if (msg.type === 'result')
-      port!.postMessage({ type: 'error', id: msg.id, error: errorData(e) } satisfies FromThread);
-    else throw e;
+    port!.postMessage({ type: 'error', id: msg.id, error: errorData(e) } satisfies FromThread);
   }
-}
-
-function errorData(e: unknown): HookErrorData {
-  if (e instanceof Error) {
-    const code = (e as { code?: unknown }).code;
-    return { name: e.name, message: e.message.slice(0, 1000), code: typeof code === 'string' ? code : null };
-  }
-  return { name: 'Error', message: `hook threw ${String(e).slice(0, 200)}`, code: null };
 }
 
 function load(url: string): Promise<Module> {
@@ -210,15 +203,19 @@ function startLane(i: number, header: LaneCallRead, tensors: HookTensors, mod: M
   block.startedAt[i] = epochMs();
   block.setState(i, Lane.Running);
   let out: unknown;
+  let later: boolean;
   try {
     out = (fn as HookFn)(tensors, hookContext(header.context));
+    // Reading `then` runs the hook's code too (a getter, a Proxy's trap).
+    later = typeof (out as { then?: unknown } | null)?.then === 'function';
   } catch (e) {
     answerByMessage(i, { type: 'error', id: header.id, error: errorData(e) });
     return;
   }
-  if (typeof (out as { then?: unknown } | null)?.then !== 'function') return finishLane(i, header.id, out);
+  if (!later) return finishLane(i, header.id, out);
   pending++;
-  (out as Promise<unknown>).then(
+  // Promise.resolve adopts a thenable in a job of its own, where a `then` that throws rejects.
+  Promise.resolve(out).then(
     (v) => {
       pending--;
       finishLane(i, header.id, v);
@@ -231,8 +228,14 @@ function startLane(i: number, header: LaneCallRead, tensors: HookTensors, mod: M
 }
 
 function finishLane(i: number, id: number, result: unknown): void {
-  if (!writeLane(block.lane(i), null, result))
-    return answerByMessage(i, { type: 'result', id, tensors: result as HookTensors });
+  let written: boolean;
+  try {
+    written = writeLane(block.lane(i), null, result);
+  } catch (e) {
+    // The result's own code threw while it was read (a getter, a Proxy): the hook failed.
+    return answerByMessage(i, { type: 'error', id, error: errorData(e) });
+  }
+  if (!written) return answerByMessage(i, { type: 'result', id, tensors: result as HookTensors });
   block.setState(i, Lane.Done);
   // The engine waits for this lane on its own thread (its only call): it sees Done without a note.
   // Done is set before WAITING is read, and the engine clears WAITING before its last look.

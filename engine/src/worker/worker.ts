@@ -23,7 +23,12 @@ import { Metrics, type RequestSample } from '../observability/metrics.js';
 import type { ModelVersion, WeightSource } from '../model/model-version.js';
 import { HookPool } from '../hooks/hook-pool.js';
 import type { HookContextData } from '../hooks/hook-protocol.js';
-import { toHookTensor, toHostTensor as hostTensorOf, type HookTensors } from '../hooks/hook-tensor.js';
+import {
+  checkCallTensors,
+  toHookTensor,
+  toHostTensor as hostTensorOf,
+  type HookTensors,
+} from '../hooks/hook-tensor.js';
 import { fromWireDatatype, toWireDatatype } from '../dtypes.js';
 import { Lifecycle, modelOfWeightKey, type HookRuntime } from '../registry/lifecycle.js';
 import { LifecycleEvents } from '../registry/lifecycle-events.js';
@@ -724,7 +729,9 @@ export class Worker implements InferenceService {
       );
     if (this.registry.get(model)?.current?.isMeta)
       throw new ServeError('HLO_ERR_HOOK_FAILED', `meta model '${meta.name}' called '${model}', another meta model`);
-    const inputs = Object.entries(tensors).map(([name, t]) => {
+    // What run() passes is the hook's: checked for form before it becomes a request.
+    const checked = checkCallTensors(`meta model '${meta.name}' call to '${model}'`, tensors);
+    const inputs = Object.entries(checked).map(([name, t]) => {
       const host = hostTensorOf(name, t);
       return {
         name,

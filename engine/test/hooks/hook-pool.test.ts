@@ -6,7 +6,7 @@ import { after, suite, test } from 'node:test';
 import { ServeError } from '@hloserve/common/errors';
 import { HookPool, type HookCall } from '../../src/hooks/hook-pool.js';
 import { prepareHookSource } from '../../src/hooks/hook-source.js';
-import { checkHookTensors, type HookTensors } from '../../src/hooks/hook-tensor.js';
+import { checkCallTensors, checkHookTensors, toHostTensor, type HookTensors } from '../../src/hooks/hook-tensor.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'hloserve-hooks-'));
 const cache = join(dir, 'cache');
@@ -131,6 +131,42 @@ suite('HookPool', () => {
       'HLO_ERR_HOOK_FAILED',
       /exports no function "postprocess"/,
     );
+  });
+
+  test('a result or error whose reading throws (getters, a throwing then, a message that is no string) fails only its call', async () => {
+    const url = await hook(
+      'readers.mjs',
+      `export function preprocess(t, ctx) {
+         switch (ctx.parameters.how) {
+           case 'getter': return { get x() { throw new Error('a getter threw'); } };
+           case 'then': return { get then() { throw new Error('then threw'); } };
+           case 'proxy': return new Proxy({}, { ownKeys() { throw new Error('ownKeys threw'); } });
+           case 'message': throw Object.assign(new Error('m'), { message: 5, name: Symbol('n') });
+           case 'nothing': throw Object.create(null);
+         }
+       }`,
+    );
+    const restarts = pool.restarts;
+    const how = (h: string) => pool.run(call(url, { context: { ...context, parameters: { how: h } } }));
+    await rejectsWith(how('getter'), 'HLO_ERR_HOOK_FAILED', /threw Error: a getter threw/);
+    await rejectsWith(how('then'), 'HLO_ERR_HOOK_FAILED', /threw Error: then threw/);
+    await rejectsWith(how('proxy'), 'HLO_ERR_HOOK_FAILED', /threw Error: ownKeys threw/);
+    await rejectsWith(how('message'), 'HLO_ERR_HOOK_FAILED', /threw Error: 5/);
+    await rejectsWith(how('nothing'), 'HLO_ERR_HOOK_FAILED', /threw Error: hook threw an? object/);
+    // Each was the call's failure, not its thread's: no thread was replaced.
+    assert.equal(pool.restarts, restarts);
+  });
+
+  test('a thread that dies of a thrown value that is not an Error (a timer throwing 5) fails its call; the process goes on', async () => {
+    const url = await hook(
+      'timer-throws.mjs',
+      'export function preprocess() { setTimeout(() => { throw 5; }, 0); return new Promise(() => {}); }',
+    );
+    const pass = await hook('pass-after-timer.mjs', 'export function preprocess(t) { return t; }');
+    const restarts = pool.restarts;
+    await rejectsWith(pool.run(call(url)), 'HLO_ERR_HOOK_FAILED', /crashed: hook threw 5/);
+    assert.equal(pool.restarts, restarts + 1);
+    assert.ok((await pool.run(call(pass))).x);
   });
 
   test('run() calls sub-models through the engine; their errors reach the hook with their status', async () => {
@@ -279,6 +315,42 @@ suite('checkHookTensors', () => {
         (e: unknown) => e instanceof ServeError && e.code === 'HLO_ERR_HOOK_FAILED' && re.test(e.message),
         String(re),
       );
+  });
+});
+
+suite('checkCallTensors and toHostTensor', () => {
+  test("a meta model's call tensors: any names, each well formed, of a dtype the engine knows", () => {
+    const ok = {
+      a: { dtype: 'f32', shape: [1, 2], data: new Float32Array(2) },
+      b: { dtype: 'BYTES', shape: [1], data: [new Uint8Array(3)] },
+    };
+    assert.equal(checkCallTensors('call', ok), ok);
+    const bad: [unknown, RegExp][] = [
+      [null, /expected an object/],
+      [[1], /expected an object/],
+      [{ a: 5 }, /"a" is missing/],
+      [{ a: { dtype: 'FP32', shape: [1], data: new Float32Array(1) } }, /dtype "FP32", expected a tensor dtype/],
+      [{ a: { dtype: 'toString', shape: [1], data: new Float32Array(1) } }, /dtype "toString"/],
+      [{ a: { dtype: 'f32', shape: 2 ** 53 + 2, data: new Float32Array(1) } }, /shape must be an array/],
+      [{ a: { dtype: 'f32', shape: [-1], data: new Float32Array(1) } }, /shape must be an array/],
+      [{ a: { dtype: 'f32', shape: [3], data: new Float32Array(1) } }, /1 elements for shape \[3\]/],
+      [{ a: { dtype: 'BYTES', shape: [1], data: [5] } }, /array of Uint8Array/],
+    ];
+    for (const [v, re] of bad)
+      assert.throws(
+        () => checkCallTensors('call', v),
+        (e: unknown) => e instanceof ServeError && e.code === 'HLO_ERR_HOOK_FAILED' && re.test(e.message),
+        String(re),
+      );
+  });
+
+  test('toHostTensor views plain buffers and copies shared ones (a hook thread could still write those)', () => {
+    const plain = new Float32Array([1, 2]);
+    assert.equal(toHostTensor('a', { dtype: 'f32', shape: [2], data: plain }).data.buffer, plain.buffer);
+    const shared = new Float32Array(new SharedArrayBuffer(8)).fill(3);
+    const host = toHostTensor('a', { dtype: 'f32', shape: [2], data: shared });
+    assert.ok(host.data.buffer instanceof ArrayBuffer);
+    assert.deepEqual([...new Float32Array(host.data.buffer, host.data.byteOffset, 2)], [3, 3]);
   });
 });
 
