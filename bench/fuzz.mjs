@@ -3,7 +3,8 @@
 // HTTP body codec, manifest and safetensors parsers in-process) and of control-surfaces.ts (every
 // control API operation shaped by its schema, and WebSocket feed sessions, against a real control
 // app over a real Worker and SQLite) and of gateway-surfaces.ts (the gateway's HTTP proxy in front
-// of the served worker), round-robin in seeded batches
+// of the served worker) and of hook-surfaces.ts (what bundle hooks return, throw or pass to a meta
+// model's calls, against a worker serving hooked models), round-robin in seeded batches
 // until the input budget or the time limit, whichever comes first. Prints executions, findings
 // and time per target, and the findings themselves; exits 1 if there was any.
 // Usage: npm run build && nice -n 10 node bench/fuzz.mjs [--inputs 1000000] [--until 22:50] [--seed 1]
@@ -25,6 +26,7 @@ import { adminToken, mint, startControl, startMlpWorker, tempDir } from '../engi
 import { rmSync } from 'node:fs';
 import { serveGateway } from '../gateway/dist/src/index.js';
 import { gatewayHttpTarget } from '../engine/dist/test/fuzz/gateway-surfaces.js';
+import { hookTarget, startHookSurface } from '../engine/dist/test/fuzz/hook-surfaces.js';
 import { machine } from './stats.mjs';
 
 const { values } = parseArgs({
@@ -77,6 +79,7 @@ const control = await startControl(controlWorker, controlDir);
 await control.control.app.listen({ host: '127.0.0.1', port: 0 });
 const admin = await adminToken(control);
 const creds = { admin, viewer: (await mint(control, admin, 'viewer')).token };
+const hooks = await startHookSurface();
 const feedUrl = `ws://127.0.0.1:${control.control.app.server.address().port}/api/v1/stream`;
 const served = [
   ...grpcTargets(surface),
@@ -84,6 +87,7 @@ const served = [
   controlRestTarget(control, await controlOperations(control), creds),
   feedTarget(feedUrl, creds),
   gatewayHttpTarget(gateway.ports.http),
+  hookTarget(hooks),
 ];
 const pure = [jsonCodecTarget, manifestTarget, safetensorsTarget];
 const per = new Map([...served, ...pure].map((t) => [t.name, { executions: 0, findings: [], ms: 0 }]));
@@ -118,6 +122,7 @@ try {
 } finally {
   await gateway.stop();
   await surface.close();
+  await hooks.close();
   await control.close();
   await controlWorker.stop(false);
   rmSync(controlDir, { recursive: true, force: true });
