@@ -20,6 +20,7 @@ import { ServeError, invalidArgument, isErrorCode, type ErrorCode } from '@hlose
 import { clampTimerMs } from '@hloserve/common/timers';
 import {
   errorData,
+  fromThread,
   type FromThread,
   type HookContextData,
   type HookErrorData,
@@ -224,6 +225,8 @@ export class HookPool {
   handoffs = 0;
   /** Hand-overs that had to wake their thread (a notify); the rest found it polling (hook-spin.ts). */
   wakes = 0;
+  /** Messages from a thread that were not the pool's protocol (a hook posting on parentPort), ignored. */
+  strayMessages = 0;
   /** Notes from a thread that lane calls are done (each covers every lane done by then). */
   laneNotes = 0;
   /** The thread this burst's lane calls go to while it has lanes free; null between bursts. */
@@ -345,7 +348,11 @@ export class HookPool {
 
   #attach(slot: Slot): void {
     const w = slot.worker;
-    w.on('message', (msg: FromThread) => this.#onMessage(slot, w, msg));
+    w.on('message', (raw: unknown) => {
+      const msg = fromThread(raw);
+      if (msg !== null) this.#onMessage(slot, w, msg);
+      else this.strayMessages++;
+    });
     // What a thread's uncaught throw leaves is whatever was thrown, not always an Error.
     w.on('error', (err: unknown) => {
       const data = errorData(err);
@@ -623,6 +630,8 @@ export class HookPool {
       );
       return;
     }
+    // An answer of the other kind (a result to a load check, exports to a call) is not this call's.
+    if ((msg.type === 'exports') !== (pending.call.fn === 'inspect') && msg.type !== 'error') return;
     if (msg.type === 'result') this.#settle(slot, msg.id, () => pending.resolve(msg.tensors as never));
     else if (msg.type === 'exports') this.#settle(slot, msg.id, () => pending.resolve(msg.functions as never));
     else this.#settle(slot, msg.id, () => pending.reject(this.#hookError(pending.call, msg.error)));

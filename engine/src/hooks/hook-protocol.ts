@@ -95,3 +95,35 @@ export type FromThread =
       readonly model: string;
       readonly tensors: HookTensors;
     };
+
+/**
+ * A message from a hook thread, or null when it is not one of ours. The thread's port is also the
+ * hooks' (a hook may import node:worker_threads and post anything on parentPort): whatever is
+ * not a well-formed protocol message is ignored rather than read as one. The tensors a message
+ * carries are checked where they are used (checkHookTensors, checkCallTensors).
+ */
+export function fromThread(msg: unknown): FromThread | null {
+  if (typeof msg !== 'object' || msg === null) return null;
+  const m = msg as Record<string, unknown>;
+  if (m.type === 'lanes') return m as FromThread;
+  if (typeof m.id !== 'number') return null;
+  switch (m.type) {
+    case 'result':
+    case 'started':
+      return m as FromThread;
+    case 'exports':
+      return Array.isArray(m.functions) && m.functions.every((f) => typeof f === 'string') ? (m as FromThread) : null;
+    case 'error':
+      return isErrorData(m.error) ? (m as FromThread) : null;
+    case 'subcall':
+      return typeof m.subId === 'number' ? (m as FromThread) : null;
+    default:
+      return null;
+  }
+}
+
+function isErrorData(e: unknown): e is HookErrorData {
+  if (typeof e !== 'object' || e === null) return false;
+  const d = e as Record<string, unknown>;
+  return typeof d.name === 'string' && typeof d.message === 'string' && (d.code === null || typeof d.code === 'string');
+}

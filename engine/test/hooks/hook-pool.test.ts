@@ -169,6 +169,28 @@ suite('HookPool', () => {
     assert.ok((await pool.run(call(pass))).x);
   });
 
+  test("a hook posting on the thread's parentPort (null, numbers, malformed protocol messages) is ignored", async () => {
+    const url = await hook(
+      'posts.mjs',
+      `import { parentPort } from 'node:worker_threads';
+       export function preprocess(t) {
+         for (const m of [null, 5, 'x', {}, { type: 'lanes' }]) parentPort.postMessage(m);
+         // Shaped like answers, for every id a call of this pool may have had.
+         for (let id = 1; id < 200; id++) {
+           parentPort.postMessage({ type: 'error', id, error: null });
+           parentPort.postMessage({ type: 'exports', id, functions: [1] });
+           parentPort.postMessage({ type: 'subcall', id });
+         }
+         return t;
+       }`,
+    );
+    const stray = pool.strayMessages;
+    assert.deepEqual([...((await pool.run(call(url))).x!.data as Float32Array)], [1, 2, 3]);
+    assert.ok(pool.strayMessages - stray >= 4 + 3 * 199, String(pool.strayMessages - stray));
+    const pass = await hook('pass-after-posts.mjs', 'export function preprocess(t) { return t; }');
+    assert.ok((await pool.run(call(pass))).x);
+  });
+
   test('run() calls sub-models through the engine; their errors reach the hook with their status', async () => {
     const url = await hook(
       'meta.mjs',
