@@ -50,6 +50,8 @@ export type Desc =
 /** What one hook does. */
 export type Act =
   | { readonly act: 'return' | 'throw' | 'reject' | 'async'; readonly v: Desc }
+  /** Posts values on the thread's parentPort (the pool's own port), then passes its inputs through. */
+  | { readonly act: 'post'; readonly msgs: readonly Desc[] }
   | { readonly act: 'call'; readonly model: Desc; readonly tensors: Desc; readonly then: 'keep' | 'rethrow' | Desc };
 
 /** Which hook misbehaves, and how; the other steps pass their tensors through. */
@@ -62,6 +64,7 @@ export interface HookInput {
 
 // The interpreter, in the hooks module itself (a hook thread imports it).
 const HOOKS = `
+import { parentPort } from 'node:worker_threads';
 const CTORS = { Uint8Array, Uint8ClampedArray, Int8Array, Int16Array, Uint16Array, Int32Array, Uint32Array,
   Float32Array, Float64Array, BigInt64Array, BigUint64Array };
 const NUM = { nan: NaN, inf: Infinity, ninf: -Infinity, negz: -0, unsafe: 2 ** 53 + 2, huge: 1e300 };
@@ -111,6 +114,7 @@ function act(a, inputs, call) {
     case 'throw': throw build(a.v, inputs);
     case 'reject': return Promise.reject(build(a.v, inputs));
     case 'async': return (async () => { await null; return build(a.v, inputs); })();
+    case 'post': for (const m of a.msgs) parentPort.postMessage(build(m, inputs)); return inputs;
     case 'call': return (async () => {
       try {
         const out = await call(build(a.model, inputs), build(a.tensors, inputs));
@@ -296,8 +300,38 @@ const thrown: fc.Arbitrary<Desc> = fc.oneof(
   ),
   primitive,
 );
+/** Messages shaped like the pool's protocol, or not. */
+const posted: fc.Arbitrary<Desc> = fc.oneof(
+  primitive,
+  fc
+    .record({
+      type: fc.constantFrom('result', 'error', 'exports', 'started', 'subcall', 'lanes', 'subresult', 'call'),
+      // Never a live call's id (the pool's start at 1): a hook forging a well-formed answer to
+      // another call is code misbehaving on purpose, which docs/bundle-format.md leaves to trust.
+      id: fc.oneof(fc.constantFrom(0, -1, 1e15, 0.5), fc.string({ maxLength: 3 }), fc.constant(null)),
+      subId: fc.oneof(fc.integer({ min: 0, max: 4 }), primitive),
+      error: fc.oneof(
+        primitive,
+        fc.constant({
+          $: 'obj' as const,
+          entries: [
+            ['name', 'E'],
+            ['message', 'm'],
+            ['code', null],
+          ] as const,
+        }),
+      ),
+      functions: fc.oneof(primitive, fc.array(fc.string({ maxLength: 4 }), { maxLength: 2 })),
+      tensors: resultOf('x', N),
+    })
+    .map((m) => ({ $: 'obj' as const, entries: Object.entries(m) as [string, Desc][] })),
+);
 const act = (name: string, width: number): fc.Arbitrary<Act> =>
   fc.oneof(
+    {
+      weight: 1,
+      arbitrary: fc.record({ act: fc.constant('post' as const), msgs: fc.array(posted, { maxLength: 4 }) }),
+    },
     {
       weight: 4,
       arbitrary: fc.record({ act: fc.constantFrom('return' as const, 'async' as const), v: resultOf(name, width) }),
