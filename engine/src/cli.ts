@@ -107,13 +107,13 @@ async function runServe(values: ServeValues): Promise<number> {
     ({ Runtime }) => Runtime.preload(settings.runtime.plugin),
     () => undefined,
   );
-  // So does a hook thread's start (Node's worker bootstrap), when the startup set has hooks.
-  void import('./worker/worker.js').then(
-    ({ Worker }) => Worker.preloadHookThread(loaded.config.modelRepo, settings),
-    () => undefined,
-  );
   const workerName = ownWorkerName(loaded.config, values.worker);
   const log = createLogger(settings.logging.level, { worker: workerName });
+  // So does a hook thread's start (Node's worker bootstrap), when the startup set has hooks.
+  void import('./worker/worker.js').then(
+    ({ Worker }) => Worker.preloadHookThread(loaded.config.modelRepo, settings, log),
+    () => undefined,
+  );
   for (const o of loaded.appliedOverrides)
     log.info('environment override', { variable: o.variable, path: o.path, value: o.value });
   // V8 pretenures an allocation site whose objects survive a scavenge; on the request path that

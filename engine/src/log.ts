@@ -8,6 +8,9 @@ export interface Logger {
   warn(msg: string, fields?: Record<string, unknown>): void;
   error(msg: string, fields?: Record<string, unknown>): void;
   child(fields: Record<string, unknown>): Logger;
+  /** The level below which records are dropped, and the fields every record carries. */
+  readonly level: Level;
+  readonly fields: Readonly<Record<string, unknown>>;
 }
 
 export function createLogger(
@@ -26,5 +29,7 @@ export function createLogger(
     warn: (m, f) => emit('warn', m, f),
     error: (m, f) => emit('error', m, f),
     child: (f) => createLogger(level, { ...base, ...f }, write),
+    level,
+    fields: base,
   };
 }

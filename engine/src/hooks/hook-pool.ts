@@ -16,6 +16,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import { SPIN_LIMITS, type SpinLimits } from './hook-spin.js';
+import { HOOK_LOG_DEFAULTS, type HookLogSettings } from './hook-log.js';
 import { ServeError, invalidArgument, isErrorCode, type ErrorCode } from '@hloserve/common/errors';
 import { clampTimerMs } from '@hloserve/common/timers';
 import {
@@ -70,6 +71,8 @@ export interface HookPoolOptions {
    * SPIN_LIMITS unless given (tests; NO_SPIN switches it off).
    */
   readonly spin?: SpinLimits;
+  /** How the engine logs, for the hooks' ctx.log (hook-log.ts); info with no fields unless given. */
+  readonly log?: HookLogSettings;
 }
 
 export interface HookCall {
@@ -154,6 +157,7 @@ interface PreloadedThread {
   readonly worker: Worker;
   readonly block: LaneBlock;
   readonly maxHeapMb: number;
+  readonly log: HookLogSettings;
   exited: boolean;
 }
 let preloaded: PreloadedThread | null = null;
@@ -162,12 +166,18 @@ let preloaded: PreloadedThread | null = null;
 export interface ThreadData extends LaneBlockShape {
   readonly sab: SharedArrayBuffer;
   readonly spin: SpinLimits;
+  readonly log: HookLogSettings;
 }
 
-function spawnThread(block: LaneBlock, maxHeapMb: number, spin: SpinLimits = SPIN_LIMITS): Worker {
+function spawnThread(
+  block: LaneBlock,
+  maxHeapMb: number,
+  log: HookLogSettings,
+  spin: SpinLimits = SPIN_LIMITS,
+): Worker {
   const w = new Worker(THREAD_URL, {
     resourceLimits: { maxOldGenerationSizeMb: maxHeapMb, maxYoungGenerationSizeMb: 16 },
-    workerData: { sab: block.sab, lanes: block.lanes, laneBytes: block.laneBytes, spin } satisfies ThreadData,
+    workerData: { sab: block.sab, lanes: block.lanes, laneBytes: block.laneBytes, spin, log } satisfies ThreadData,
   });
   // An idle hook thread must not keep the process alive.
   w.unref();
@@ -183,10 +193,10 @@ export class HookPool {
    * the models' loads (bench/RESULTS.md, session 15). discardPreloaded() ends it if no pool took it.
    * Returns the thread's id (one preloaded thread at a time: a second call returns the first's).
    */
-  static preload(maxHeapMb: number): number {
+  static preload(maxHeapMb: number, log: HookLogSettings = HOOK_LOG_DEFAULTS): number {
     if (preloaded !== null) return preloaded.worker.threadId;
     const block = new LaneBlock({ lanes: DEFAULT_PER_THREAD, laneBytes: LANE_BYTES });
-    const t: PreloadedThread = { worker: spawnThread(block, maxHeapMb), block, maxHeapMb, exited: false };
+    const t: PreloadedThread = { worker: spawnThread(block, maxHeapMb, log), block, maxHeapMb, log, exited: false };
     // Until a pool takes it, a thread that fails to start is only noted: the pool starts its own.
     t.worker.on('error', () => undefined);
     t.worker.once('exit', () => (t.exited = true));
@@ -204,7 +214,11 @@ export class HookPool {
   /** The preloaded thread, when it has this pool's shape and is alive; taken once. */
   #takePreloaded(): { worker: Worker; block: LaneBlock } | null {
     const t = preloaded;
-    const shaped = t !== null && t.maxHeapMb === this.#opts.maxHeapMb && t.block.lanes === this.#perThread;
+    const shaped =
+      t !== null &&
+      t.maxHeapMb === this.#opts.maxHeapMb &&
+      t.block.lanes === this.#perThread &&
+      sameLog(t.log, this.#opts.log ?? HOOK_LOG_DEFAULTS);
     // The preloaded thread polls as SPIN_LIMITS says.
     if (t === null || t.exited || !shaped || (this.#opts.spin ?? SPIN_LIMITS) !== SPIN_LIMITS) return null;
     preloaded = null;
@@ -343,7 +357,7 @@ export class HookPool {
   }
 
   #spawn(block: LaneBlock): Worker {
-    return spawnThread(block, this.#opts.maxHeapMb, this.#opts.spin);
+    return spawnThread(block, this.#opts.maxHeapMb, this.#opts.log ?? HOOK_LOG_DEFAULTS, this.#opts.spin);
   }
 
   #attach(slot: Slot): void {
@@ -728,4 +742,8 @@ function plainError(message: string): HookErrorData {
 function subcallError(e: unknown): HookErrorData {
   if (e instanceof ServeError) return { name: e.name, message: e.message, code: e.code };
   return errorData(e);
+}
+
+function sameLog(a: HookLogSettings, b: HookLogSettings): boolean {
+  return a.level === b.level && JSON.stringify(a.fields) === JSON.stringify(b.fields);
 }

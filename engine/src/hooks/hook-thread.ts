@@ -38,6 +38,7 @@ import {
 import { transferList, type HookTensors } from './hook-tensor.js';
 import type { ThreadData } from './hook-pool.js';
 import { SpinPolicy, spinWhile } from './hook-spin.js';
+import { HookLog, type HookLogger } from './hook-log.js';
 
 type HookFn = (tensors: HookTensors, ...rest: unknown[]) => unknown;
 type Module = Record<string, unknown>;
@@ -56,7 +57,8 @@ const HOT_MS = 20;
 
 const port = parentPort;
 if (!port) throw new Error('hook-thread runs only as a worker thread');
-const { sab, lanes, laneBytes, spin: spinLimits } = workerData as ThreadData;
+const { sab, lanes, laneBytes, spin: spinLimits, log: logSettings } = workerData as ThreadData;
+const hookLog = new HookLog(logSettings);
 const block = new LaneBlock({ lanes, laneBytes }, sab);
 const spin = new SpinPolicy(spinLimits);
 
@@ -88,8 +90,15 @@ function load(url: string): Promise<Module> {
   return mod;
 }
 
-function hookContext(context: HookContextData) {
-  return { ...context, log: (...args: unknown[]) => console.log(`[hook ${context.model}]`, ...args) };
+/** What a hook sees as ctx: the call's context and its logger (made on first use). */
+function hookContext(context: HookContextData): HookContextData & { readonly log: HookLogger } {
+  let log: HookLogger | undefined;
+  return {
+    ...context,
+    get log() {
+      return (log ??= hookLog.logger(context.model, context.requestId));
+    },
+  };
 }
 
 async function inspect(msg: InspectMessage): Promise<void> {

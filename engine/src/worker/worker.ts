@@ -22,6 +22,7 @@ import type { Logger } from '../log.js';
 import { Metrics, type RequestSample } from '../observability/metrics.js';
 import type { ModelVersion, WeightSource } from '../model/model-version.js';
 import { HookPool } from '../hooks/hook-pool.js';
+import type { HookLogSettings } from '../hooks/hook-log.js';
 import type { HookContextData } from '../hooks/hook-protocol.js';
 import {
   checkCallTensors,
@@ -222,6 +223,7 @@ export class Worker implements InferenceService {
         maxHeapMb: h.maxHeapMb,
         name,
         engineInFlight: () => this.#inflight,
+        log: hookLogOf(o.log),
       });
     this.#hooks = h.enabled
       ? { pool: pool('hooks'), metaPool: pool('meta hooks'), limits: { timeoutMs: h.timeoutMs }, cacheDir: s.cacheDir }
@@ -344,10 +346,10 @@ export class Worker implements InferenceService {
    * start's first hook thread boots while the engine is still loading (HookPool.preload); the
    * hooks pool takes it for its first thread, and loadRepository ends it if none did.
    */
-  static preloadHookThread(modelRepo: string, settings: WorkerSettings): void {
+  static preloadHookThread(modelRepo: string, settings: WorkerSettings, log?: Logger): void {
     const h = settings.hooks;
     if (!h.enabled || (settings.modelControlMode === 'explicit' && settings.modelsInclude.length === 0)) return;
-    if (repositoryHasHooks(modelRepo, settings.modelsInclude)) HookPool.preload(h.maxHeapMb);
+    if (repositoryHasHooks(modelRepo, settings.modelsInclude)) HookPool.preload(h.maxHeapMb, log && hookLogOf(log));
   }
 
   /** dynamic mode: the repository decides what is loaded (registry/repository-watcher.ts). */
@@ -903,4 +905,9 @@ function checkRows(v: ModelVersion, inputs: readonly HostTensor[]): void {
       'HLO_ERR_HOOK_FAILED',
       `preprocess of '${v.name}' produced ${rows} rows; the model takes 1 to ${v.io.maxRows}`,
     );
+}
+
+/** The engine's level and fields, for hook threads to log as it does. */
+function hookLogOf(log: Logger): HookLogSettings {
+  return { level: log.level, fields: log.fields };
 }

@@ -191,6 +191,39 @@ suite('HookPool', () => {
     assert.ok((await pool.run(call(pass))).x);
   });
 
+  test("ctx.log writes the engine's JSON lines on stderr, with the model and request id", async () => {
+    const url = await hook(
+      'logs.mjs',
+      "export function preprocess(t, ctx) { ctx.log('saw', t.x.shape); ctx.log.warn('hm'); return t; }",
+    );
+    const lines: string[] = [];
+    const write = process.stderr.write.bind(process.stderr);
+    process.stderr.write = ((chunk: string | Uint8Array, ...rest: never[]) => {
+      lines.push(String(chunk));
+      return write(chunk, ...rest);
+    }) as typeof process.stderr.write;
+    try {
+      await pool.run(call(url));
+      // A thread's stderr reaches this one's asynchronously.
+      for (let i = 0; i < 100 && lines.join('').split('\n').length < 3; i++)
+        await new Promise((r) => setTimeout(r, 10));
+    } finally {
+      process.stderr.write = write;
+    }
+    const records = lines
+      .join('')
+      .split('\n')
+      .filter((l) => l.includes('"msg":"hook"'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    assert.deepEqual(
+      records.map((r) => [r.level, r.model, r.requestId, r.text]),
+      [
+        ['info', 'm', 'r1', 'saw [ 1, 3 ]'],
+        ['warn', 'm', 'r1', 'hm'],
+      ],
+    );
+  });
+
   test('run() calls sub-models through the engine; their errors reach the hook with their status', async () => {
     const url = await hook(
       'meta.mjs',
@@ -582,9 +615,11 @@ suite('HookPool.preload', () => {
     ((await pool.run(call(url))).id!.data as Float32Array)[0]!;
 
   test('the first pool with its shape takes the preloaded thread; discardPreloaded then leaves it running', async () => {
-    const id = HookPool.preload(64);
+    // The engine's log settings, as a start passes them both ways (a copy, not the same object).
+    const id = HookPool.preload(64, { level: 'warn', fields: { worker: 'w0' } });
     assert.equal(HookPool.preload(64), id, 'one preloaded thread at a time');
-    const pool = new HookPool({ threads: 2, maxQueued: 4, maxHeapMb: 64, name: 'preloaded' });
+    const log = { level: 'warn' as const, fields: { worker: 'w0' } };
+    const pool = new HookPool({ threads: 2, maxQueued: 4, maxHeapMb: 64, name: 'preloaded', log });
     try {
       const url = await threadIdHook();
       assert.equal(await threadOf(pool, url), id);
