@@ -1,10 +1,4 @@
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-
-interface ThreadAddon {
-  idleThisThread(): boolean;
-}
+import { threadAddon } from './thread-addon.js';
 
 /**
  * Puts the calling thread (and only it) at SCHED_IDLE: it then runs only on a core that no
@@ -16,11 +10,7 @@ interface ThreadAddon {
 export function idleThisThread(): boolean {
   if (process.platform !== 'linux') return false;
   try {
-    const here = dirname(fileURLToPath(import.meta.url));
-    const addon = createRequire(import.meta.url)(
-      join(here, '..', '..', 'build', 'Release', 'hloserve_thread.node'),
-    ) as ThreadAddon;
-    return addon.idleThisThread();
+    return threadAddon()?.idleThisThread() ?? false;
   } catch {
     return false;
   }

@@ -107,6 +107,7 @@ export const HOOKS_DEFAULTS: HooksConfig = {
   threads: 2,
   timeoutMs: 5000,
   maxHeapMb: 256,
+  maxBufferMb: 2048,
   maxQueued: 256,
 };
 
@@ -125,6 +126,7 @@ export const RANGES = {
   unit: { min: 0, max: 1 },
   hookThreads: { min: 1, max: 64 },
   hookHeapMb: { min: 16, max: 65536 },
+  hookBufferMb: { min: 16, max: 1048576 },
   /** A day: a poll interval beyond this is a typo, not a setting. */
   pollSeconds: { min: 0, minOpen: true, max: 86400 },
   /** An unload that waits longer than an hour for its queue is stuck, not draining. */

@@ -74,6 +74,7 @@ export const ENV_OVERRIDES: readonly EnvOverrideSpec[] = [
   spec('hooks', 'threads', 'int'),
   spec('hooks', 'timeout_ms', 'int'),
   spec('hooks', 'max_heap_mb', 'int'),
+  spec('hooks', 'max_buffer_mb', 'int'),
   spec('hooks', 'max_queued', 'int'),
   spec('logging', 'level', 'string'),
 ];

@@ -110,6 +110,8 @@ export interface HooksConfig {
   readonly timeoutMs: number;
   /** Heap limit of each hook thread, MiB. */
   readonly maxHeapMb: number;
+  /** Limit on the ArrayBuffers (typed arrays, Buffers) each hook thread holds, MiB: outside its heap. */
+  readonly maxBufferMb: number;
   /** Calls waiting for a busy pool at most; beyond, RESOURCE_EXHAUSTED. */
   readonly maxQueued: number;
 }

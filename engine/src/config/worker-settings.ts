@@ -226,6 +226,7 @@ function parseHooks(r: MappingReader): HooksConfig {
     threads: r.int('threads', d.threads, RANGES.hookThreads),
     timeoutMs: r.int('timeout_ms', d.timeoutMs, RANGES.timerMs),
     maxHeapMb: r.int('max_heap_mb', d.maxHeapMb, RANGES.hookHeapMb),
+    maxBufferMb: r.int('max_buffer_mb', d.maxBufferMb, RANGES.hookBufferMb),
     maxQueued: r.int('max_queued', d.maxQueued, RANGES.positiveInt),
   };
   r.finish();

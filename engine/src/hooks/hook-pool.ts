@@ -17,6 +17,7 @@
 import { Worker } from 'node:worker_threads';
 import { SPIN_LIMITS, type SpinLimits } from './hook-spin.js';
 import { HOOK_LOG_DEFAULTS, type HookLogSettings } from './hook-log.js';
+import { buffersGuardFired, onBuffersGuardFired, releaseBuffersGuard } from '@hloserve/native/buffer-guard';
 import { ServeError, invalidArgument, isErrorCode, type ErrorCode } from '@hloserve/common/errors';
 import { clampTimerMs } from '@hloserve/common/timers';
 import {
@@ -52,6 +53,11 @@ export interface HookPoolOptions {
   readonly maxQueued: number;
   /** Heap limit per thread, MiB: a hook that allocates without bound fails alone. */
   readonly maxHeapMb: number;
+  /**
+   * Limit on the ArrayBuffers each thread holds, MiB (they live outside the heap): a hook that
+   * keeps allocating typed arrays fails alone too (buffer-guard in @hloserve/native). None: unbounded.
+   */
+  readonly maxBufferMb?: number;
   /** Pool label in errors and logs. */
   readonly name: string;
   /** Calls sent to one thread before another is used; 1 runs strictly one at a time. */
@@ -119,6 +125,8 @@ interface InFlight {
 
 interface Slot {
   worker: Worker;
+  /** The worker's threadId, kept: a Worker reads -1 once its thread has exited. */
+  threadId: number;
   /** The thread's shared block; a replaced thread gets a fresh one. */
   block: LaneBlock;
   /** Per lane, the id of the call it holds (which may have been answered already), or 0. */
@@ -156,28 +164,32 @@ const WAIT_BACKOFF_MAX = 64;
 interface PreloadedThread {
   readonly worker: Worker;
   readonly block: LaneBlock;
-  readonly maxHeapMb: number;
-  readonly log: HookLogSettings;
+  readonly setup: ThreadSetup;
   exited: boolean;
 }
 let preloaded: PreloadedThread | null = null;
+
+/** What every thread of a pool is started with, besides its own block. */
+export interface ThreadSetup {
+  readonly maxHeapMb: number;
+  /** The limit on its buffers, MiB; null: none. */
+  readonly maxBufferMb: number | null;
+  readonly log: HookLogSettings;
+}
 
 /** What a hook thread is started with. */
 export interface ThreadData extends LaneBlockShape {
   readonly sab: SharedArrayBuffer;
   readonly spin: SpinLimits;
   readonly log: HookLogSettings;
+  readonly maxBufferMb: number | null;
 }
 
-function spawnThread(
-  block: LaneBlock,
-  maxHeapMb: number,
-  log: HookLogSettings,
-  spin: SpinLimits = SPIN_LIMITS,
-): Worker {
+function spawnThread(block: LaneBlock, setup: ThreadSetup, spin: SpinLimits = SPIN_LIMITS): Worker {
+  const { sab, lanes, laneBytes } = block;
   const w = new Worker(THREAD_URL, {
-    resourceLimits: { maxOldGenerationSizeMb: maxHeapMb, maxYoungGenerationSizeMb: 16 },
-    workerData: { sab: block.sab, lanes: block.lanes, laneBytes: block.laneBytes, spin, log } satisfies ThreadData,
+    resourceLimits: { maxOldGenerationSizeMb: setup.maxHeapMb, maxYoungGenerationSizeMb: 16 },
+    workerData: { sab, lanes, laneBytes, spin, log: setup.log, maxBufferMb: setup.maxBufferMb } satisfies ThreadData,
   });
   // An idle hook thread must not keep the process alive.
   w.unref();
@@ -186,17 +198,17 @@ function spawnThread(
 
 export class HookPool {
   /**
-   * Starts one hook thread now, for the first pool that needs a thread with `maxHeapMb` and the
+   * Starts one hook thread now, for the first pool that needs a thread with `setup` and the
    * default lanes. A start whose repository has hooks calls this as soon as node.yaml is read: a
    * thread's start is mostly Node's own worker bootstrap (~40-60 ms of CPU), which then runs while
    * the JS thread still loads the engine, on a CPU that is otherwise idle then, instead of beside
    * the models' loads (bench/RESULTS.md, session 15). discardPreloaded() ends it if no pool took it.
    * Returns the thread's id (one preloaded thread at a time: a second call returns the first's).
    */
-  static preload(maxHeapMb: number, log: HookLogSettings = HOOK_LOG_DEFAULTS): number {
+  static preload(setup: ThreadSetup): number {
     if (preloaded !== null) return preloaded.worker.threadId;
     const block = new LaneBlock({ lanes: DEFAULT_PER_THREAD, laneBytes: LANE_BYTES });
-    const t: PreloadedThread = { worker: spawnThread(block, maxHeapMb, log), block, maxHeapMb, log, exited: false };
+    const t: PreloadedThread = { worker: spawnThread(block, setup), block, setup, exited: false };
     // Until a pool takes it, a thread that fails to start is only noted: the pool starts its own.
     t.worker.on('error', () => undefined);
     t.worker.once('exit', () => (t.exited = true));
@@ -214,11 +226,7 @@ export class HookPool {
   /** The preloaded thread, when it has this pool's shape and is alive; taken once. */
   #takePreloaded(): { worker: Worker; block: LaneBlock } | null {
     const t = preloaded;
-    const shaped =
-      t !== null &&
-      t.maxHeapMb === this.#opts.maxHeapMb &&
-      t.block.lanes === this.#perThread &&
-      sameLog(t.log, this.#opts.log ?? HOOK_LOG_DEFAULTS);
+    const shaped = t !== null && t.block.lanes === this.#perThread && sameSetup(t.setup, this.#setup);
     // The preloaded thread polls as SPIN_LIMITS says.
     if (t === null || t.exited || !shaped || (this.#opts.spin ?? SPIN_LIMITS) !== SPIN_LIMITS) return null;
     preloaded = null;
@@ -226,6 +234,7 @@ export class HookPool {
   }
 
   readonly #opts: HookPoolOptions;
+  readonly #setup: ThreadSetup;
   readonly #perThread: number;
   readonly #slots: Slot[] = [];
   readonly #queue: Pending[] = [];
@@ -278,6 +287,11 @@ export class HookPool {
   constructor(opts: HookPoolOptions) {
     if (!(opts.threads >= 1)) throw new RangeError('HookPool needs at least one thread');
     this.#opts = opts;
+    this.#setup = {
+      maxHeapMb: opts.maxHeapMb,
+      maxBufferMb: opts.maxBufferMb ?? null,
+      log: opts.log ?? HOOK_LOG_DEFAULTS,
+    };
     this.#perThread = Math.max(1, opts.perThread ?? DEFAULT_PER_THREAD);
   }
 
@@ -341,8 +355,10 @@ export class HookPool {
   #addSlot(): Slot {
     const taken = this.#takePreloaded();
     const block = taken?.block ?? this.#newBlock();
+    const worker = taken?.worker ?? this.#spawn(block);
     const slot: Slot = {
-      worker: taken?.worker ?? this.#spawn(block),
+      worker,
+      threadId: worker.threadId,
       block,
       laneOwners: new Array<number>(block.lanes).fill(0),
       inflight: new Map(),
@@ -357,7 +373,7 @@ export class HookPool {
   }
 
   #spawn(block: LaneBlock): Worker {
-    return spawnThread(block, this.#opts.maxHeapMb, this.#opts.log ?? HOOK_LOG_DEFAULTS, this.#opts.spin);
+    return spawnThread(block, this.#setup, this.#opts.spin);
   }
 
   #attach(slot: Slot): void {
@@ -372,11 +388,22 @@ export class HookPool {
       const data = errorData(err);
       const why =
         data.code === 'ERR_WORKER_OUT_OF_MEMORY'
-          ? `ran out of its ${this.#opts.maxHeapMb} MiB heap`
+          ? `ran out of its ${this.#setup.maxHeapMb} MiB heap`
           : `crashed: ${data.message.slice(0, 200)}`;
       this.#fail(slot, w, null, 'HLO_ERR_HOOK_FAILED', why);
     });
-    w.on('exit', (code) => this.#fail(slot, w, null, 'HLO_ERR_HOOK_FAILED', `thread exited (code ${code})`));
+    // A thread past its buffer limit is held by its guard until terminated here (buffer-guard).
+    const threadId = slot.threadId;
+    const overBuffers = `held more than its ${this.#setup.maxBufferMb} MiB of buffers (hooks.max_buffer_mb)`;
+    const unwatch = onBuffersGuardFired(threadId, () => {
+      this.#fail(slot, w, null, 'HLO_ERR_HOOK_FAILED', overBuffers);
+      releaseBuffersGuard(threadId);
+    });
+    w.on('exit', (code) => {
+      unwatch();
+      const why = buffersGuardFired(threadId) ? overBuffers : `thread exited (code ${code})`;
+      this.#fail(slot, w, null, 'HLO_ERR_HOOK_FAILED', why);
+    });
   }
 
   #start(slot: Slot, pending: Pending): void {
@@ -700,6 +727,7 @@ export class HookPool {
     slot.block = this.#newBlock();
     slot.laneOwners = new Array<number>(slot.block.lanes).fill(0);
     slot.worker = this.#spawn(slot.block);
+    slot.threadId = slot.worker.threadId;
     this.#attach(slot);
     // A thread that died with nothing started died on the call it was working on: the oldest.
     const guilty = id ?? (calls.some(([, , started]) => started) ? null : (calls[0]?.[0] ?? null));
@@ -744,6 +772,11 @@ function subcallError(e: unknown): HookErrorData {
   return errorData(e);
 }
 
-function sameLog(a: HookLogSettings, b: HookLogSettings): boolean {
-  return a.level === b.level && JSON.stringify(a.fields) === JSON.stringify(b.fields);
+function sameSetup(a: ThreadSetup, b: ThreadSetup): boolean {
+  return (
+    a.maxHeapMb === b.maxHeapMb &&
+    a.maxBufferMb === b.maxBufferMb &&
+    a.log.level === b.log.level &&
+    JSON.stringify(a.log.fields) === JSON.stringify(b.log.fields)
+  );
 }

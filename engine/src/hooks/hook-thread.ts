@@ -39,6 +39,7 @@ import { transferList, type HookTensors } from './hook-tensor.js';
 import type { ThreadData } from './hook-pool.js';
 import { SpinPolicy, spinWhile } from './hook-spin.js';
 import { HookLog, type HookLogger } from './hook-log.js';
+import { guardThreadBuffers } from '@hloserve/native/buffer-guard';
 
 type HookFn = (tensors: HookTensors, ...rest: unknown[]) => unknown;
 type Module = Record<string, unknown>;
@@ -57,7 +58,9 @@ const HOT_MS = 20;
 
 const port = parentPort;
 if (!port) throw new Error('hook-thread runs only as a worker thread');
-const { sab, lanes, laneBytes, spin: spinLimits, log: logSettings } = workerData as ThreadData;
+const { sab, lanes, laneBytes, spin: spinLimits, log: logSettings, maxBufferMb } = workerData as ThreadData;
+// Before any hook runs: the typed arrays a hook allocates live outside the heap limit.
+if (maxBufferMb !== null) guardThreadBuffers(maxBufferMb * 2 ** 20);
 const hookLog = new HookLog(logSettings);
 const block = new LaneBlock({ lanes, laneBytes }, sab);
 const spin = new SpinPolicy(spinLimits);

@@ -22,7 +22,7 @@ import type { Logger } from '../log.js';
 import { Metrics, type RequestSample } from '../observability/metrics.js';
 import type { ModelVersion, WeightSource } from '../model/model-version.js';
 import { HookPool } from '../hooks/hook-pool.js';
-import type { HookLogSettings } from '../hooks/hook-log.js';
+import { HOOK_LOG_DEFAULTS, type HookLogSettings } from '../hooks/hook-log.js';
 import type { HookContextData } from '../hooks/hook-protocol.js';
 import {
   checkCallTensors,
@@ -221,6 +221,7 @@ export class Worker implements InferenceService {
         threads: h.threads,
         maxQueued: h.maxQueued,
         maxHeapMb: h.maxHeapMb,
+        maxBufferMb: h.maxBufferMb,
         name,
         engineInFlight: () => this.#inflight,
         log: hookLogOf(o.log),
@@ -349,7 +350,12 @@ export class Worker implements InferenceService {
   static preloadHookThread(modelRepo: string, settings: WorkerSettings, log?: Logger): void {
     const h = settings.hooks;
     if (!h.enabled || (settings.modelControlMode === 'explicit' && settings.modelsInclude.length === 0)) return;
-    if (repositoryHasHooks(modelRepo, settings.modelsInclude)) HookPool.preload(h.maxHeapMb, log && hookLogOf(log));
+    if (repositoryHasHooks(modelRepo, settings.modelsInclude))
+      HookPool.preload({
+        maxHeapMb: h.maxHeapMb,
+        maxBufferMb: h.maxBufferMb,
+        log: log ? hookLogOf(log) : HOOK_LOG_DEFAULTS,
+      });
   }
 
   /** dynamic mode: the repository decides what is loaded (registry/repository-watcher.ts). */

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { after, suite, test } from 'node:test';
 import { ServeError } from '@hloserve/common/errors';
 import { HookPool, type HookCall } from '../../src/hooks/hook-pool.js';
+import { HOOK_LOG_DEFAULTS, type HookLogSettings } from '../../src/hooks/hook-log.js';
 import { prepareHookSource } from '../../src/hooks/hook-source.js';
 import { checkCallTensors, checkHookTensors, toHostTensor, type HookTensors } from '../../src/hooks/hook-tensor.js';
 
@@ -121,6 +122,35 @@ suite('HookPool', () => {
     assert.ok((await pool.run(call(pass))).x);
     await hogged;
     assert.ok((await pool.run(call(pass))).x);
+  });
+
+  test('a hook that keeps allocating typed arrays (outside its heap) fails alone at its buffer limit', async () => {
+    const guarded = new HookPool({ threads: 1, maxQueued: 4, maxHeapMb: 64, maxBufferMb: 128, name: 'guarded' });
+    try {
+      const hog = await hook(
+        'buffers.mjs',
+        'export function preprocess() { const keep = []; for (;;) keep.push(new Float64Array(1e6).fill(1)); }',
+      );
+      const pass = await hook(
+        'pass-buffers.mjs',
+        'export function preprocess(t) { const scratch = new Float64Array(1e6); return t; }',
+      );
+      const rss0 = process.memoryUsage.rss();
+      const hogged = rejectsWith(
+        guarded.run(call(hog, { timeoutMs: 60_000 })),
+        'HLO_ERR_HOOK_FAILED',
+        /held more than its 128 MiB of buffers \(hooks.max_buffer_mb\)/,
+      );
+      // Queued behind the hog on its thread: sent to the fresh one, and served.
+      const after = guarded.run(call(pass));
+      await hogged;
+      assert.ok((await after).x);
+      assert.equal(guarded.restarts, 1);
+      // Stopped near its limit, not at the machine's: the process grew by far less than a GiB.
+      assert.ok(process.memoryUsage.rss() - rss0 < 2 ** 30, `rss grew ${process.memoryUsage.rss() - rss0} bytes`);
+    } finally {
+      await guarded.close();
+    }
   });
 
   test('a result that cannot cross threads, or a missing export, fails the call clearly', async () => {
@@ -605,6 +635,11 @@ suite('HookPool waiting on the engine thread', () => {
 });
 
 suite('HookPool.preload', () => {
+  const setup = (maxHeapMb: number, log: HookLogSettings = HOOK_LOG_DEFAULTS) => ({
+    maxHeapMb,
+    maxBufferMb: null,
+    log,
+  });
   const threadIdHook = () =>
     hook(
       `thread-id-${Math.random().toString(36).slice(2)}.mjs`,
@@ -616,8 +651,8 @@ suite('HookPool.preload', () => {
 
   test('the first pool with its shape takes the preloaded thread; discardPreloaded then leaves it running', async () => {
     // The engine's log settings, as a start passes them both ways (a copy, not the same object).
-    const id = HookPool.preload(64, { level: 'warn', fields: { worker: 'w0' } });
-    assert.equal(HookPool.preload(64), id, 'one preloaded thread at a time');
+    const id = HookPool.preload(setup(64, { level: 'warn', fields: { worker: 'w0' } }));
+    assert.equal(HookPool.preload(setup(64)), id, 'one preloaded thread at a time');
     const log = { level: 'warn' as const, fields: { worker: 'w0' } };
     const pool = new HookPool({ threads: 2, maxQueued: 4, maxHeapMb: 64, name: 'preloaded', log });
     try {
@@ -633,12 +668,12 @@ suite('HookPool.preload', () => {
   });
 
   test('a pool of another heap limit starts its own thread; the preloaded one is ended', async () => {
-    const id = HookPool.preload(32);
+    const id = HookPool.preload(setup(32));
     const pool = new HookPool({ threads: 1, maxQueued: 4, maxHeapMb: 64, name: 'not preloaded' });
     try {
       assert.notEqual(await threadOf(pool, await threadIdHook()), id);
       HookPool.discardPreloaded();
-      const next = HookPool.preload(64);
+      const next = HookPool.preload(setup(64));
       assert.notEqual(next, id, 'a new preload after the discard starts a new thread');
       HookPool.discardPreloaded();
     } finally {

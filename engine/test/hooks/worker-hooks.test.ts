@@ -15,6 +15,7 @@ export function preprocess({ x }, ctx) {
     case 'hang': for (;;) {}
     case 'shape': return { x: { dtype: 'f32', shape: [x.shape[0], 5], data: new Float32Array(x.shape[0] * 5) } };
     case 'oom': { const keep = []; for (;;) keep.push(new Array(1e5).fill({ v: Math.random() })); }
+    case 'oom-buffers': { const keep = []; for (;;) keep.push(new Float64Array(1e6).fill(1)); }
     case 'bad-input': throw Object.assign(new Error('x must be positive'), { code: 'INVALID_ARGUMENT' });
     default: return { x };
   }
@@ -71,7 +72,7 @@ async function startWorker(repo: string, hooks: Partial<{ enabled: boolean }> = 
       cacheDir: join(repo, '.state'),
       // A batching window, so the good and the bad requests below are queued together.
       scheduler: { ...settings.scheduler, maxQueueDelayUs: 20_000 },
-      hooks: { ...settings.hooks, threads: 2, timeoutMs: 400, maxHeapMb: 64, ...hooks },
+      hooks: { ...settings.hooks, threads: 2, timeoutMs: 400, maxHeapMb: 64, maxBufferMb: 128, ...hooks },
     },
     log: createLogger('silent'),
   });
@@ -101,6 +102,8 @@ suite('a worker serving bundles with hooks', () => {
     ['shape', 'HLO_ERR_HOOK_FAILED', /tensor "x": dimension 1 is 5, expected 4/],
     // On a busy machine filling 64 MiB can take longer than the 400 ms limit: either stops it alone.
     ['oom', 'HLO_ERR_HOOK_FAILED', /ran out of its 64 MiB heap|ran past its 400 ms limit/],
+    // Typed arrays live outside the heap: the buffer limit stops this one.
+    ['oom-buffers', 'HLO_ERR_HOOK_FAILED', /held more than its 128 MiB of buffers|ran past its 400 ms limit/],
     ['bad-input', 'HLO_ERR_INVALID_ARGUMENT', /x must be positive/],
   ] as const) {
     test(`a preprocess that fails (${mode}) fails only its request; good ones in the same window succeed`, async () => {
