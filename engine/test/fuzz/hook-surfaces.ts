@@ -52,6 +52,8 @@ export type Act =
   | { readonly act: 'return' | 'throw' | 'reject' | 'async'; readonly v: Desc }
   /** Posts values on the thread's parentPort (the pool's own port), then passes its inputs through. */
   | { readonly act: 'post'; readonly msgs: readonly Desc[] }
+  /** Allocates without bound: typed arrays (outside the heap) or arrays (inside it). */
+  | { readonly act: 'hog'; readonly buffers: boolean }
   | { readonly act: 'call'; readonly model: Desc; readonly tensors: Desc; readonly then: 'keep' | 'rethrow' | Desc };
 
 /** Which hook misbehaves, and how; the other steps pass their tensors through. */
@@ -115,6 +117,7 @@ function act(a, inputs, call) {
     case 'reject': return Promise.reject(build(a.v, inputs));
     case 'async': return (async () => { await null; return build(a.v, inputs); })();
     case 'post': for (const m of a.msgs) parentPort.postMessage(build(m, inputs)); return inputs;
+    case 'hog': { const keep = []; for (;;) keep.push(a.buffers ? new Float64Array(1e6).fill(1) : new Array(1e5).fill({ v: 1 })); }
     case 'call': return (async () => {
       try {
         const out = await call(build(a.model, inputs), build(a.tensors, inputs));
@@ -164,7 +167,7 @@ export async function startHookSurface(): Promise<HookSurface> {
       cacheDir: join(repo, '.state'),
       // A short batching window: the good request sent beside each fuzzed one shares its batch.
       scheduler: { ...settings.scheduler, maxQueueDelayUs: 2_000 },
-      hooks: { ...settings.hooks, threads: 2, timeoutMs: 5_000, maxHeapMb: 64 },
+      hooks: { ...settings.hooks, threads: 2, timeoutMs: 5_000, maxHeapMb: 64, maxBufferMb: 128 },
     },
     log: createLogger('silent'),
   });
@@ -329,14 +332,16 @@ const posted: fc.Arbitrary<Desc> = fc.oneof(
 const act = (name: string, width: number): fc.Arbitrary<Act> =>
   fc.oneof(
     {
-      weight: 1,
+      weight: 5,
       arbitrary: fc.record({ act: fc.constant('post' as const), msgs: fc.array(posted, { maxLength: 4 }) }),
     },
+    // Rare: each stops its thread, and a fresh one starts.
+    { weight: 1, arbitrary: fc.record({ act: fc.constant('hog' as const), buffers: fc.boolean() }) },
     {
-      weight: 4,
+      weight: 20,
       arbitrary: fc.record({ act: fc.constantFrom('return' as const, 'async' as const), v: resultOf(name, width) }),
     },
-    { weight: 2, arbitrary: fc.record({ act: fc.constantFrom('throw' as const, 'reject' as const), v: thrown }) },
+    { weight: 10, arbitrary: fc.record({ act: fc.constantFrom('throw' as const, 'reject' as const), v: thrown }) },
   );
 const metaCall: fc.Arbitrary<Act> = fc.record({
   act: fc.constant('call' as const),
