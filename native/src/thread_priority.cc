@@ -134,16 +134,22 @@ napi_value WatchBufferGuards(napi_env env, napi_callback_info info) {
   return result;
 }
 
-// releaseBufferGuard(threadId): the owner has terminated that thread; it may leave the callback.
-napi_value ReleaseBufferGuard(napi_env env, napi_callback_info info) {
+// The one argument of releaseBufferGuard / buffersGuardFired: a thread id, or -1 (no thread) if absent.
+int64_t ThreadIdArg(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1];
   double thread_id = -1;
-  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
-  if (argc == 1) napi_get_value_double(env, argv[0], &thread_id);
+  if (napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr) == napi_ok && argc == 1)
+    napi_get_value_double(env, argv[0], &thread_id);
+  return static_cast<int64_t>(thread_id);
+}
+
+// releaseBufferGuard(threadId): the owner has terminated that thread; it may leave the callback.
+napi_value ReleaseBufferGuard(napi_env env, napi_callback_info info) {
+  int64_t thread_id = ThreadIdArg(env, info);
   {
     std::lock_guard<std::mutex> lock(guard_mutex);
-    released_threads.insert(static_cast<int64_t>(thread_id));
+    released_threads.insert(thread_id);
   }
   guard_released.notify_all();
   napi_value undefined;
@@ -153,15 +159,11 @@ napi_value ReleaseBufferGuard(napi_env env, napi_callback_info info) {
 
 // buffersGuardFired(threadId): true once, after the guard of that thread fired.
 napi_value BuffersGuardFired(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
-  double thread_id = -1;
-  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
-  if (argc == 1) napi_get_value_double(env, argv[0], &thread_id);
+  int64_t thread_id = ThreadIdArg(env, info);
   bool fired;
   {
     std::lock_guard<std::mutex> lock(guard_mutex);
-    fired = fired_threads.erase(static_cast<int64_t>(thread_id)) > 0;
+    fired = fired_threads.erase(thread_id) > 0;
   }
   napi_value result;
   napi_get_boolean(env, fired, &result);
