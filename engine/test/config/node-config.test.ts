@@ -110,7 +110,7 @@ suite('node config: defaults', () => {
         tls: null,
       },
       console: { stateUrl: null, allowedOrigins: [] },
-      hooks: { enabled: true, threads: 2, timeoutMs: 5000, maxHeapMb: 256, maxQueued: 256 },
+      hooks: { enabled: true, threads: 2, timeoutMs: 5000, maxHeapMb: 256, maxBufferMb: 2048, maxQueued: 256 },
       logging: { level: 'info' },
     });
     assert.equal(workerSettings(c), c.global);
