@@ -17,6 +17,9 @@ export interface RunningServer {
   stop(drain?: boolean): Promise<void>;
 }
 
+/** How often a stop that is still waiting says on what. */
+const STOP_REPORT_MS = 10_000;
+
 /** Starts a worker and every listener of DESIGN.md's small deployment (gRPC, HTTP, metrics, console). */
 export async function serve(
   modelRepo: string,
@@ -98,19 +101,49 @@ export async function serve(
     });
     worker.prestartHookThreads();
     let stopping: Promise<void> | null = null;
+    /** A second stop without drain while a draining one waits: what it waits for goes now. */
+    const hurry = (): void => {
+      log.warn('stopping without waiting: queued requests and hook calls fail, open connections are closed');
+      worker.hurryStop();
+      void grpc?.close(0);
+      http?.server.closeAllConnections();
+      consoleSrv?.app.server.closeAllConnections();
+      metrics?.server.closeAllConnections();
+    };
     return {
       worker,
       control,
       ports,
-      stop: (drain = true) =>
-        (stopping ??= (async () => {
-          // Stop taking new calls first, then let the worker finish what it accepted.
-          const closing = Promise.all([grpc!.close(), http!.close(), consoleSrv?.close()]);
-          await worker.stop(drain);
-          await closing;
-          if (metrics) await new Promise<void>((r) => metrics!.server.close(() => r()));
+      stop: (drain = true) => {
+        if (!drain && stopping !== null) hurry();
+        return (stopping ??= (async () => {
+          // What the stop still waits for, named in a warning every STOP_REPORT_MS while it does.
+          const waiting = new Set<string>();
+          const step = <T>(name: string, p: Promise<T>): Promise<T> => {
+            waiting.add(name);
+            return p.finally(() => waiting.delete(name));
+          };
+          const report = setInterval(
+            () => log.warn('shutdown still waiting', { on: [...waiting], worker: worker.stopStage }),
+            STOP_REPORT_MS,
+          );
+          report.unref();
+          try {
+            // Stop taking new calls first, then let the worker finish what it accepted.
+            const closing = Promise.all([
+              step('grpc', grpc!.close()),
+              step('http', http!.close()),
+              step('console', consoleSrv?.close() ?? Promise.resolve()),
+            ]);
+            await step('worker', worker.stop(drain));
+            await closing;
+            if (metrics) await step('metrics', new Promise<void>((r) => metrics!.server.close(() => r())));
+          } finally {
+            clearInterval(report);
+          }
           log.info('stopped');
-        })()),
+        })());
+      },
     };
   } catch (err) {
     await startup;

@@ -846,21 +846,40 @@ export class Worker implements InferenceService {
   }
 
   /** Stops taking requests; with drain, serves what is queued first. Then frees the device. */
+  /**
+   * A stop that should not wait any more (a second signal): queued requests fail now, and so do
+   * the hook calls in flight (their threads are ended), so that the versions they hold are freed.
+   */
+  hurryStop(): void {
+    void this.scheduler.shutdown({ drain: false });
+    void this.#hooks?.pool.close();
+    void this.#hooks?.metaPool.close();
+  }
+
+  /** Where a stop is (a stop that takes long says it), or null before stop() and after it. */
+  stopStage: string | null = null;
+
   async stop(drain = true): Promise<void> {
     if (this.#stopping) return;
     this.#stopping = true;
+    this.stopStage = 'repository watcher';
     await this.#watcher?.close();
+    this.stopStage = drain ? 'scheduler: draining queued and running work' : 'scheduler: running work';
     await this.scheduler.shutdown({ drain });
     for (const slot of this.registry.list()) {
       const v = slot.current;
       slot.current = null;
+      if (v) this.stopStage = `model ${quote(v.name)}: its requests in hand (${v.holds} when the stop reached it)`;
       await v?.retire();
     }
+    this.stopStage = 'hook threads';
     await Promise.all([this.#hooks?.pool.close(), this.#hooks?.metaPool.close()]);
+    this.stopStage = 'device';
     this.sharedMemory?.close();
     this.#backend.dispose();
     this.#backend.arena?.dispose();
     if (this.#ownsRuntime) this.runtime.dispose();
+    this.stopStage = null;
   }
 
   /** Grows the device arena's limit to hold a model of `weightBytes` beside the budget (never shrinks). */
