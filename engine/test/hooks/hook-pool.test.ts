@@ -216,7 +216,10 @@ suite('HookPool', () => {
     );
     const stray = pool.strayMessages;
     assert.deepEqual([...((await pool.run(call(url))).x!.data as Float32Array)], [1, 2, 3]);
-    assert.ok(pool.strayMessages - stray >= 4 + 3 * 199, String(pool.strayMessages - stray));
+    // The answer came through its lane, maybe before the messages posted ahead of it were read.
+    for (let i = 0; i < 200 && pool.strayMessages - stray < 4 + 3 * 199; i++)
+      await new Promise((r) => setTimeout(r, 10));
+    assert.equal(pool.strayMessages - stray, 4 + 3 * 199);
     const pass = await hook('pass-after-posts.mjs', 'export function preprocess(t) { return t; }');
     assert.ok((await pool.run(call(pass))).x);
   });
