@@ -8,6 +8,7 @@ import { defaultConfig, workerSettings } from '../../src/config/node-config.js';
 import { createLogger } from '../../src/log.js';
 import { serve } from '../../src/serve.js';
 import { examples } from '../transports/surface.js';
+import { inferMlp } from '../control/harness.js';
 
 suite('serve(): stopping', () => {
   const dir = mkdtempSync(join(tmpdir(), 'hloserve-serve-stop-'));
@@ -28,26 +29,7 @@ suite('serve(): stopping', () => {
       endpoints: { ...base.endpoints, grpcPort: 0, httpPort: 0, metricsPort: 0, consolePort: -1 },
     };
     const server = await serve(repo, settings, createLogger('silent'));
-    const x = new Float32Array(784).fill(0.25);
-    const inFlight = server.worker.infer(
-      {
-        modelName: 'slow',
-        modelVersion: '',
-        id: '',
-        parameters: {},
-        inputs: [
-          {
-            name: 'x',
-            datatype: 'FP32',
-            shape: [1, 784],
-            parameters: {},
-            data: { kind: 'raw', bytes: new Uint8Array(x.buffer) },
-          },
-        ],
-        outputs: [],
-      },
-      { deadline: null, signal: new AbortController().signal },
-    );
+    const inFlight = inferMlp(server.worker, '', 'slow');
     const failed = inFlight.then(
       () => assert.fail('the request in the hook was answered'),
       (e: unknown) => e,
