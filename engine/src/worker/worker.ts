@@ -845,7 +845,6 @@ export class Worker implements InferenceService {
     return e;
   }
 
-  /** Stops taking requests; with drain, serves what is queued first. Then frees the device. */
   /**
    * A stop that should not wait any more (a second signal): queued requests fail now, and so do
    * the hook calls in flight (their threads are ended), so that the versions they hold are freed.
@@ -859,6 +858,7 @@ export class Worker implements InferenceService {
   /** Where a stop is (a stop that takes long says it), or null before stop() and after it. */
   stopStage: string | null = null;
 
+  /** Stops taking requests; with drain, serves what is queued first. Then frees the device. */
   async stop(drain = true): Promise<void> {
     if (this.#stopping) return;
     this.#stopping = true;
