@@ -9,7 +9,7 @@ import { createLogger } from '../../src/log.js';
 import { buildHttpServer } from '../../src/transports/http-server.js';
 import { Worker } from '../../src/worker/worker.js';
 import { examples } from '../transports/surface.js';
-import { withTimeout, type Target } from './surfaces.js';
+import { CODES, HTTP_CODES, withTimeout, type Target } from './surfaces.js';
 
 /**
  * Fuzzing what bundle hooks hand back to the engine. A hooks module is code the operator
@@ -362,8 +362,6 @@ export const hookInput: fc.Arbitrary<HookInput> = fc.oneof(
 
 // ---- the verdict ------------------------------------------------------------------------------
 
-const CODES = new Set<string>(Object.keys(ERROR_CATALOGUE));
-const HTTP_CODES = new Set<number>([200, ...Object.values(ERROR_CATALOGUE).map((s) => s.http)]);
 const body = (parameters: Record<string, string> = {}) =>
   JSON.stringify({
     parameters,

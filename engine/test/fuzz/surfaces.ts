@@ -34,8 +34,9 @@ export interface Target<T = unknown> {
 }
 
 const GRPC_CODES = new Set<number>([GrpcStatus.OK, ...Object.values(ERROR_CATALOGUE).map((s) => s.grpc)]);
-const HTTP_CODES = new Set<number>([200, ...Object.values(ERROR_CATALOGUE).map((s) => s.http)]);
-const CODES = new Set<string>(Object.keys(ERROR_CATALOGUE));
+/** The HTTP statuses and error codes a served answer may carry (the catalogue's, and 200). */
+export const HTTP_CODES = new Set<number>([200, ...Object.values(ERROR_CATALOGUE).map((s) => s.http)]);
+export const CODES = new Set<string>(Object.keys(ERROR_CATALOGUE));
 const N = 784;
 const HANG_MS = 15_000;
 
