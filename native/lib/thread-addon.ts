@@ -9,6 +9,8 @@ export interface ThreadAddon {
   watchBufferGuards(onFired: (threadId: number) => void): boolean;
   releaseBufferGuard(threadId: number): void;
   buffersGuardFired(threadId: number): boolean;
+  setTimerSlack(ns: number): boolean;
+  timerSlack(): number;
 }
 
 let addon: ThreadAddon | null | undefined;

@@ -13,6 +13,7 @@
 
 #if defined(__linux__)
 #include <sched.h>
+#include <sys/prctl.h>
 #endif
 
 namespace {
@@ -30,6 +31,37 @@ napi_value IdleThisThread(napi_env env, napi_callback_info info) {
 #endif
   napi_value result;
   napi_get_boolean(env, ok, &result);
+  return result;
+}
+
+// setTimerSlack(ns): sets the calling thread's timer slack (Linux keeps it per thread); true when
+// it took. A timed wait ends up to the slack late: 50 µs by default, which is longer than the
+// margin a hook thread keeps when it wakes itself just before a call it expects.
+napi_value SetTimerSlack(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value arg;
+  int64_t ns = 0;
+  bool ok = false;
+  if (napi_get_cb_info(env, info, &argc, &arg, nullptr, nullptr) == napi_ok && argc == 1 &&
+      napi_get_value_int64(env, arg, &ns) == napi_ok && ns > 0) {
+#if defined(__linux__) && defined(PR_SET_TIMERSLACK)
+    ok = prctl(PR_SET_TIMERSLACK, static_cast<unsigned long>(ns), 0, 0, 0) == 0;
+#endif
+  }
+  napi_value result;
+  napi_get_boolean(env, ok, &result);
+  return result;
+}
+
+// timerSlack(): the calling thread's timer slack in nanoseconds (-1 where unknown).
+napi_value TimerSlack(napi_env env, napi_callback_info) {
+  int64_t ns = -1;
+#if defined(__linux__) && defined(PR_GET_TIMERSLACK)
+  int got = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+  if (got >= 0) ns = got;
+#endif
+  napi_value result;
+  napi_create_int64(env, ns, &result);
   return result;
 }
 
@@ -182,7 +214,8 @@ NAPI_MODULE_INIT() {
   if (!Export(env, exports, "idleThisThread", IdleThisThread) || !Export(env, exports, "guardBuffers", GuardBuffers) ||
       !Export(env, exports, "watchBufferGuards", WatchBufferGuards) ||
       !Export(env, exports, "releaseBufferGuard", ReleaseBufferGuard) ||
-      !Export(env, exports, "buffersGuardFired", BuffersGuardFired))
+      !Export(env, exports, "buffersGuardFired", BuffersGuardFired) ||
+      !Export(env, exports, "setTimerSlack", SetTimerSlack) || !Export(env, exports, "timerSlack", TimerSlack))
     return nullptr;
   return exports;
 }

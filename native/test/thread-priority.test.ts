@@ -45,3 +45,26 @@ test('idleThisThread puts the calling worker thread, and no other thread, at SCH
     await new Promise((r) => w.once('exit', r));
   }
 });
+
+test('setThreadTimerSlack sets the calling worker thread\'s timer slack, and no other thread\'s', async (t) => {
+  if (process.platform !== 'linux') return t.skip('per-thread timer slack is a Linux property');
+  const module = new URL('../lib/timer-slack.js', import.meta.url).href;
+  const mainBefore = readFileSync('/proc/self/timerslack_ns', 'utf8').trim();
+  const w = new Worker(
+    `const { parentPort } = require('node:worker_threads');
+     import(${JSON.stringify(module)}).then((m) => {
+       const before = m.threadTimerSlack();
+       const ok = m.setThreadTimerSlack(1000);
+       const refused = m.setThreadTimerSlack(0);
+       parentPort.postMessage({ before, ok, refused, after: m.threadTimerSlack() });
+     });`,
+    { eval: true },
+  );
+  const got = await new Promise<{ before: number; ok: boolean; refused: boolean; after: number }>((resolve, reject) => {
+    w.once('message', resolve);
+    w.once('error', reject);
+  });
+  await w.terminate();
+  assert.deepEqual(got, { before: Number(mainBefore), ok: true, refused: false, after: 1000 });
+  assert.equal(readFileSync('/proc/self/timerslack_ns', 'utf8').trim(), mainBefore, 'the main thread keeps its slack');
+});

@@ -4,19 +4,25 @@
  * woken vCPU's exit from halt inside it) per call; a thread that is polling its doorbell when the
  * next call comes needs none (hook-lanes.ts: the engine notifies only a thread that said it
  * sleeps). At c=1 a request's postprocess call follows its preprocess by about the model's
- * execution, so the thread polls for about that long.
+ * execution, and the next request's preprocess follows the postprocess by the client's round trip.
+ *
+ * The thread plans from the gap last seen between a lone call of that kind and the next ring (a
+ * slowly decaying maximum of the gaps measured worse: one late call cost a dozen polls). A short
+ * gap is polled through. A longer one, up to `wakeWithinMs`, is slept through on a timed wait that
+ * ends `wakeBeforeMs` before the gap is over (hook threads set their timer slack to 1 µs for it;
+ * the default 50 µs would end it late), then polled: the call finds the thread awake without a
+ * core held through the whole gap. That matters beside an execution: a thread polling through it
+ * takes the core the execution computes on (bench/RESULTS.md, session 20: a pass-through hook's
+ * added p50 at c=1 in process 50-52 µs against 60 polled or woken, 77 against 94 while the host
+ * ran slower, and 10 % less CPU per request). A longer gap sleeps until rung.
  *
  * A poll is worth it only when it is answered and costs a core only while it runs, so it is
- * bounded three ways, for each kind of call on its own (a poll after a postprocess waits for a
- * client's next request, one after a preprocess only for the execution): by the gap last seen
- * between a lone call of that kind and the next ring (a model that runs for milliseconds gets no
- * poll; a slowly decaying maximum of the gaps measured worse: one late call cost a dozen polls),
- * by a fixed cap,
- * and by a backoff: a poll the ring did not come within, or one the thread was taken off its core
- * in (two looks more than `preemptedMs` apart: more runnable threads than cores), skips the next
- * 1, then 2, 4 ... 64 polls of its kind. A loaded machine therefore gets the thread that sleeps at
- * once (bench/RESULTS.md, session 15: an unconditional 100 µs poll cost 450 µs per request at
- * load 5-9).
+ * bounded: by the gap (stretched a little for jitter), by a cap of its kind (`afterPreMs`,
+ * `afterPostMs`; `wakePollMs` after a timed sleep), and by a backoff: a poll the ring did not come
+ * within, or one the thread was taken off its core in (two looks more than `preemptedMs` apart:
+ * more runnable threads than cores), skips the next 1, then 2, 4 ... 64 polls of its kind, timed
+ * or not. A loaded machine therefore gets the thread that sleeps at once (bench/RESULTS.md,
+ * session 15: an unconditional 100 µs poll cost 450 µs per request at load 5-9).
  */
 
 /** What a poll ended with. */
@@ -29,9 +35,30 @@ export interface SpinLimits {
   readonly afterPostMs: number;
   /** A gap between two looks at the doorbell longer than this means the thread lost its core, ms. */
   readonly preemptedMs: number;
+  /** How long before an expected call a timed sleep ends, ms (0 or absent: no timed sleeps). */
+  readonly wakeBeforeMs?: number;
+  /** The longest gap a timed sleep is planned for, ms; a longer one sleeps until rung. */
+  readonly wakeWithinMs?: number;
+  /** The longest poll after a timed sleep, ms. */
+  readonly wakePollMs?: number;
 }
 
-export const SPIN_LIMITS: SpinLimits = { afterPreMs: 0.15, afterPostMs: 0.05, preemptedMs: 0.02 };
+export const SPIN_LIMITS: SpinLimits = {
+  afterPreMs: 0.15,
+  afterPostMs: 0.05,
+  preemptedMs: 0.02,
+  wakeBeforeMs: 0.03,
+  wakeWithinMs: 2,
+  wakePollMs: 0.1,
+};
+
+/** What a thread does after a lone call before it sleeps until rung: a timed sleep, then a poll (ms; 0: none). */
+export interface SpinPlan {
+  readonly sleepMs: number;
+  readonly pollMs: number;
+}
+
+const SLEEP_AT_ONCE: SpinPlan = { sleepMs: 0, pollMs: 0 };
 /** No poll at all (a pool's option, for tests and to switch it off). */
 export const NO_SPIN: SpinLimits = { afterPreMs: 0, afterPostMs: 0, preemptedMs: 0 };
 
@@ -40,6 +67,8 @@ const BACKOFF_MAX = 64;
 /** A poll lasts the gap last seen times this, plus SLACK_MS: a little jitter still finds it awake. */
 const STRETCH = 1.25;
 const SLACK_MS = 0.015;
+/** The shortest timed sleep worth a timer; a shorter gap is polled through. */
+const MIN_SLEEP_MS = 0.04;
 
 type Kind = 'preprocess' | 'postprocess';
 
@@ -68,19 +97,26 @@ export class SpinPolicy {
     if (ms >= 0) this.#kinds[kind].gap = ms;
   }
 
-  /** How long to poll after a lone call of `kind`, ms; 0: sleep at once. */
-  budget(kind: Kind): number {
+  /** What to do after a lone call of `kind` before sleeping until rung. */
+  plan(kind: Kind): SpinPlan {
     const cap = kind === 'preprocess' ? this.#limits.afterPreMs : this.#limits.afterPostMs;
-    if (!(cap > 0)) return 0;
+    if (!(cap > 0)) return SLEEP_AT_ONCE;
     const k = this.#kinds[kind];
+    const before = this.#limits.wakeBeforeMs ?? 0;
+    // A gap long enough to sleep through most of it, and not too long to foresee.
+    const timed = before > 0 && k.gap - before >= MIN_SLEEP_MS && k.gap <= (this.#limits.wakeWithinMs ?? 0);
     // Unknown: one poll up to the cap finds out (the ring that ends it, or the wake, gives the gap).
-    if (k.gap > cap) return 0;
+    if (k.gap > cap && !timed) return SLEEP_AT_ONCE;
     if (k.skips > 0) {
       k.skips--;
       this.counts.skipped++;
-      return 0;
+      return SLEEP_AT_ONCE;
     }
-    return Number.isNaN(k.gap) ? cap : Math.min(cap, k.gap * STRETCH + SLACK_MS);
+    if (Number.isNaN(k.gap)) return { sleepMs: 0, pollMs: cap };
+    const until = k.gap * STRETCH + SLACK_MS;
+    if (!timed) return { sleepMs: 0, pollMs: Math.min(cap, until) };
+    const sleepMs = k.gap - before;
+    return { sleepMs, pollMs: Math.min(this.#limits.wakePollMs ?? 0, until - sleepMs) };
   }
 
   /** How a poll after a call of `kind` ended: an answered one clears its backoff, any other doubles it. */

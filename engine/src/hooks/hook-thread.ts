@@ -40,6 +40,7 @@ import type { ThreadData } from './hook-pool.js';
 import { SpinPolicy, spinWhile } from './hook-spin.js';
 import { HookLog, type HookLogger } from './hook-log.js';
 import { guardThreadBuffers } from '@hloserve/native/buffer-guard';
+import { setThreadTimerSlack } from '@hloserve/native/timer-slack';
 
 type HookFn = (tensors: HookTensors, ...rest: unknown[]) => unknown;
 type Module = Record<string, unknown>;
@@ -55,12 +56,17 @@ let lastLaneCall = -Infinity;
 
 /** How long after a lane call the thread keeps sleeping on the doorbell rather than its event loop. */
 const HOT_MS = 20;
+/** This thread's timer slack when it sleeps until just before a call it expects. */
+const TIMER_SLACK_NS = 1000;
 
 const port = parentPort;
 if (!port) throw new Error('hook-thread runs only as a worker thread');
 const { sab, lanes, laneBytes, spin: spinLimits, log: logSettings, maxBufferMb } = workerData as ThreadData;
 // Before any hook runs: the typed arrays a hook allocates live outside the heap limit.
 if (maxBufferMb !== null) guardThreadBuffers(maxBufferMb * 2 ** 20);
+// A timed sleep before an expected call (hook-spin.ts) must end within its margin of a few tens
+// of µs; the default slack (50 µs) is longer than that.
+if ((spinLimits.wakeBeforeMs ?? 0) > 0) setThreadTimerSlack(TIMER_SLACK_NS);
 const hookLog = new HookLog(logSettings);
 const block = new LaneBlock({ lanes, laneBytes }, sab);
 const spin = new SpinPolicy(spinLimits);
@@ -305,10 +311,12 @@ async function serveLanes(): Promise<void> {
     }
     if (pollDue && pending === 0) {
       pollDue = false;
-      const ms = spin.budget(lone!);
-      if (ms > 0) {
+      const plan = spin.plan(lone!);
+      // Rung while asleep: the call came sooner than the last gap said (the engine notified).
+      if (plan.sleepMs > 0 && sleepUnlessRung(bell, plan.sleepMs)) continue;
+      if (plan.pollMs > 0) {
         // SLEEPING stays 0: a ring now is a store the poll sees, with no notify.
-        const end = spinWhile(block.words, DOORBELL, bell, ms, spinLimits.preemptedMs);
+        const end = spinWhile(block.words, DOORBELL, bell, plan.pollMs, spinLimits.preemptedMs);
         spin.ended(lone!, end);
         if (end === 'rung') continue;
       }
@@ -323,6 +331,14 @@ async function serveLanes(): Promise<void> {
     }
     Atomics.store(block.words, SLEEPING, 0);
   }
+}
+
+/** Sleeps on the doorbell for up to `ms` as a sleeping thread (a ring notifies); true when rung. */
+function sleepUnlessRung(bell: number, ms: number): boolean {
+  Atomics.store(block.words, SLEEPING, 1);
+  if (Atomics.load(block.words, DOORBELL) === bell) Atomics.wait(block.words, DOORBELL, bell, ms);
+  Atomics.store(block.words, SLEEPING, 0);
+  return Atomics.load(block.words, DOORBELL) !== bell;
 }
 
 void serveLanes();

@@ -22,24 +22,24 @@ function clock(steps: number[]): () => number {
 suite('hook thread polling: the policy', () => {
   test('the first lone call of a kind polls up to its cap; then about the gap last seen, and none past the cap', () => {
     const p = new SpinPolicy(limits);
-    assert.equal(p.budget('preprocess'), 0.15);
-    assert.equal(p.budget('postprocess'), 0.05);
+    assert.equal(p.plan('preprocess').pollMs, 0.15);
+    assert.equal(p.plan('postprocess').pollMs, 0.05);
     p.sawGap('preprocess', 0.06);
-    assert.ok(close(p.budget('preprocess'), 0.06 * 1.25 + 0.015));
+    assert.ok(close(p.plan('preprocess').pollMs, 0.06 * 1.25 + 0.015));
     p.sawGap('postprocess', 0.04);
-    assert.equal(p.budget('postprocess'), 0.05, 'stretched past the cap: the cap');
+    assert.equal(p.plan('postprocess').pollMs, 0.05, 'stretched past the cap: the cap');
     p.sawGap('postprocess', 0.06);
-    assert.equal(p.budget('postprocess'), 0, 'a gap past the cap: sleep at once');
+    assert.equal(p.plan('postprocess').pollMs, 0, 'a gap past the cap: sleep at once');
     p.sawGap('postprocess', 0.01);
-    assert.ok(close(p.budget('postprocess'), 0.01 * 1.25 + 0.015), 'the gap last seen counts, not a longer one before');
-    assert.equal(new SpinPolicy(NO_SPIN).budget('preprocess'), 0);
+    assert.ok(close(p.plan('postprocess').pollMs, 0.01 * 1.25 + 0.015), 'the gap last seen counts, not a longer one before');
+    assert.equal(new SpinPolicy(NO_SPIN).plan('preprocess').pollMs, 0);
   });
 
   test('a poll that runs out or loses its core skips the next 1, 2, 4 ... 64 polls; an answered one ends that', () => {
     const p = new SpinPolicy(limits);
     const skipsAfter = (): number => {
       let n = 0;
-      while (p.budget('preprocess') === 0) n++;
+      while (p.plan('preprocess').pollMs === 0) n++;
       return n;
     };
     p.ended('preprocess', 'ranOut');
@@ -57,12 +57,34 @@ suite('hook thread polling: the policy', () => {
     assert.deepEqual(p.counts, { spins: 15, rung: 1, ranOut: 13, preempted: 1, skipped: 72 });
   });
 
+  test('a gap long enough to sleep through, and not too long, is slept through to just before it, then polled', () => {
+    const timed: SpinLimits = { ...limits, wakeBeforeMs: 0.03, wakeWithinMs: 2, wakePollMs: 0.1 };
+    const p = new SpinPolicy(timed);
+    p.sawGap('preprocess', 0.05);
+    assert.deepEqual(p.plan('preprocess'), { sleepMs: 0, pollMs: 0.05 * 1.25 + 0.015 }, 'too short to sleep: polled');
+    p.sawGap('preprocess', 0.12);
+    const within = p.plan('preprocess');
+    assert.ok(close(within.sleepMs, 0.09), 'within the cap, but long enough: slept through');
+    assert.ok(close(within.pollMs, 0.12 * 1.25 + 0.015 - 0.09));
+    p.sawGap('postprocess', 0.4);
+    const past = p.plan('postprocess');
+    assert.ok(close(past.sleepMs, 0.37), 'past the cap: slept through, not slept until rung');
+    assert.ok(close(past.pollMs, 0.1), 'the poll after it has its own bound');
+    p.sawGap('postprocess', 2.5);
+    assert.deepEqual(p.plan('postprocess'), { sleepMs: 0, pollMs: 0 }, 'too long to foresee: sleep until rung');
+    p.sawGap('postprocess', 0.4);
+    p.ended('postprocess', 'ranOut');
+    assert.deepEqual(p.plan('postprocess'), { sleepMs: 0, pollMs: 0 }, 'a timed plan backs off like a poll');
+    assert.equal(p.plan('postprocess').sleepMs > 0, true);
+    assert.deepEqual(new SpinPolicy(limits).plan('postprocess'), { sleepMs: 0, pollMs: 0.05 }, 'no wakeBeforeMs: no timed sleeps');
+  });
+
   test('each kind backs off alone, and a skip is spent only on a call that would have polled', () => {
     const p = new SpinPolicy(limits);
     p.ended('postprocess', 'ranOut');
-    assert.ok(p.budget('preprocess') > 0, "a postprocess poll's backoff leaves preprocess polls alone");
+    assert.ok(p.plan('preprocess').pollMs > 0, "a postprocess poll's backoff leaves preprocess polls alone");
     p.sawGap('postprocess', 1);
-    for (let i = 0; i < 3; i++) assert.equal(p.budget('postprocess'), 0);
+    for (let i = 0; i < 3; i++) assert.equal(p.plan('postprocess').pollMs, 0);
     assert.equal(p.counts.skipped, 0, 'no poll was due: no skip spent');
   });
 });
@@ -148,6 +170,40 @@ suite('hook thread polling: the pool', () => {
       const out = await pool.run(call(url, 'postprocess'));
       assert.deepEqual([...(out.x!.data as Float32Array)], [1, 2, 3]);
       assert.equal(pool.wakes, w, 'the thread was polling: no notify');
+    } finally {
+      await pool.close();
+    }
+  });
+
+  test('a postprocess call that comes after a timed sleep ended, while the thread polls, wakes nothing', async () => {
+    // Gaps of ~30 ms: slept through to 25 ms before the gap is over, then polled for the rest.
+    // Bounds wide enough that a loaded machine does not change the order.
+    const spin: SpinLimits = {
+      afterPreMs: 0.001,
+      afterPostMs: 0,
+      preemptedMs: Infinity,
+      wakeBeforeMs: 25,
+      wakeWithinMs: 60_000,
+      wakePollMs: 60_000,
+    };
+    const pool = new HookPool({ threads: 1, maxQueued: 8, maxHeapMb: 64, name: 'timed', spin });
+    const pause = (): Promise<void> => new Promise((r) => setTimeout(r, 30));
+    try {
+      const url = await pass();
+      await pool.run(call(url, 'postprocess'));
+      // The first lone preprocess polls its cap and runs out (its next poll is skipped); the
+      // postprocess 30 ms later gives the gap; the second preprocess spends the skip.
+      for (let i = 0; i < 2; i++) {
+        await pool.run(call(url, 'preprocess'));
+        await pause();
+        await pool.run(call(url, 'postprocess'));
+      }
+      await pool.run(call(url, 'preprocess'));
+      await pause();
+      const w = pool.wakes;
+      const out = await pool.run(call(url, 'postprocess'));
+      assert.deepEqual([...(out.x!.data as Float32Array)], [1, 2, 3]);
+      assert.equal(pool.wakes, w, 'the thread woke itself before the call: no notify');
     } finally {
       await pool.close();
     }
