@@ -6,11 +6,12 @@
  * weight cache reads the weights when it needs them, so a repository of many models costs
  * little memory until used.
  */
-import { open, readdir, readFile, stat } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import type { ProgramSignature } from '@hloserve/native/mlir-signature';
 import { isMlirBytecode, parseMainSignature } from '@hloserve/native/mlir-signature';
 import { bundleError } from './bundle-error.js';
+import { openBundleFile, readBundleFile } from './bundle-file.js';
 import { readManifest, type Manifest } from './manifest.js';
 import type { ParsedYamlStore } from './parsed-yaml-store.js';
 import { matchModuleFiles, type ModuleFileName } from './module-files.js';
@@ -207,10 +208,11 @@ async function loadModule(
   weights: BundleWeights | null,
   variant: Manifest['inputShapes'][number] | null,
 ): Promise<BundleModule> {
-  const { size } = await stat(path);
   const magic = new Uint8Array(4);
-  const handle = await open(path, 'r');
+  const handle = await openBundleFile(path);
+  let size: number;
   try {
+    size = (await handle.stat()).size;
     await handle.read(magic, 0, 4, 0);
   } finally {
     await handle.close();
@@ -219,7 +221,7 @@ async function loadModule(
     return { ...file, path, format: 'bytecode', byteLength: size, signature: null, signatureCheckedAt: 'compile' };
   }
 
-  const text = await readFile(path, 'utf8');
+  const text = await readBundleFile(path, 'utf8');
   if (!/func\.func\s+(?:public\s+)?@main\s*\(/.test(text)) {
     throw bundleError(
       path,

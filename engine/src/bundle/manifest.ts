@@ -4,11 +4,12 @@
  * first request. Checks that need the rest of the bundle directory (hooks present, module files,
  * the directory name) belong to the loader in bundle.ts.
  */
-import { readFile } from 'node:fs/promises';
 import { describeValue, isMapping } from '../config/describe-value.js';
 import { parseYamlText } from '../config/yaml-text.js';
 import type { TensorRole } from '../dtypes.js';
+import { ServeError } from '@hloserve/common/errors';
 import { bundleError, fieldPath } from './bundle-error.js';
+import { readBundleFile } from './bundle-file.js';
 import type { ParsedYamlStore } from './parsed-yaml-store.js';
 import { parseTensorSpec, VARIABLE_DIM, type ExecutableTensorSpec, type TensorSpec } from './tensor-spec.js';
 
@@ -89,8 +90,9 @@ export function clientOutputSpecs(m: Manifest): readonly TensorSpec[] {
 export async function readManifest(path: string, parsedYaml?: ParsedYamlStore): Promise<Manifest> {
   let text: string;
   try {
-    text = await readFile(path, 'utf8');
+    text = await readBundleFile(path, 'utf8');
   } catch (err) {
+    if (err instanceof ServeError) throw err;
     const code = (err as NodeJS.ErrnoException).code;
     throw bundleError(
       path,

@@ -5,11 +5,12 @@
  * zero-copy views into one file buffer; the header alone can be read without the data so that
  * loading a bundle does not pull gigabytes of weights into memory before the weight cache asks.
  */
-import { open, readFile } from 'node:fs/promises';
 import type { DType } from '@hloserve/native/dtype';
 import { DTYPE_BYTES } from '@hloserve/native/dtype';
 import { describeValue, isMapping } from '../config/describe-value.js';
+import { ServeError } from '@hloserve/common/errors';
 import { bundleError, fieldPath } from './bundle-error.js';
+import { openBundleFile, readBundleFile } from './bundle-file.js';
 import { dtypeFromSafetensors, SAFETENSORS_DTYPES } from './safetensors-dtype.js';
 
 /** The safetensors crate's own limit; a larger header means a corrupt or hostile file. */
@@ -53,8 +54,9 @@ export interface SafetensorsFile extends SafetensorsHeader {
 export async function readSafetensorsHeader(path: string): Promise<SafetensorsHeader> {
   let handle;
   try {
-    handle = await open(path, 'r');
+    handle = await openBundleFile(path);
   } catch (err) {
+    if (err instanceof ServeError) throw err;
     throw bundleError(path, null, `cannot open: ${(err as Error).message}`, err);
   }
   try {
@@ -76,8 +78,9 @@ export async function readSafetensors(path: string): Promise<SafetensorsFile> {
   try {
     // readFile returns a Buffer that owns its memory at offset 0 (never a pool slice), so each
     // tensor's view keeps the alignment the writer gave it.
-    bytes = await readFile(path);
+    bytes = await readBundleFile(path);
   } catch (err) {
+    if (err instanceof ServeError) throw err;
     throw bundleError(path, null, `cannot read: ${(err as Error).message}`, err);
   }
   return parseSafetensors(bytes, path);

@@ -5,11 +5,12 @@
  * across reloads and renames, reuses the same one. A TypeScript hook is transpiled once per hash.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ServeError } from '@hloserve/common/errors';
 import type { BundleHooks } from '../bundle/bundle.js';
+import { readBundleFile } from '../bundle/bundle-file.js';
 
 export interface HookSource {
   readonly url: string;
@@ -17,7 +18,7 @@ export interface HookSource {
 }
 
 export async function prepareHookSource(hooks: BundleHooks, cacheDir: string): Promise<HookSource> {
-  const text = await readFile(hooks.path, 'utf8');
+  const text = await readBundleFile(hooks.path, 'utf8');
   const sha256 = createHash('sha256').update(hooks.language).update('\0').update(text).digest('hex');
   // model.mjs is imported in place so that its relative imports resolve. model.js has no
   // package.json to say it is an ES module, and model.ts must be transpiled: both are written

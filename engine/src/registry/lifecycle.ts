@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import type { DeviceBuffer, Runtime } from '@hloserve/native';
 import { ServeError, toServeError } from '@hloserve/common/errors';
 import { setClampedTimeout } from '@hloserve/common/timers';
@@ -16,6 +15,7 @@ import { ModelHooks, type HookLimits } from '../hooks/model-hooks.js';
 import type { PjrtLease } from '../device/pjrt-executor.js';
 import type { HostWeights } from '../weights/pjrt-weight-backend.js';
 import type { WeightSource } from '../model/model-version.js';
+import { readBundleFile } from '../bundle/bundle-file.js';
 import { bundleSignature } from './bundle-signature.js';
 import type { LifecycleEvents } from './lifecycle-events.js';
 import type { Policy } from './policy.js';
@@ -307,7 +307,7 @@ export class Lifecycle {
     const hooksLoading = this.#loadHooks(bundle);
     hooksLoading.catch(() => undefined);
     const modules = new Map<number, Uint8Array>();
-    await Promise.all(bundle.modules.map(async (m) => modules.set(m.batchSize, await readFile(m.path))));
+    await Promise.all(bundle.modules.map(async (m) => modules.set(m.batchSize, await readBundleFile(m.path))));
     phases.readSeconds = lap();
     const weights = (bundle.weights?.tensors ?? []).map((t) => ({ name: t.name, dtype: t.dtype, shape: t.shape }));
     const compile = d.compile ?? ((rt, src, sig, queued) => CompiledModel.compile(rt, src, sig, null, queued));

@@ -5,12 +5,13 @@
  * Worker.infer, the same path a KServe client's request takes.
  */
 import { createHash } from 'node:crypto';
-import { readdir, readFile, rename, stat } from 'node:fs/promises';
+import { readdir, rename, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ServeError } from '@hloserve/common/errors';
 import type { WireInput } from '@hloserve/common/wire';
 import { readManifest, clientInputSpecs, clientOutputSpecs } from '../../bundle/manifest.js';
 import { readSafetensors } from '../../bundle/safetensors.js';
+import { readBundleFile } from '../../bundle/bundle-file.js';
 import type { TensorSpec } from '../../bundle/tensor-spec.js';
 import { toWireDatatype } from '../../dtypes.js';
 import type { ModelVersion } from '../../model/model-version.js';
@@ -225,7 +226,7 @@ export class WorkerInspectPort implements InspectPort {
   async #reference(v: ModelVersion): Promise<Reference> {
     const b = v.bundle;
     const m = b.manifest;
-    const client = await readFile(join(b.dir, 'client-reference.json'), 'utf8').catch(() => null);
+    const client = await readBundleFile(join(b.dir, 'client-reference.json'), 'utf8').catch(() => null);
     if (client !== null) {
       try {
         const parsed = JSON.parse(client) as { inputs?: unknown; outputs?: unknown };
@@ -276,7 +277,7 @@ export class WorkerInspectPort implements InspectPort {
 /** Where #reference would take its input from, without reading the tensors. */
 async function referenceSource(v: ModelVersion): Promise<ModelIoView['reference']> {
   const b = v.bundle;
-  const client = await readFile(join(b.dir, 'client-reference.json'), 'utf8').catch(() => null);
+  const client = await readBundleFile(join(b.dir, 'client-reference.json'), 'utf8').catch(() => null);
   if (client !== null) {
     try {
       const inputs = (JSON.parse(client) as { inputs?: unknown }).inputs;
@@ -350,7 +351,7 @@ async function describeFolder(dir: string, id: string, at: number | null): Promi
     }
   }
   const manifestPath = join(dir, 'manifest.yaml');
-  const text = await readFile(manifestPath).catch(() => null);
+  const text = await readBundleFile(manifestPath).catch(() => null);
   const m = text === null ? null : await readManifest(manifestPath).catch(() => null);
   return {
     id,

@@ -5,7 +5,7 @@
  * the module's batch size: a module compiled for another batch size is caught here, not at
  * warmup after installation. The executables are then freed.
  */
-import { readFile } from 'node:fs/promises';
+import { readBundleFile } from '../../bundle/bundle-file.js';
 import { basename } from 'node:path';
 import type { Runtime } from '@hloserve/native';
 import { bundleError } from '../../bundle/bundle-error.js';
@@ -17,7 +17,7 @@ export function trialCompiler(runtime: Runtime): (bundleDir: string) => Promise<
     const bundle = await loadBundle(dir);
     if (bundle.kind !== 'model') return;
     const modules = new Map<number, Uint8Array>();
-    for (const m of bundle.modules) modules.set(m.batchSize, await readFile(m.path));
+    for (const m of bundle.modules) modules.set(m.batchSize, await readBundleFile(m.path));
     const weights = (bundle.weights?.tensors ?? []).map((t) => ({ name: t.name, dtype: t.dtype, shape: t.shape }));
     const compiled = await CompiledModel.compile(runtime, {
       name: bundle.name,
