@@ -7,8 +7,9 @@
  * ends. Opened non-blocking, a FIFO opens at once; anything but a regular file is then refused
  * with the bundle's error, before a byte is read. O_NONBLOCK changes nothing for a regular file.
  */
-import { constants, type Stats } from 'node:fs';
-import { type FileHandle, open } from 'node:fs/promises';
+import { constants, type Dirent, type Stats } from 'node:fs';
+import { type FileHandle, open, readdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import { bundleError } from './bundle-error.js';
 
 /** Opens `path` for reading if it is a regular file (after symlinks); a bundle error otherwise. */
@@ -36,7 +37,41 @@ export async function readBundleFile(path: string, encoding?: 'utf8'): Promise<B
   }
 }
 
-function kindOf(s: Stats): string {
+/** Entries looked at, at most, by checkBundleTree: a vendored node_modules can be large. */
+const TREE_ENTRIES_MAX = 20_000;
+
+/**
+ * Refuses a bundle directory with a FIFO, a device or a socket anywhere under it (a symlink counts
+ * as what it points to; linked directories are not entered). For bundles with hooks: their module
+ * may import any file of the bundle, and Node's loader opens it plainly on the threads every file
+ * operation shares, where a FIFO blocks for good (and holds the hook thread, which then cannot be
+ * stopped). Files hloserve reads itself go through openBundleFile.
+ */
+export async function checkBundleTree(dir: string): Promise<void> {
+  let seen = 0;
+  const walk = async (rel: string): Promise<void> => {
+    let entries: Dirent[];
+    try {
+      entries = await readdir(join(dir, rel), { withFileTypes: true });
+    } catch (err) {
+      throw bundleError(join(dir, rel), null, `cannot read: ${(err as Error).message}`, err);
+    }
+    for (const e of entries) {
+      if (++seen > TREE_ENTRIES_MAX) return;
+      const path = join(dir, rel, e.name);
+      if (e.isDirectory()) await walk(join(rel, e.name));
+      else if (e.isSymbolicLink()) {
+        const target = await stat(path).catch(() => null);
+        // A dangling link is the importer's problem (ENOENT), not a hang.
+        if (target !== null && !target.isFile() && !target.isDirectory())
+          throw bundleError(path, null, `is ${kindOf(target)}, not a regular file`);
+      } else if (!e.isFile()) throw bundleError(path, null, `is ${kindOf(e)}, not a regular file`);
+    }
+  };
+  await walk('');
+}
+
+function kindOf(s: Stats | Dirent): string {
   if (s.isFIFO()) return 'a FIFO';
   if (s.isCharacterDevice()) return 'a character device';
   if (s.isBlockDevice()) return 'a block device';

@@ -11,7 +11,7 @@ import { basename, join, resolve } from 'node:path';
 import type { ProgramSignature } from '@hloserve/native/mlir-signature';
 import { isMlirBytecode, parseMainSignature } from '@hloserve/native/mlir-signature';
 import { bundleError } from './bundle-error.js';
-import { openBundleFile, readBundleFile } from './bundle-file.js';
+import { checkBundleTree, openBundleFile, readBundleFile } from './bundle-file.js';
 import { readManifest, type Manifest } from './manifest.js';
 import type { ParsedYamlStore } from './parsed-yaml-store.js';
 import { matchModuleFiles, type ModuleFileName } from './module-files.js';
@@ -105,6 +105,7 @@ export async function loadBundle(dir: string, parsedYaml?: ParsedYamlStore): Pro
   const hooks: BundleHooks | null = hookFiles[0]
     ? { path: at(hookFiles[0]), language: hookFiles[0].endsWith('.ts') ? 'ts' : 'js' }
     : null;
+  if (hooks) await checkBundleTree(dir);
   const juliaNote = has(JULIA_HOOK_FILE) ? `; ${JULIA_HOOK_FILE} (Julia) hooks are not run by hloserve` : '';
   if (!hooks) {
     for (const key of ['client_inputs', 'client_outputs'] as const) {
