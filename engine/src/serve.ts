@@ -124,7 +124,7 @@ export async function serve(
             return p.finally(() => waiting.delete(name));
           };
           const report = setInterval(
-            () => log.warn('shutdown still waiting', { on: [...waiting], worker: worker.stopStage }),
+            () => log.warn('shutdown still waiting', { on: [...waiting], stage: worker.stopStage }),
             STOP_REPORT_MS,
           );
           report.unref();
