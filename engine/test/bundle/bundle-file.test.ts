@@ -85,31 +85,31 @@ suite(
     });
 
     test('a bundle with hooks is refused for a FIFO or device anywhere under it, which its module could import', async () => {
-    const hooked = async (name: string): Promise<string> => {
-      const dir = await writeMlpBundle(root, name);
-      await writeFile(join(dir, 'model.mjs'), "import './lib/helper.mjs';\nexport const postprocess = (t) => t;\n");
-      await mkdir(join(dir, 'lib'));
-      return dir;
-    };
-    const a = await hooked('hooked-fifo');
-    mkfifo(join(a, 'lib', 'helper.mjs'));
-    await assert.rejects(loadBundle(a), refused(join(a, 'lib', 'helper.mjs'), /a FIFO/));
+      const hooked = async (name: string): Promise<string> => {
+        const dir = await writeMlpBundle(root, name);
+        await writeFile(join(dir, 'model.mjs'), "import './lib/helper.mjs';\nexport const postprocess = (t) => t;\n");
+        await mkdir(join(dir, 'lib'));
+        return dir;
+      };
+      const a = await hooked('hooked-fifo');
+      mkfifo(join(a, 'lib', 'helper.mjs'));
+      await assert.rejects(loadBundle(a), refused(join(a, 'lib', 'helper.mjs'), /a FIFO/));
 
-    const b = await hooked('hooked-device');
-    await symlink('/dev/null', join(b, 'lib', 'helper.mjs'));
-    await assert.rejects(loadBundle(b), refused(join(b, 'lib', 'helper.mjs'), /a character device/));
+      const b = await hooked('hooked-device');
+      await symlink('/dev/null', join(b, 'lib', 'helper.mjs'));
+      await assert.rejects(loadBundle(b), refused(join(b, 'lib', 'helper.mjs'), /a character device/));
 
-    // A linked directory is not entered (here a loop), and a bundle without hooks is not walked.
-    const c = await hooked('hooked-loop');
-    await writeFile(join(c, 'lib', 'helper.mjs'), 'export {};\n');
-    await symlink('..', join(c, 'lib', 'up'));
-    assert.equal((await loadBundle(c)).hooks?.path, join(c, 'model.mjs'));
-    const d = await writeMlpBundle(root, 'plain-with-fifo');
-    mkfifo(join(d, 'notes.txt'));
-    assert.equal((await loadBundle(d)).name, 'plain-with-fifo');
-  });
+      // A linked directory is not entered (here a loop), and a bundle without hooks is not walked.
+      const c = await hooked('hooked-loop');
+      await writeFile(join(c, 'lib', 'helper.mjs'), 'export {};\n');
+      await symlink('..', join(c, 'lib', 'up'));
+      assert.equal((await loadBundle(c)).hooks?.path, join(c, 'model.mjs'));
+      const d = await writeMlpBundle(root, 'plain-with-fifo');
+      mkfifo(join(d, 'notes.txt'));
+      assert.equal((await loadBundle(d)).name, 'plain-with-fifo');
+    });
 
-  test('a regular file behind a symlink still reads', async () => {
+    test('a regular file behind a symlink still reads', async () => {
       const dir = await writeMlpBundle(root, 'linked');
       const target = join(root, 'shared-weights.safetensors');
       await writeFile(target, await readFile(join(dir, 'weights.safetensors')));
