@@ -28,6 +28,9 @@ export class ModelHooks {
   readonly #limits: HookLimits;
   readonly #executableInputs: readonly TensorSpec[];
   readonly #clientOutputs: readonly TensorSpec[];
+  /** What checkHookTensors checks each result against, made once rather than per call. */
+  readonly #executableInputChecks: readonly TensorCheck[];
+  readonly #clientOutputChecks: readonly TensorCheck[];
 
   private constructor(
     bundle: Bundle,
@@ -44,6 +47,8 @@ export class ModelHooks {
     this.#limits = limits;
     this.#executableInputs = bundle.manifest.executableInputs;
     this.#clientOutputs = bundle.manifest.clientOutputs ?? bundle.manifest.executableOutputs;
+    this.#executableInputChecks = checksOf(this.#executableInputs);
+    this.#clientOutputChecks = checksOf(this.#clientOutputs);
   }
 
   /**
@@ -97,7 +102,7 @@ export class ModelHooks {
       timeoutMs: this.#limits.timeoutMs,
       gather,
     });
-    const checked = checkHookTensors('preprocess result', out, specsOf(this.#executableInputs));
+    const checked = checkHookTensors('preprocess result', out, this.#executableInputChecks);
     const tensors = this.#executableInputs.map((s) => toHostTensor(s.name, checked[s.name]!));
     sameBatch(this.#executableInputs, tensors);
     return tensors;
@@ -112,7 +117,7 @@ export class ModelHooks {
       context,
       timeoutMs: this.#limits.timeoutMs,
     });
-    const checked = checkHookTensors('postprocess result', out, specsOf(this.#clientOutputs));
+    const checked = checkHookTensors('postprocess result', out, this.#clientOutputChecks);
     return this.#clientOutputs.map((s) => toHostTensor(s.name, checked[s.name]!));
   }
 
@@ -126,12 +131,14 @@ export class ModelHooks {
       timeoutMs: this.#limits.timeoutMs,
       subcall: call,
     });
-    const checked = checkHookTensors('run result', out, specsOf(this.#clientOutputs));
+    const checked = checkHookTensors('run result', out, this.#clientOutputChecks);
     return this.#clientOutputs.map((s) => toHostTensor(s.name, checked[s.name]!));
   }
 }
 
-function specsOf(specs: readonly TensorSpec[]) {
+type TensorCheck = Parameters<typeof checkHookTensors>[2][number];
+
+function checksOf(specs: readonly TensorSpec[]): TensorCheck[] {
   return specs.map((s) => ({ name: s.name, dtype: s.dtype, shape: s.fixedExtents }));
 }
 
