@@ -46,7 +46,7 @@ test('idleThisThread puts the calling worker thread, and no other thread, at SCH
   }
 });
 
-test('setThreadTimerSlack sets the calling worker thread\'s timer slack, and no other thread\'s', async (t) => {
+test("setThreadTimerSlack sets the calling worker thread's timer slack, and no other thread's", async (t) => {
   if (process.platform !== 'linux') return t.skip('per-thread timer slack is a Linux property');
   const module = new URL('../lib/timer-slack.js', import.meta.url).href;
   const mainBefore = readFileSync('/proc/self/timerslack_ns', 'utf8').trim();

@@ -31,7 +31,10 @@ suite('hook thread polling: the policy', () => {
     p.sawGap('postprocess', 0.06);
     assert.equal(p.plan('postprocess').pollMs, 0, 'a gap past the cap: sleep at once');
     p.sawGap('postprocess', 0.01);
-    assert.ok(close(p.plan('postprocess').pollMs, 0.01 * 1.25 + 0.015), 'the gap last seen counts, not a longer one before');
+    assert.ok(
+      close(p.plan('postprocess').pollMs, 0.01 * 1.25 + 0.015),
+      'the gap last seen counts, not a longer one before',
+    );
     assert.equal(new SpinPolicy(NO_SPIN).plan('preprocess').pollMs, 0);
   });
 
@@ -76,7 +79,11 @@ suite('hook thread polling: the policy', () => {
     p.ended('postprocess', 'ranOut');
     assert.deepEqual(p.plan('postprocess'), { sleepMs: 0, pollMs: 0 }, 'a timed plan backs off like a poll');
     assert.equal(p.plan('postprocess').sleepMs > 0, true);
-    assert.deepEqual(new SpinPolicy(limits).plan('postprocess'), { sleepMs: 0, pollMs: 0.05 }, 'no wakeBeforeMs: no timed sleeps');
+    assert.deepEqual(
+      new SpinPolicy(limits).plan('postprocess'),
+      { sleepMs: 0, pollMs: 0.05 },
+      'no wakeBeforeMs: no timed sleeps',
+    );
   });
 
   test('each kind backs off alone, and a skip is spent only on a call that would have polled', () => {
