@@ -11,7 +11,8 @@
 // of that file's original location (relative to the bundle, so a checkout or an image can move),
 // and a CommonJS file's `__dirname`/`__filename` the same. Native addons (better-sqlite3 finds its
 // .node file from its own path; pg's optional pg-native) stay external and load as before, and so
-// do packages loaded only on first use (typescript, Fastify's schema compilers).
+// do packages loaded only on first use (Fastify's schema compilers; typescript, which only the
+// thread that transpiles a TypeScript hook requires).
 // Run by `npm run build` after tsc; skipped when no input is newer than the bundle. The output
 // directory is emptied first, so no code cache outlives the bundle it was made from.
 import { build } from 'esbuild';

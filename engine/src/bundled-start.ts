@@ -66,7 +66,8 @@ const wrapped = `(function (exports, require, module, __filename, __dirname) { $
 const script = new Script(wrapped, {
   filename: bundle,
   cachedData: cached,
-  // The bundle's one import() left (typescript, for a hook written in it) resolves from here.
+  // An import() left in the bundle resolves from here (the engine itself has none since a TypeScript
+  // hook's compiler is required on a thread of its own, hooks/ts-transpile-thread.ts).
   importModuleDynamically: ((specifier: string) => import(specifier)) as never,
 });
 if (cached === undefined || script.cachedDataRejected === true) {
