@@ -11,7 +11,7 @@
  * module recompiled, with a warning. The directory is bounded in bytes: least recently used entries
  * go first, by file mtime, which a hit refreshes, so the order survives restarts.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdir, open, readdir, readFile, rename, stat, unlink, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
@@ -21,6 +21,7 @@ import {
   programSignature,
   type Runtime,
 } from '@hloserve/native';
+import { sha256InSlices } from './chunked-hash.js';
 import { RunRecord } from './run-record.js';
 
 const MAGIC = Buffer.from('HLOXEC\u0000\u0001', 'latin1');
@@ -128,11 +129,7 @@ export class ExecutableCache {
   async keyOf(runtime: Runtime, code: Uint8Array): Promise<string> {
     const id = this.#identity(runtime);
     const pluginFile = await this.#pluginFile(id.pluginPath);
-    const h = createHash('sha256');
-    h.update(JSON.stringify({ ...id, pluginFile }));
-    h.update('\u0000');
-    h.update(code);
-    return h.digest('hex');
+    return (await sha256InSlices(JSON.stringify({ ...id, pluginFile }), '\u0000', code)).toString('hex');
   }
 
   /**
@@ -296,7 +293,7 @@ export class ExecutableCache {
     const checksum = file.subarray(at, at + 32);
     const payload = file.subarray(HEADER_BYTES);
     if (length !== BigInt(payload.length)) return { bad: `truncated: ${payload.length} of ${length} payload bytes` };
-    if (!createHash('sha256').update(payload).digest().equals(checksum)) return { bad: 'corrupt: checksum mismatch' };
+    if (!(await sha256InSlices(payload)).equals(checksum)) return { bad: 'corrupt: checksum mismatch' };
     return { payload };
   }
 
@@ -307,10 +304,7 @@ export class ExecutableCache {
     MAGIC.copy(header, 0);
     Buffer.from(key, 'hex').copy(header, MAGIC.length);
     header.writeBigUInt64LE(BigInt(payload.byteLength), MAGIC.length + KEY_BYTES);
-    createHash('sha256')
-      .update(payload)
-      .digest()
-      .copy(header, MAGIC.length + KEY_BYTES + 8);
+    (await sha256InSlices(payload)).copy(header, MAGIC.length + KEY_BYTES + 8);
     const temp = join(this.dir, `${key}.${process.pid}.${randomBytes(4).toString('hex')}${TEMP_SUFFIX}`);
     const fh = await open(temp, 'w', 0o600);
     try {
