@@ -9,45 +9,31 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { clearInterval, setInterval } from 'node:timers';
-import { machine } from './stats.mjs';
+import { arg, loopGap, machine } from './stats.mjs';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const mode = process.argv[2];
 if (mode === 'child') {
   const [, , , kind, dir] = process.argv;
   const path = join(dir, 'model.ts');
-  let maxGap = 0;
-  let last = performance.now();
-  const iv = setInterval(() => {
-    const n = performance.now();
-    maxGap = Math.max(maxGap, n - last);
-    last = n;
-  }, 1);
-  await new Promise((r) => setTimeout(r, 50));
-  maxGap = 0;
-  last = performance.now();
-  const t = performance.now();
-  if (kind === 'on-this-thread') {
-    // As the engine did: an ES import (the CommonJS compiler's named exports scanned too).
-    const ts = (await import('typescript')).default;
-    ts.transpileModule(await import('node:fs').then((fs) => fs.readFileSync(path, 'utf8')), {
-      fileName: path,
-      reportDiagnostics: true,
-      compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022, sourceMap: false },
-    });
-  } else {
-    const url = pathToFileURL(join(here, '..', 'engine', 'dist', 'src', 'hooks', 'hook-source.js')).href;
-    const { prepareHookSource } = await import(url);
-    await prepareHookSource({ path, language: 'ts' }, join(dir, 'cache'));
-  }
-  const total = performance.now() - t;
-  await new Promise((r) => setTimeout(r, 5));
-  clearInterval(iv);
+  const { total, maxGap } = await loopGap(async () => {
+    if (kind === 'on-this-thread') {
+      // As the engine did: an ES import (the CommonJS compiler's named exports scanned too).
+      const ts = (await import('typescript')).default;
+      ts.transpileModule(await import('node:fs').then((fs) => fs.readFileSync(path, 'utf8')), {
+        fileName: path,
+        reportDiagnostics: true,
+        compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022, sourceMap: false },
+      });
+    } else {
+      const url = pathToFileURL(join(here, '..', 'engine', 'dist', 'src', 'hooks', 'hook-source.js')).href;
+      const { prepareHookSource } = await import(url);
+      await prepareHookSource({ path, language: 'ts' }, join(dir, 'cache'));
+    }
+  });
   console.log(JSON.stringify({ total, maxGap }));
 } else {
-  const i = process.argv.indexOf('--rounds');
-  const rounds = i >= 0 ? Number(process.argv[i + 1]) : 3;
+  const rounds = Number(arg('rounds', '3'));
   console.log(`# bench/hook-transpile, machine: ${machine()}`);
   console.log('round kind             total_ms  longest_loop_gap_ms');
   for (let r = 1; r <= rounds; r++) {

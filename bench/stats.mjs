@@ -1,6 +1,7 @@
 // Small helpers shared by the benchmark scripts (they print numbers; nothing here asserts).
 import { spawnSync } from 'node:child_process';
 import os from 'node:os';
+import { clearInterval, setInterval } from 'node:timers';
 import { fileURLToPath } from 'node:url';
 import { missingServerNodeFlags } from '../engine/dist/src/node-flags.js';
 
@@ -64,4 +65,28 @@ export function ensureServerNodeFlags(scriptUrl) {
     stdio: 'inherit',
   });
   process.exit(r.status ?? 1);
+}
+
+/**
+ * Runs `fn` (sync or async) while a 1 ms interval timer watches the event loop; returns its total
+ * time and the longest gap between two ticks (ms): how long `fn` held this thread at a stretch.
+ */
+export async function loopGap(fn) {
+  let max = 0;
+  let last = performance.now();
+  const iv = setInterval(() => {
+    const n = performance.now();
+    max = Math.max(max, n - last);
+    last = n;
+  }, 1);
+  // The timer running first, so the first gap measured is fn's.
+  await new Promise((r) => setTimeout(r, 20));
+  max = 0;
+  last = performance.now();
+  const t = performance.now();
+  await fn();
+  const total = performance.now() - t;
+  await new Promise((r) => setTimeout(r, 5));
+  clearInterval(iv);
+  return { total, maxGap: max };
 }
