@@ -18,9 +18,10 @@
 import { build } from 'esbuild';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { builtinModules } from 'node:module';
 import { newest } from './newest-mtime.mjs';
 import { rm } from 'node:fs/promises';
-import { dirname, join, relative, resolve } from 'node:path';
+import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -30,6 +31,7 @@ const outdir = join(root, 'engine', 'dist', 'bundle');
 const outfile = join(outdir, 'cli.cjs');
 const startOut = join(outdir, 'cli.js');
 const cacheReaderOut = join(outdir, 'bundle-code-cache.js');
+const nodeLoaderOut = join(outdir, 'node-code-cache.js');
 
 /** Packages loaded from node_modules at run time, not bundled. */
 const EXTERNAL = [
@@ -52,7 +54,9 @@ const inputs = [
   'gateway/dist',
   'package-lock.json',
 ];
-const built = existsSync(outfile) && existsSync(startOut) && existsSync(cacheReaderOut) ? statSync(outfile).mtimeMs : 0;
+const built = [outfile, startOut, cacheReaderOut, nodeLoaderOut].every((f) => existsSync(f))
+  ? statSync(outfile).mtimeMs
+  : 0;
 if (!process.argv.includes('--force') && built > 0 && inputs.every((p) => newest(join(root, p)) < built)) {
   console.log('engine bundle: up to date (engine/dist/bundle/cli.cjs)');
   process.exit(0);
@@ -99,22 +103,31 @@ const text = readFileSync(outfile, 'utf8');
 // eslint-disable-next-line no-control-regex
 const ascii = text.replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 if (ascii !== text) writeFileSync(outfile, ascii);
-// The entry point: bundled-start.js imports only Node's own modules, so it runs from here as it is
-// (its source map comment would point at a file not copied).
-// Its code cache's reader comes with it, and it is told the bundle's identity (bundle-code-cache.ts),
+// The entry point: bundled-start.js imports only Node's own modules and two files copied with it
+// (bundle-code-cache.js, node-code-cache.js), so it runs from here as it is (their source map
+// comments would point at files not copied). It is told the bundle's identity (bundle-code-cache.ts),
 // so that a start need not hash the bundle to know which bundle a cache was made from.
 const bundleBytes = readFileSync(outfile);
 const identity = { sha256: createHash('sha256').update(bundleBytes).digest('hex'), bytes: bundleBytes.length };
-const unbuilt = 'const BUILT_BUNDLE = null;';
-const startText = readFileSync(start, 'utf8');
-if (!startText.includes(unbuilt)) throw new Error(`${start}: no '${unbuilt}' to fill in`);
-writeFileSync(
-  startOut,
-  startText
-    .replace(unbuilt, `const BUILT_BUNDLE = ${JSON.stringify(identity)};`)
-    .replace(/\n\/\/# sourceMappingURL=.*\n?$/, '\n'),
-);
-const cacheReader = join(dirname(start), 'bundle-code-cache.js');
-writeFileSync(cacheReaderOut, readFileSync(cacheReader, 'utf8').replace(/\n\/\/# sourceMappingURL=.*\n?$/, '\n'));
+// And the Node modules the bundle imports, which it loads before V8's flags change (node-code-cache.ts).
+const nodeModules = new Set();
+for (const input of Object.values(result.metafile.inputs))
+  for (const { path, external } of input.imports) {
+    const name = path.replace(/^node:/, '');
+    if (external && builtinModules.includes(name)) nodeModules.add(name);
+  }
+const fills = [
+  ['const BUILT_BUNDLE = null;', `const BUILT_BUNDLE = ${JSON.stringify(identity)};`],
+  ['const BUILT_NODE_MODULES = [];', `const BUILT_NODE_MODULES = ${JSON.stringify([...nodeModules].sort())};`],
+];
+let startText = readFileSync(start, 'utf8');
+for (const [unbuilt, filled] of fills) {
+  if (!startText.includes(unbuilt)) throw new Error(`${start}: no '${unbuilt}' to fill in`);
+  startText = startText.replace(unbuilt, filled);
+}
+const withoutMap = (text) => text.replace(/\n\/\/# sourceMappingURL=.*\n?$/, '\n');
+writeFileSync(startOut, withoutMap(startText));
+for (const out of [cacheReaderOut, nodeLoaderOut])
+  writeFileSync(out, withoutMap(readFileSync(join(dirname(start), basename(out)), 'utf8')));
 const files = Object.keys(result.metafile.inputs).length;
 console.log(`engine bundle: ${files} modules -> ${relative(root, outfile)} (entry ${relative(root, startOut)})`);

@@ -22,6 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { Script } from 'node:vm';
 import { bundleIdentity, decodeCodeCache, encodeCodeCache } from './bundle-code-cache.js';
+import { loadNodeModules } from './node-code-cache.js';
 
 /** What cli.ts calls once `serve` is ready (listening, every model answering); the same key there. */
 const READY_HOOK = Symbol.for('hloserve.bundled-start.ready');
@@ -38,6 +39,11 @@ if (envCacheDir !== undefined && envCacheDir !== '') cacheDirs.push(join(envCach
 // its 4.5 MB (~3 ms); unbuilt (this file run from dist/src), the bundle is hashed at start.
 const BUILT_BUNDLE: { sha256: string; bytes: number } | null = null;
 
+// scripts/bundle-engine.mjs writes here the Node modules the bundle imports (empty unbuilt).
+const BUILT_NODE_MODULES: readonly string[] = [];
+
+// Node's own modules first, while V8 would still take their code cache (node-code-cache.ts).
+loadNodeModules(BUILT_NODE_MODULES);
 // V8 refuses a code cache made under other flags; cli.ts sets this one before serving, after the
 // bundle was compiled, so it is set here first (it only changes the GC's pretenuring).
 setFlagsFromString('--no-allocation-site-pretenuring');

@@ -99,7 +99,9 @@ class ParserThread {
 
   #start(): Worker {
     const w = new Worker(new URL(import.meta.url), {
-      resourceLimits: { maxOldGenerationSizeMb: 1024 },
+      // The young generation the serving flag --max-semi-space-size=8 gave it before the entry point
+      // set that flag back (node-code-cache.ts).
+      resourceLimits: { maxOldGenerationSizeMb: 1024, maxYoungGenerationSizeMb: 16 },
     });
     w.unref();
     w.on('message', (r: Reply) => {
