@@ -49,7 +49,7 @@ VOLUME ["/models", "/var/lib/hloserve"]
 EXPOSE 8000 8001 8002 8003
 HEALTHCHECK --interval=15s --timeout=5s --start-period=120s --retries=3 \
     CMD ["node", "-e", "fetch('http://127.0.0.1:8002/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-ENTRYPOINT ["node", "--max-semi-space-size=8", "/opt/hloserve/engine/dist/bundle/cli.js"]
+ENTRYPOINT ["node", "--max-semi-space-size=8", "--min-semi-space-size=8", "/opt/hloserve/engine/dist/bundle/cli.js"]
 CMD ["serve", "--config", "/etc/hloserve/node.yaml"]
 
 # ---- cuda: the same server on the CUDA runtime, with XLA's CUDA plugin ----
@@ -74,5 +74,5 @@ VOLUME ["/models", "/var/lib/hloserve"]
 EXPOSE 8000 8001 8002 8003
 HEALTHCHECK --interval=15s --timeout=5s --start-period=180s --retries=3 \
     CMD ["node", "-e", "fetch('http://127.0.0.1:8002/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-ENTRYPOINT ["node", "--max-semi-space-size=8", "/opt/hloserve/engine/dist/bundle/cli.js"]
+ENTRYPOINT ["node", "--max-semi-space-size=8", "--min-semi-space-size=8", "/opt/hloserve/engine/dist/bundle/cli.js"]
 CMD ["serve", "--config", "/etc/hloserve/node.yaml"]

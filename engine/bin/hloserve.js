@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=8
+#!/usr/bin/env -S node --max-semi-space-size=8 --min-semi-space-size=8
 // The installed `hloserve` command. It starts node with the serving flags (engine/src/node-flags.ts)
 // and runs the CLI as `npm run build` bundled it (scripts/bundle-engine.mjs: one file to load
 // instead of hundreds, so a start is quicker), else tsc's output; committed as a file of its own
