@@ -1,6 +1,7 @@
 // Bundles the compiled CLI (engine/dist/src/cli.js, tsc's output) and everything it imports into
 // one CommonJS file, engine/dist/bundle/cli.cjs, run through engine/dist/bundle/cli.js (the
-// compiled engine/src/bundled-start.ts, copied here), which compiles it with a V8 code cache.
+// compiled engine/src/bundled-entry.ts, copied here), whose bundled start (bundled-start.ts)
+// compiles it with a V8 code cache.
 // `hloserve` (engine/bin), `npm start`, the e2e tests, the image and the supervisor's workers run
 // it. A warm start's JS thread was mostly Node finding, reading and compiling ~280 module files one
 // by one (bench/RESULTS.md, session 11); one file with a code cache takes that work away. The
@@ -21,17 +22,21 @@ import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { newest } from './newest-mtime.mjs';
 import { rm } from 'node:fs/promises';
-import { basename, dirname, join, relative, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const entry = join(root, 'engine', 'dist', 'src', 'cli.js');
-const start = join(root, 'engine', 'dist', 'src', 'bundled-start.js');
+const compiled = join(root, 'engine', 'dist', 'src');
 const outdir = join(root, 'engine', 'dist', 'bundle');
 const outfile = join(outdir, 'cli.cjs');
-const startOut = join(outdir, 'cli.js');
-const cacheReaderOut = join(outdir, 'bundle-code-cache.js');
-const nodeLoaderOut = join(outdir, 'node-code-cache.js');
+/** The compiled files that run the bundle, copied beside it (the first as `cli.js`). */
+const runners = [
+  ['bundled-entry.js', 'cli.js'],
+  ['bundled-start.js', 'bundled-start.js'],
+  ['bundle-code-cache.js', 'bundle-code-cache.js'],
+  ['node-code-cache.js', 'node-code-cache.js'],
+];
 
 /** Packages loaded from node_modules at run time, not bundled. */
 const EXTERNAL = [
@@ -54,7 +59,7 @@ const inputs = [
   'gateway/dist',
   'package-lock.json',
 ];
-const built = [outfile, startOut, cacheReaderOut, nodeLoaderOut].every((f) => existsSync(f))
+const built = [outfile, ...runners.map(([, out]) => join(outdir, out))].every((f) => existsSync(f))
   ? statSync(outfile).mtimeMs
   : 0;
 if (!process.argv.includes('--force') && built > 0 && inputs.every((p) => newest(join(root, p)) < built)) {
@@ -103,31 +108,35 @@ const text = readFileSync(outfile, 'utf8');
 // eslint-disable-next-line no-control-regex
 const ascii = text.replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 if (ascii !== text) writeFileSync(outfile, ascii);
-// The entry point: bundled-start.js imports only Node's own modules and two files copied with it
-// (bundle-code-cache.js, node-code-cache.js), so it runs from here as it is (their source map
-// comments would point at files not copied). It is told the bundle's identity (bundle-code-cache.ts),
-// so that a start need not hash the bundle to know which bundle a cache was made from.
+// The files that run it: the entry point (bundled-entry.js as cli.js) and what it imports, which
+// import only Node's own modules and each other, so they run from here as they are (their source
+// map comments would point at files not copied). The bundled start is told the bundle's identity
+// (bundle-code-cache.ts), so that a start need not hash the bundle to know which bundle a cache
+// was made from, and the Node modules the bundle imports, which it loads before V8's flags change
+// (node-code-cache.ts).
 const bundleBytes = readFileSync(outfile);
 const identity = { sha256: createHash('sha256').update(bundleBytes).digest('hex'), bytes: bundleBytes.length };
-// And the Node modules the bundle imports, which it loads before V8's flags change (node-code-cache.ts).
 const nodeModules = new Set();
 for (const input of Object.values(result.metafile.inputs))
   for (const { path, external } of input.imports) {
     const name = path.replace(/^node:/, '');
     if (external && builtinModules.includes(name)) nodeModules.add(name);
   }
-const fills = [
-  ['const BUILT_BUNDLE = null;', `const BUILT_BUNDLE = ${JSON.stringify(identity)};`],
-  ['const BUILT_NODE_MODULES = [];', `const BUILT_NODE_MODULES = ${JSON.stringify([...nodeModules].sort())};`],
-];
-let startText = readFileSync(start, 'utf8');
-for (const [unbuilt, filled] of fills) {
-  if (!startText.includes(unbuilt)) throw new Error(`${start}: no '${unbuilt}' to fill in`);
-  startText = startText.replace(unbuilt, filled);
+const fills = {
+  'bundled-start.js': [
+    ['const BUILT_BUNDLE = null;', `const BUILT_BUNDLE = ${JSON.stringify(identity)};`],
+    ['const BUILT_NODE_MODULES = [];', `const BUILT_NODE_MODULES = ${JSON.stringify([...nodeModules].sort())};`],
+  ],
+};
+for (const [from, to] of runners) {
+  let text = readFileSync(join(compiled, from), 'utf8').replace(/\n\/\/# sourceMappingURL=.*\n?$/, '\n');
+  for (const [unbuilt, filled] of fills[from] ?? []) {
+    if (!text.includes(unbuilt)) throw new Error(`${from}: no '${unbuilt}' to fill in`);
+    text = text.replace(unbuilt, filled);
+  }
+  writeFileSync(join(outdir, to), text);
 }
-const withoutMap = (text) => text.replace(/\n\/\/# sourceMappingURL=.*\n?$/, '\n');
-writeFileSync(startOut, withoutMap(startText));
-for (const out of [cacheReaderOut, nodeLoaderOut])
-  writeFileSync(out, withoutMap(readFileSync(join(dirname(start), basename(out)), 'utf8')));
 const files = Object.keys(result.metafile.inputs).length;
-console.log(`engine bundle: ${files} modules -> ${relative(root, outfile)} (entry ${relative(root, startOut)})`);
+console.log(
+  `engine bundle: ${files} modules -> ${relative(root, outfile)} (entry ${relative(root, join(outdir, 'cli.js'))})`,
+);

@@ -9,7 +9,7 @@
  * file that fails any of them is not used (and is rewritten once the server is ready).
  *
  * Imports only Node's own modules: scripts/bundle-engine.mjs copies the compiled file beside the
- * bundle, where the entry point (bundled-start.ts) imports it.
+ * bundle, where the bundled start (bundled-start.ts) imports it.
  */
 import { createHash } from 'node:crypto';
 
@@ -21,8 +21,8 @@ const sha256 = (data: Uint8Array): Buffer => createHash('sha256').update(data).d
 
 /**
  * The bundle's identity: the SHA-256 of its bytes, which scripts/bundle-engine.mjs computes once
- * at build time and writes into the entry point (`built`, hex, with the byte count it was taken
- * over). A bundle whose length is not the recorded one (replaced without its entry point) is hashed
+ * at build time and writes into the bundled start (`built`, hex, with the byte count it was taken
+ * over). A bundle whose length is not the recorded one (replaced without its bundled start) is hashed
  * here instead (~3 ms); one left unbuilt records nothing and is hashed here too.
  */
 export function bundleIdentity(bundle: Uint8Array, built: { sha256: string; bytes: number } | null): Buffer {

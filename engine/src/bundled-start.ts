@@ -1,7 +1,7 @@
 /**
- * The bundled CLI's entry point. scripts/bundle-engine.mjs copies this file's compiled output to
- * engine/dist/bundle/cli.js, beside the bundle itself (cli.cjs); run from anywhere else it finds
- * no bundle. It compiles the bundle with a V8 code cache: a warm start then neither parses the
+ * The bundled CLI's start, run by its entry point (bundled-entry.ts, engine/dist/bundle/cli.js).
+ * scripts/bundle-engine.mjs copies this file's compiled output beside the bundle itself (cli.cjs);
+ * run from anywhere else it finds no bundle. It compiles the bundle with a V8 code cache: a warm start then neither parses the
  * bundle's megabytes nor compiles, one by one, the functions a start runs (the cache holds the
  * ones compiled until the server was ready). Node 20 has no compile cache for modules of its own
  * (module.enableCompileCache is Node 22), hence a CommonJS bundle run through vm.Script.
@@ -43,7 +43,7 @@ const BUILT_BUNDLE: { sha256: string; bytes: number } | null = null;
 const BUILT_NODE_MODULES: readonly string[] = [];
 
 // Node's own modules first, while V8 would still take their code cache (node-code-cache.ts).
-loadNodeModules(BUILT_NODE_MODULES);
+loadNodeModules(createRequire(import.meta.url), BUILT_NODE_MODULES);
 // V8 refuses a code cache made under other flags; cli.ts sets this one before serving, after the
 // bundle was compiled, so it is set here first (it only changes the GC's pretenuring).
 setFlagsFromString('--no-allocation-site-pretenuring');

@@ -10,20 +10,24 @@
  * they leave this isolate's young generation as the command line made it and change only what V8
  * checks a cache against, and the isolates made after it: worker threads, which then take their
  * young generation from their own resourceLimits (the hook and parser threads set it, to what the
- * flag gave them before). The pretenuring flag must be set before the bundle is compiled (the
- * bundle's cache is made under it), so the Node modules the bundle imports are loaded first, here.
+ * flag gave them before). The entry point (bundled-entry.ts) does that first. The pretenuring flag
+ * must be set before the bundle is compiled (the bundle's cache is made under it), so the Node
+ * modules the bundle imports are loaded before it, here.
  *
- * Imports only Node's own modules: scripts/bundle-engine.mjs copies the compiled file beside the
- * bundle, and writes the bundle's list of Node modules into the entry point.
+ * Imports only node:v8 (node:module, too, would bring its own Node modules into the entry point's
+ * graph): scripts/bundle-engine.mjs copies the compiled file beside the bundle, and writes the
+ * bundle's list of Node modules into the bundled start.
  */
-import { createRequire } from 'node:module';
 import { setFlagsFromString } from 'node:v8';
 
-/** Loads Node's modules `names` while V8's flags are Node's defaults as far as its cache can tell. */
-export function loadNodeModules(names: readonly string[]): void {
+/** Sets the semi-space flags back to their defaults; the heap keeps the sizes it was made with. */
+export function setHeapFlagsToDefaults(): void {
   setFlagsFromString('--max-semi-space-size=0');
   setFlagsFromString('--min-semi-space-size=0');
-  const require = createRequire(import.meta.url);
+}
+
+/** Loads Node's modules `names` with `require` (call it while V8's flags are still Node's defaults). */
+export function loadNodeModules(require: NodeJS.Require, names: readonly string[]): void {
   for (const name of names) {
     try {
       require(name);
@@ -31,4 +35,7 @@ export function loadNodeModules(names: readonly string[]): void {
       // Not in this Node: whatever in the bundle imports it fails as it would have.
     }
   }
+  // fs loads its stream classes on the first read of fs.ReadStream (an ES import of node:fs reads
+  // every export); the bundle's modules read it as they load.
+  void (require('node:fs') as { ReadStream: unknown }).ReadStream;
 }

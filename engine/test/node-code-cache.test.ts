@@ -14,7 +14,7 @@ interface Seen {
 }
 
 /**
- * Runs a node under the serving flags that loads http2 and tls (through loadNodeModules or not),
+ * Runs a node under the serving flags that loads http2 and tls (the way the entry point does, or not),
  * then turns pretenuring off as the entry point does, and reports which of Node's modules were
  * compiled from its code cache (Node's internal count, --expose-internals) and the sizes of its
  * young generation and of a worker's made with the hook threads' limit.
@@ -24,9 +24,12 @@ function run(throughLoader: boolean): Seen {
     import { createRequire } from 'node:module';
     import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
     import { Worker } from 'node:worker_threads';
-    import { loadNodeModules } from ${JSON.stringify(loader)};
+    import { loadNodeModules, setHeapFlagsToDefaults } from ${JSON.stringify(loader)};
     const require = createRequire(import.meta.url);
-    if (${throughLoader}) loadNodeModules(['http2', 'tls', 'no-such-node-module']);
+    if (${throughLoader}) {
+      setHeapFlagsToDefaults();
+      loadNodeModules(require, ['http2', 'tls', 'no-such-node-module']);
+    }
     else { require('http2'); require('tls'); }
     setFlagsFromString('--no-allocation-site-pretenuring');
     const usage = require('internal/test/binding').internalBinding('builtins').getCacheUsage();
@@ -53,7 +56,7 @@ function run(throughLoader: boolean): Seen {
 }
 
 suite("Node's own modules under the serving flags (node-code-cache.ts)", () => {
-  test("loaded through loadNodeModules, they come from Node's code cache; the heap keeps its sizes", () => {
+  test("loaded after setHeapFlagsToDefaults, they come from Node's code cache; the heap keeps its sizes", () => {
     const seen = run(true);
     for (const m of ['http2', 'tls']) {
       assert.ok(seen.withCache.includes(m), `${m} compiled from the cache`);
@@ -65,7 +68,7 @@ suite("Node's own modules under the serving flags (node-code-cache.ts)", () => {
     assert.equal(seen.workerNewSpaceMb, 16);
   });
 
-  test('loaded under the flags as given, Node compiles them from source (what loadNodeModules avoids)', () => {
+  test('loaded under the flags as given, Node compiles them from source (what the entry point avoids)', () => {
     const seen = run(false);
     for (const m of ['http2', 'tls']) assert.ok(seen.withoutCache.includes(m), `${m} compiled from source`);
     assert.equal(seen.newSpaceMb, 16);
