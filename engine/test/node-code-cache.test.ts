@@ -46,10 +46,12 @@ function run(throughLoader: boolean): Seen {
     await w.terminate();
     console.log(JSON.stringify({ withCache: [...usage.compiledWithCache], withoutCache: [...usage.compiledWithoutCache], newSpaceMb: newSpace(), workerNewSpaceMb }));
   `;
+  // Without NODE_OPTIONS: the test runner's (--expose-gc) is a V8 flag, which refuses the cache too.
+  const { NODE_OPTIONS: _, ...env } = process.env;
   const r = spawnSync(
     process.execPath,
     [...SERVER_NODE_FLAGS, '--expose-internals', '--no-warnings', '--input-type=module', '-e', script],
-    { encoding: 'utf8', timeout: 60_000 },
+    { encoding: 'utf8', timeout: 60_000, env },
   );
   assert.equal(r.status, 0, r.stderr);
   return JSON.parse(r.stdout.trim().split('\n').pop()!) as Seen;
