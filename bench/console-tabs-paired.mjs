@@ -26,7 +26,7 @@
 //   upper bound on a real browser's cost. Needs `apt-get install xvfb`; nothing else uses it.
 // Usage: npm run build && nice -n 10 node bench/console-tabs-paired.mjs [--cycles 20]
 //   [--window-ms 5000] [--settle-ms 4000] [--tabs 20] [--hidden | --background] [--control]
-//   [--build DIR] [--csv f] [--no-load]; or --from-csv f to re-analyse a run.
+//   [--build DIR] [--csv f] [--no-load]; or --from-csv f[,g...] to re-analyse runs (pooled).
 // The budget's run: node bench/console-tabs-paired.mjs --cycles 12 --window-ms 5000 --settle-ms 4000
 //   --background (and --hidden, headless, beside it for the bound).
 // --no-load: no inference; the engine's own CPU with and without the tabs, and the browser's by process type.
@@ -216,10 +216,9 @@ function report(windows) {
   );
 }
 
-const fromCsv = arg('from-csv', null);
-if (fromCsv) {
-  // Re-analyse a run's windows (written with --csv).
-  const [head, ...lines] = readFileSync(fromCsv, 'utf8').trim().split('\n');
+/** A run's windows as written with --csv. */
+function readWindows(file) {
+  const [head, ...lines] = readFileSync(file, 'utf8').trim().split('\n');
   const cols = head.split(',');
   const rows = lines.map((l) => Object.fromEntries(l.split(',').map((v, i) => [cols[i], i < 1 ? v : Number(v)])));
   // Files written before the phases were drawn list every without-window, then every with-window,
@@ -227,5 +226,11 @@ if (fromCsv) {
   const o = rows.filter((r) => r.phase === 'without');
   const w = rows.filter((r) => r.phase === 'with');
   const grouped = new Set(rows.map((r) => r.index)).size < rows.length;
-  report(grouped ? o.flatMap((x, i) => (w[i] ? [x, w[i]] : [x])) : rows);
+  return grouped ? o.flatMap((x, i) => (w[i] ? [x, w[i]] : [x])) : rows;
+}
+
+const fromCsv = arg('from-csv', null);
+if (fromCsv) {
+  // Re-analyse runs (--from-csv a.csv,b.csv pools their pairs; no window is paired across two runs).
+  report(fromCsv.split(',').flatMap((f, i) => [...(i > 0 ? [{ phase: 'between runs' }] : []), ...readWindows(f)]));
 } else await main();
