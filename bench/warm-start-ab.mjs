@@ -13,13 +13,12 @@
 //
 //   npm run build && cp -r <older checkout>/engine/dist/bundle engine/dist/bundle-before
 //   node bench/warm-start-ab.mjs bundle-before bundle [--pairs 30]
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { SERVER_NODE_FLAGS } from '../engine/dist/src/node-flags.js';
+import { startServer } from '../e2e/dist/src/server-process.js';
 import { arg, machine } from './stats.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -39,42 +38,18 @@ function mainCpuSeconds(pid) {
   return (Number(f[11]) + Number(f[12])) / 100;
 }
 
-function start(arm) {
-  return new Promise((resolve, reject) => {
-    const t0 = performance.now();
-    const child = spawn(
-      process.execPath,
-      [
-        ...arm.flags,
-        join(root, 'engine', 'dist', arm.dir, 'cli.js'),
-        'serve',
-        '--config',
-        join(root, 'examples', 'node.yaml'),
-      ],
-      {
-        env: {
-          ...process.env,
-          HLOSERVE_ENDPOINTS_GRPC_PORT: '0',
-          HLOSERVE_ENDPOINTS_HTTP_PORT: '0',
-          HLOSERVE_ENDPOINTS_METRICS_PORT: '0',
-          HLOSERVE_ENDPOINTS_CONSOLE_PORT: '0',
-          HLOSERVE_LOGGING_LEVEL: 'info',
-          TF_CPP_MIN_LOG_LEVEL: '2',
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    let seen = null;
-    for (const stream of [child.stdout, child.stderr])
-      createInterface({ input: stream }).on('line', (line) => {
-        if (seen !== null || !line.includes('"msg":"listening"')) return;
-        seen = { s: (performance.now() - t0) / 1000, cpu: mainCpuSeconds(child.pid) };
-        child.kill('SIGTERM');
-      });
-    child.on('exit', (code) =>
-      seen === null ? reject(new Error(`${arm.name}: exited with ${code} before listening`)) : resolve(seen),
-    );
-  });
+async function start(arm) {
+  const t0 = performance.now();
+  const server = await startServer(
+    { HLOSERVE_LOGGING_LEVEL: 'info' },
+    120_000,
+    [],
+    join(root, 'engine', 'dist', arm.dir, 'cli.js'),
+    arm.flags,
+  );
+  const seen = { s: (performance.now() - t0) / 1000, cpu: mainCpuSeconds(server.child.pid) };
+  await server.stop();
+  return seen;
 }
 
 const median = (xs) => {

@@ -28,17 +28,19 @@ export interface ServerProcess {
 /**
  * Starts `hloserve serve` as a child process on free ports (every port 0) and resolves once it
  * logs that it is listening. `env` adds HLOSERVE_* overrides. `cli` is the bundled CLI, as
- * `hloserve` and `npm start` run it (scripts/bundle-engine.mjs), unless a test names another.
+ * `hloserve` and `npm start` run it (scripts/bundle-engine.mjs), unless a test names another;
+ * `nodeFlags` are the serving flags unless a benchmark compares others.
  */
 export async function startServer(
   env: Record<string, string> = {},
   timeoutMs = 120_000,
   args: readonly string[] = [],
   cli: string = join(repoRoot, 'engine', 'dist', 'bundle', 'cli.js'),
+  nodeFlags: readonly string[] = SERVER_NODE_FLAGS,
 ): Promise<ServerProcess> {
   const child = spawn(
     process.execPath,
-    [...SERVER_NODE_FLAGS, cli, 'serve', '--config', join(repoRoot, 'examples', 'node.yaml'), ...args],
+    [...nodeFlags, cli, 'serve', '--config', join(repoRoot, 'examples', 'node.yaml'), ...args],
     {
       env: {
         ...process.env,
