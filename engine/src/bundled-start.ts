@@ -1,10 +1,11 @@
 /**
  * The bundled CLI's start, run by its entry point (bundled-entry.ts, engine/dist/bundle/cli.js).
  * scripts/bundle-engine.mjs copies this file's compiled output beside the bundle itself (cli.cjs);
- * run from anywhere else it finds no bundle. It compiles the bundle with a V8 code cache: a warm start then neither parses the
- * bundle's megabytes nor compiles, one by one, the functions a start runs (the cache holds the
- * ones compiled until the server was ready). Node 20 has no compile cache for modules of its own
- * (module.enableCompileCache is Node 22), hence a CommonJS bundle run through vm.Script.
+ * run from anywhere else it finds no bundle. It compiles the bundle with a V8 code cache: a warm
+ * start then neither parses the bundle's megabytes nor compiles, one by one, the functions a start
+ * runs (the cache holds the ones compiled until the server was ready). Node 20 has no compile
+ * cache for modules of its own (module.enableCompileCache is Node 22), hence a CommonJS bundle run
+ * through vm.Script.
  *
  * The cache is written beside the bundle, once, after the first start that had none (or whose
  * cache was refused: by V8, made by another Node or under other V8 flags; or by bundle-code-cache.ts,

@@ -1,5 +1,5 @@
 /**
- * Node compiles its own modules (http2, tls, worker_threads and the ~150 internal ones behind them
+ * Node compiles its own modules (http2, tls, worker_threads and the internal ones behind them: ~130
  * in a server's start) from a code cache built into its binary, and V8 takes that cache only under
  * the flags it was made with, Node's defaults. The serving flags (node-flags.ts's semi-space sizes
  * on the command line, --no-allocation-site-pretenuring set by the bundle's entry point) made V8
@@ -35,7 +35,7 @@ export function loadNodeModules(require: NodeJS.Require, names: readonly string[
       // Not in this Node: whatever in the bundle imports it fails as it would have.
     }
   }
-  // fs loads its stream classes on the first read of fs.ReadStream (an ES import of node:fs reads
-  // every export); the bundle's modules read it as they load.
+  // fs loads its stream classes on the first read of fs.ReadStream, which the bundle's modules make
+  // as they load (as does an ES import of node:fs, which reads every export).
   void (require('node:fs') as { ReadStream: unknown }).ReadStream;
 }
