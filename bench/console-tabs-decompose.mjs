@@ -26,18 +26,8 @@
 import { join, resolve } from 'node:path';
 import { startServer } from '../e2e/dist/src/server-process.js';
 import { startConsoleEngine } from './console-engine.mjs';
-import {
-  bootstrap,
-  closeTabs,
-  mean,
-  measure,
-  median,
-  openTabs,
-  sleep,
-  startDisplay,
-  startLoad,
-} from './console-tabs-window.mjs';
-import { arg, fmt, machine } from './stats.mjs';
+import { closeTabs, measure, openTabs, sleep, startDisplay, startLoad } from './console-tabs-window.mjs';
+import { arg, bootstrap, fmt, machine, mean, median } from './stats.mjs';
 
 const cycles = Number(arg('cycles', '6'));
 const windowMs = Number(arg('window-ms', '4000'));

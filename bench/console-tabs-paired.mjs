@@ -37,17 +37,14 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { startConsoleEngine } from './console-engine.mjs';
 import {
-  bootstrap,
   closeTabs,
-  mean,
   measure as measureWindow,
-  median,
   openTabs,
   sleep,
   startDisplay,
   startLoad,
 } from './console-tabs-window.mjs';
-import { arg, fmt, machine } from './stats.mjs';
+import { arg, bootstrap, fmt, machine, mean, median } from './stats.mjs';
 
 const cycles = Number(arg('cycles', '20'));
 const windowMs = Number(arg('window-ms', '5000'));

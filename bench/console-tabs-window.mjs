@@ -1,6 +1,6 @@
 // What bench/console-tabs-paired and bench/console-tabs-decompose share: the load (one
 // perf_analyzer for the whole run), one measured window (throughput from the engine's own counter,
-// CPU and scheduling from /proc), and the statistics of paired windows.
+// CPU and scheduling from /proc). The statistics of paired windows are stats.mjs's.
 /* global fetch */
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -10,22 +10,6 @@ import { grpcLoadArgs, perfAnalyzerBinary, perfAnalyzerEnv } from '../e2e/dist/s
 import { procTable, treeCpu } from './proc-cpu.mjs';
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-export function median(xs) {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-}
-export const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
-
-/** Percentile bootstrap 95 % interval of `stat` over resamples of `xs` (fixed seed: reruns agree). */
-export function bootstrap(xs, stat, n = 4000) {
-  let seed = 12345;
-  const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
-  const out = [];
-  for (let i = 0; i < n; i++) out.push(stat(xs.map(() => xs[Math.floor(rand() * xs.length)])));
-  out.sort((a, b) => a - b);
-  return [out[Math.floor(0.025 * n)], out[Math.floor(0.975 * n)]];
-}
 
 /** The machine's busy and total jiffies over all CPUs, and its context switches (/proc/stat). */
 function machineStat() {

@@ -4,6 +4,26 @@ import { readdirSync, readFileSync } from 'node:fs';
 
 const USER_HZ = 100; // the clock ticks /proc/<pid>/stat counts in, on Linux
 
+/** CPU seconds (user + system) in a /proc stat file's text. */
+const statCpu = (f) => (Number(f[11]) + Number(f[12])) / USER_HZ;
+/** The fields of a /proc stat file after its command name (which may hold spaces). */
+const statFields = (text) => text.slice(text.lastIndexOf(')') + 2).split(' ');
+
+/**
+ * CPU seconds (user + system) of a process (/proc/PID/stat) and of its main thread
+ * (/proc/PID/task/PID/stat: the JS thread of a Node process); NaN off Linux or once it is gone.
+ */
+export function processCpuSeconds(pid) {
+  const read = (path) => {
+    try {
+      return statCpu(statFields(readFileSync(path, 'utf8')));
+    } catch {
+      return NaN;
+    }
+  };
+  return { mainCpuS: read(`/proc/${pid}/task/${pid}/stat`), procCpuS: read(`/proc/${pid}/stat`) };
+}
+
 /** Every process's CPU seconds (user + system) and parent, read once. */
 export function procTable() {
   const parent = new Map();
@@ -11,10 +31,9 @@ export function procTable() {
   for (const d of readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue;
     try {
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const f = statFields(readFileSync(`/proc/${d}/stat`, 'utf8'));
       parent.set(Number(d), Number(f[1]));
-      cpu.set(Number(d), (Number(f[11]) + Number(f[12])) / USER_HZ);
+      cpu.set(Number(d), statCpu(f));
     } catch {
       // exited while we looked
     }

@@ -14,7 +14,6 @@
 // the main thread's is the part of a warm start that no other thread can take over.
 // Usage: npm run build && node bench/startup.mjs [--rounds 4] [--priorities idle] [--no-executables]
 import { get } from 'node:http';
-import { readFileSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,6 +22,7 @@ import { cacheDir as pluginCacheDir } from '../native/dist/lib/plugin.js';
 import { Runtime } from '../native/dist/lib/index.js';
 import { ExecutableCache } from '../engine/dist/src/device/executable-cache.js';
 import { examplesDir, startServer } from '../e2e/dist/src/server-process.js';
+import { processCpuSeconds } from './proc-cpu.mjs';
 import { arg, fmt, machine } from './stats.mjs';
 
 const rounds = Number(arg('rounds', '4'));
@@ -56,20 +56,6 @@ async function metrics(port) {
   };
 }
 
-/** CPU seconds (user + system) of a process's main thread and of the whole process; NaN off Linux. */
-function cpuSeconds(pid) {
-  const read = (path) => {
-    try {
-      // Fields after the command name's closing parenthesis; utime and stime are the 12th and 13th.
-      const f = readFileSync(path, 'utf8').split(')').pop().trim().split(' ');
-      return (Number(f[11]) + Number(f[12])) / 100;
-    } catch {
-      return NaN;
-    }
-  };
-  return { mainCpuS: read(`/proc/${pid}/task/${pid}/stat`), procCpuS: read(`/proc/${pid}/stat`) };
-}
-
 async function start(kind, priority) {
   if (kind === 'cold') await rm(join(scratch, 'executables'), { recursive: true, force: true });
   const t0 = performance.now();
@@ -80,7 +66,7 @@ async function start(kind, priority) {
     HLOSERVE_BACKGROUND_PRIORITY: priority,
   });
   const readyS = (performance.now() - t0) / 1e3;
-  const cpu = cpuSeconds(server.child.pid);
+  const cpu = processCpuSeconds(server.child.pid);
   let loadS = 0;
   let models = 0;
   // The timeline (seconds after spawn, from the log lines' times): first line, runtime ready, last

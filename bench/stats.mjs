@@ -90,3 +90,19 @@ export async function loopGap(fn) {
   clearInterval(iv);
   return { total, maxGap: max };
 }
+
+export function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+}
+export const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+/** Percentile bootstrap 95 % interval of `stat` over resamples of `xs` (fixed seed: reruns agree). */
+export function bootstrap(xs, stat, n = 4000) {
+  let seed = 12345;
+  const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+  const out = [];
+  for (let i = 0; i < n; i++) out.push(stat(xs.map(() => xs[Math.floor(rand() * xs.length)])));
+  out.sort((a, b) => a - b);
+  return [out[Math.floor(0.025 * n)], out[Math.floor(0.975 * n)]];
+}

@@ -13,13 +13,13 @@
 //
 //   npm run build && cp -r <older checkout>/engine/dist/bundle engine/dist/bundle-before
 //   node bench/warm-start-ab.mjs bundle-before bundle [--pairs 30]
-import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { SERVER_NODE_FLAGS } from '../engine/dist/src/node-flags.js';
 import { startServer } from '../e2e/dist/src/server-process.js';
-import { arg, machine } from './stats.mjs';
+import { processCpuSeconds } from './proc-cpu.mjs';
+import { arg, bootstrap, machine, median } from './stats.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const pairs = Number(arg('pairs', '30'));
@@ -32,12 +32,6 @@ const arms = process.argv
   });
 if (arms.length !== 2) throw new Error('usage: node bench/warm-start-ab.mjs DIR[:FLAGS] DIR[:FLAGS] [--pairs 30]');
 
-/** CPU seconds (user + system) of a process's main thread. */
-function mainCpuSeconds(pid) {
-  const f = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8').split(')').pop().trim().split(' ');
-  return (Number(f[11]) + Number(f[12])) / 100;
-}
-
 async function start(arm) {
   const t0 = performance.now();
   const server = await startServer(
@@ -47,16 +41,10 @@ async function start(arm) {
     join(root, 'engine', 'dist', arm.dir, 'cli.js'),
     arm.flags,
   );
-  const seen = { s: (performance.now() - t0) / 1000, cpu: mainCpuSeconds(server.child.pid) };
+  const seen = { s: (performance.now() - t0) / 1000, cpu: processCpuSeconds(server.child.pid).mainCpuS };
   await server.stop();
   return seen;
 }
-
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 
 console.log(`# bench/warm-start-ab, machine: ${machine()}`);
 console.log(
@@ -73,13 +61,11 @@ for (const [key, label] of [
   ['cpu', 'main-thread CPU s'],
 ]) {
   const d = seen[0].map((a, i) => seen[1][i][key] - a[key]);
-  const boots = [];
-  for (let r = 0; r < 2000; r++) boots.push(median(d.map(() => d[Math.floor(Math.random() * d.length)])));
-  boots.sort((x, y) => x - y);
+  const [lo, hi] = bootstrap(d, median);
   const [a, b] = seen.map((side) => median(side.map((x) => x[key])));
   const ms = (x) => (1000 * x).toFixed(1);
   console.log(
     `${label.padEnd(18)} A ${a.toFixed(3)}  B ${b.toFixed(3)}  B/A ${(b / a).toFixed(3)}  ` +
-      `B-A paired median ${ms(median(d))} ms (95% CI ${ms(boots[50])} .. ${ms(boots[1949])})`,
+      `B-A paired median ${ms(median(d))} ms (95% CI ${ms(lo)} .. ${ms(hi)})`,
   );
 }

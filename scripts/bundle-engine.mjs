@@ -26,8 +26,8 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const entry = join(root, 'engine', 'dist', 'src', 'cli.js');
 const compiled = join(root, 'engine', 'dist', 'src');
+const entry = join(compiled, 'cli.js');
 const outdir = join(root, 'engine', 'dist', 'bundle');
 const outfile = join(outdir, 'cli.cjs');
 /** The compiled files that run the bundle, copied beside it (the first as `cli.js`). */
