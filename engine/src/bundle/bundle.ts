@@ -9,14 +9,15 @@
 import { readdir } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import type { ProgramSignature } from '@hloserve/native/mlir-signature';
-import { isMlirBytecode, parseMainSignature } from '@hloserve/native/mlir-signature';
+import { isMlirBytecode } from '@hloserve/native/mlir-signature';
 import { bundleError } from './bundle-error.js';
-import { checkBundleTree, openBundleFile, readBundleFile } from './bundle-file.js';
+import { checkBundleTree, openBundleFile } from './bundle-file.js';
 import { readManifest, type Manifest } from './manifest.js';
 import type { ParsedYamlStore } from './parsed-yaml-store.js';
 import { matchModuleFiles, type ModuleFileName } from './module-files.js';
 import { checkMainSignature } from './module-signature.js';
 import { checkReferenceHeader, type BundleReference } from './reference-data.js';
+import { readTextModuleSignature } from './text-module-signature.js';
 import { readArgumentOrder, readSafetensorsHeader, type SafetensorsEntry } from './safetensors.js';
 
 export const MANIFEST_FILE = 'manifest.yaml';
@@ -212,31 +213,16 @@ async function loadModule(
   const magic = new Uint8Array(4);
   const handle = await openBundleFile(path);
   let size: number;
+  let signature: ProgramSignature;
   try {
     size = (await handle.stat()).size;
     await handle.read(magic, 0, 4, 0);
+    if (isMlirBytecode(magic)) {
+      return { ...file, path, format: 'bytecode', byteLength: size, signature: null, signatureCheckedAt: 'compile' };
+    }
+    signature = await readTextModuleSignature(handle, path);
   } finally {
     await handle.close();
-  }
-  if (isMlirBytecode(magic)) {
-    return { ...file, path, format: 'bytecode', byteLength: size, signature: null, signatureCheckedAt: 'compile' };
-  }
-
-  const text = await readBundleFile(path, 'utf8');
-  if (!/func\.func\s+(?:public\s+)?@main\s*\(/.test(text)) {
-    throw bundleError(
-      path,
-      null,
-      'neither MLIR bytecode (no ML\\xEFR magic) nor MLIR text with a func.func @main; is this a StableHLO module?',
-    );
-  }
-  const signature = parseMainSignature(text);
-  if (!signature) {
-    throw bundleError(
-      path,
-      '@main',
-      'cannot read its signature; arguments and results must be tensor<...> of bool, integer or float (f16/bf16/f32/f64) types',
-    );
   }
   checkMainSignature(signature, {
     file: path,

@@ -397,6 +397,42 @@ suite('loadBundle: module files', () => {
     });
     await rejects(loadBundle(dir), join(dir, 'model.b1.mlir'), '@main', /cannot read its signature/);
   });
+
+  // The signature is read a 1 MiB slice at a time (text-module-signature.ts); these cross slices.
+  const privateFunctions = (bytes: number): string => {
+    const f = 'func.func private @f(%a: tensor<f32>) -> tensor<f32> {\n  return %a : tensor<f32>\n}\n';
+    return f.repeat(Math.ceil(bytes / f.length));
+  };
+
+  test('a text module whose @main follows megabytes of other functions', async () => {
+    const text = privateFunctions(2.5 * 2 ** 20) + mlpModule(1);
+    const dir = await writeMlpBundle(root, fresh(), { 'model.b1.mlir': text });
+    const b = await loadBundle(dir);
+    assert.deepEqual(
+      b.modules[0]!.signature!.parameters.map((p) => p.shape),
+      [[1, 4], [4, 3], [3]],
+    );
+    assert.equal(b.modules[0]!.byteLength, Buffer.byteLength(text));
+  });
+
+  test('a text module with megabytes of constants after @main', async () => {
+    const constant = `    %c = stablehlo.constant dense<"0x${'0000803F'.repeat(2 ** 19)}"> : tensor<${2 ** 19}xf32>\n`;
+    const lines = mlpModule(1).split('\n');
+    lines.splice(2, 0, constant);
+    const dir = await writeMlpBundle(root, fresh(), { 'model.b1.mlir': lines.join('\n') });
+    const b = await loadBundle(dir);
+    assert.deepEqual(b.modules[0]!.signature!.results, [{ dtype: 'f32', shape: [1, 3] }]);
+  });
+
+  test('megabytes of text and no @main', async () => {
+    const dir = await writeMlpBundle(root, fresh(), { 'model.b1.mlir': privateFunctions(1.5 * 2 ** 20) });
+    await rejects(
+      loadBundle(dir),
+      join(dir, 'model.b1.mlir'),
+      null,
+      /neither MLIR bytecode .* nor MLIR text with a func\.func @main/,
+    );
+  });
 });
 
 suite('loadBundle: signature against manifest and weights', () => {
