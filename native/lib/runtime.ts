@@ -237,7 +237,10 @@ export class Runtime {
     return this.devices[device]!.memories.map((m) => m.kind);
   }
 
-  /** Compiles StableHLO (text or a portable-artifact bytecode) off the JS thread. */
+  /**
+   * Compiles StableHLO (text or a portable-artifact bytecode) off the JS thread. The plugin reads
+   * `code` where it is, not a copy: leave its bytes unchanged until the promise settles.
+   */
   async compile(code: Uint8Array | string, options: CompileOptions = {}): Promise<Executable> {
     options.signal?.throwIfAborted();
     let bytes: Uint8Array;
@@ -255,7 +258,8 @@ export class Runtime {
    * thread. The plugin reads the bytes as its own compiled code and trusts them: hand it only bytes
    * whose integrity was checked (ExecutableCache keeps a checksum). Garbage is refused with a
    * PjrtError where the plugin notices, never by this check. `signature` is the program's, as for
-   * compile() (serialized bytes do not carry one that we can read).
+   * compile() (serialized bytes do not carry one that we can read). As with compile(), the bytes are
+   * read where they are: leave them unchanged until the promise settles.
    */
   async deserializeAndLoad(serialized: Uint8Array, options: CompileOptions = {}): Promise<Executable> {
     options.signal?.throwIfAborted();

@@ -190,20 +190,30 @@ Status AdoptLoaded(const std::shared_ptr<ClientState>& cs, hloabi::PJRT_LoadedEx
   return s;
 }
 
-// Copies a program or serialized executable out of JS memory: the work runs for a while on an
-// addon thread and JS may reuse its buffer meanwhile.
-std::shared_ptr<std::string> CopyBytes(const Napi::Value& v, const std::string& field) {
-  auto bytes = std::make_shared<std::string>();
+// A program or serialized executable for work on an addon thread. A string is copied (it has no
+// memory of its own to hold); a TypedArray, Buffer or DataView is read where it is, its ArrayBuffer
+// referenced until the promise settles, as an upload's host data is: copying it here held the JS
+// thread for the whole copy (170 ms for a 300 MB text module, bench/RESULTS.md, session 22). The
+// caller leaves the bytes unchanged until the promise settles.
+struct HeldBytes {
+  std::shared_ptr<std::string> owned;
+  const char* data = nullptr;
+  size_t size = 0;
+  KeepAlive keep = std::make_shared<std::vector<Napi::ObjectReference>>();
+};
+
+HeldBytes HoldBytes(const Napi::Value& v, const std::string& field) {
+  HeldBytes held;
   if (v.IsString()) {
-    *bytes = v.As<Napi::String>().Utf8Value();
+    held.owned = std::make_shared<std::string>(v.As<Napi::String>().Utf8Value());
+    held.data = held.owned->data();
+    held.size = held.owned->size();
   } else {
-    KeepAlive keep = std::make_shared<std::vector<Napi::ObjectReference>>();
     const uint8_t* p = nullptr;
-    size_t n = 0;
-    ReadBytes(v, field, &p, &n, keep);
-    bytes->assign(reinterpret_cast<const char*>(p), n);
+    ReadBytes(v, field, &p, &held.size, held.keep);
+    held.data = reinterpret_cast<const char*>(p);
   }
-  return bytes;
+  return held;
 }
 
 }  // namespace
@@ -389,17 +399,19 @@ Napi::Value ClientWrap::Ledger(const Napi::CallbackInfo& info) {
 Napi::Value ClientWrap::Compile(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto cs = Live(env);
-  auto code = CopyBytes(info[0], "code");
-  if (code->empty()) throw Napi::TypeError::New(env, "code: the program is empty");
+  HeldBytes code = HoldBytes(info[0], "code");
+  if (code.size == 0) throw Napi::TypeError::New(env, "code: the program is empty");
   if (!cs->Begin()) ThrowStatus(env, Status::Disposed("the PJRT client has been disposed"));
   auto out = std::make_shared<std::shared_ptr<ExecutableResource>>();
   AsyncOp op;
-  op.work = [cs, code, out]() -> Status {
+  // The plugin reads the program only during the compile call; `code` (the op's, destroyed on the
+  // JS thread when the promise settles) keeps it alive until then.
+  op.work = [cs, data = code.data, size = code.size, out]() -> Status {
     const auto* api = cs->api();
     hloabi::PJRT_Program prog{};
     prog.struct_size = HLO_STRUCT_SIZE(hloabi::PJRT_Program, format_size);
-    prog.code = code->data();
-    prog.code_size = code->size();
+    prog.code = const_cast<char*>(data);
+    prog.code_size = size;
     prog.format = "mlir";
     prog.format_size = 4;
     hloabi::PJRT_Client_Compile_Args c{};
@@ -413,7 +425,7 @@ Napi::Value ClientWrap::Compile(const Napi::CallbackInfo& info) {
     cs->End();
     return s;
   };
-  op.finish = [out](Napi::Env env) -> Napi::Value { return ExecutableWrap::NewInstance(env, *out); };
+  op.finish = [out, code](Napi::Env env) -> Napi::Value { return ExecutableWrap::NewInstance(env, *out); };
   return RunAsync(env, std::move(op), Lane::kBackground);
 }
 
@@ -426,19 +438,19 @@ Napi::Value ClientWrap::DeserializeAndLoad(const Napi::CallbackInfo& info) {
     auto cs = Live(env);
     if (!HLO_HAS(cs->api(), PJRT_Executable_DeserializeAndLoad))
       ThrowStatus(env, Status{12, "this PJRT plugin cannot deserialize executables"});
-    auto bytes = CopyBytes(info[0], "serialized");
-    if (bytes->empty()) throw Napi::TypeError::New(env, "serialized: the executable is empty");
+    HeldBytes bytes = HoldBytes(info[0], "serialized");
+    if (bytes.size == 0) throw Napi::TypeError::New(env, "serialized: the executable is empty");
     if (!cs->Begin()) ThrowStatus(env, Status::Disposed("the PJRT client has been disposed"));
     auto out = std::make_shared<std::shared_ptr<ExecutableResource>>();
     AsyncOp op;
-    op.work = [cs, bytes, out]() -> Status {
+    op.work = [cs, data = bytes.data, size = bytes.size, out]() -> Status {
       const auto* api = cs->api();
       hloabi::PJRT_Executable_DeserializeAndLoad_Args d{};
       d.struct_size =
           HLO_STRUCT_SIZE(hloabi::PJRT_Executable_DeserializeAndLoad_Args, overridden_serialized_compile_options_size);
       d.client = cs->client();
-      d.serialized_executable = bytes->data();
-      d.serialized_executable_size = bytes->size();
+      d.serialized_executable = data;
+      d.serialized_executable_size = size;
       // The same options as compile(), so a loaded executable behaves as a compiled one (portable:
       // every execute names its device).
       d.overridden_serialized_compile_options = kPortableCompileOptions;
@@ -449,7 +461,7 @@ Napi::Value ClientWrap::DeserializeAndLoad(const Napi::CallbackInfo& info) {
       cs->End();
       return s;
     };
-    op.finish = [out](Napi::Env env) -> Napi::Value { return ExecutableWrap::NewInstance(env, *out); };
+    op.finish = [out, bytes](Napi::Env env) -> Napi::Value { return ExecutableWrap::NewInstance(env, *out); };
     return RunAsync(env, std::move(op), Lane::kBackground);
   } catch (const Napi::Error&) {
     throw;

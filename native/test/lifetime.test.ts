@@ -5,6 +5,8 @@ import { copyLanes } from '../lib/runtime.js';
 import { ArgumentError, DisposedError, hostArray, Runtime } from '../lib/index.js';
 import { ADD, randomF32 } from './programs.js';
 
+const asF32 = (b: Uint8Array): Float32Array => new Float32Array(b.buffer, b.byteOffset, b.byteLength / 4);
+
 function gc(): void {
   (globalThis as { gc?: () => void }).gc?.();
 }
@@ -43,6 +45,26 @@ suite('lifetime and memory', () => {
     // change the ledger that test compares (liveExecutables 2 -> 1 made the copyTo test flaky).
     exe.dispose();
     w.dispose();
+  });
+
+  test('compile and deserializeAndLoad hold the bytes they read in place until they settle', async () => {
+    const n = 1024;
+    const x = hostArray('f32', [n], randomF32(n, 3));
+    const w = hostArray('f32', [n], randomF32(n, 4));
+    const expected = new Float32Array(n).map((_, i) => asF32(x.data)[i]! + asF32(w.data)[i]!);
+    // Only the call holds the program: its ArrayBuffer must outlive a collection during the build.
+    const compiling = rt.compile(new TextEncoder().encode(ADD(n)));
+    gc();
+    const exe = await compiling;
+    const [out] = await exe.run([x, w]);
+    assert.deepEqual(asF32(out!.data), expected);
+    const loading = rt.deserializeAndLoad(new Uint8Array(await exe.serialize()), { signature: exe.signature! });
+    gc();
+    const loaded = await loading;
+    const [again] = await loaded.run([x, w]);
+    assert.deepEqual(asF32(again!.data), expected);
+    exe.dispose();
+    loaded.dispose();
   });
 
   test('dispose frees buffers deterministically (ledger)', async () => {
