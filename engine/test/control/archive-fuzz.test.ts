@@ -64,14 +64,14 @@ function mutate(r: () => number, src: Buffer): Buffer {
 }
 
 suite('archive parsers under generated input', () => {
-  test(`${N} mutated .tar / .tar.gz / .zip inputs: each is read or refused with BUNDLE_INVALID, never a crash`, () => {
+  test(`${N} mutated .tar / .tar.gz / .zip inputs: each is read or refused with BUNDLE_INVALID, never a crash`, async () => {
     const r = rng(0x5eed);
     let refused = 0;
     for (let i = 0; i < N; i++) {
       const [format, seed] = seeds[i % seeds.length]!;
       const input = mutate(r, seed);
       try {
-        bundleFiles(readArchive(input, format, LIMITS), { allowHooks: false });
+        bundleFiles(await readArchive(input, format, LIMITS), { allowHooks: false });
       } catch (err) {
         if (!(err instanceof ServeError) || err.code !== 'HLO_ERR_BUNDLE_INVALID')
           assert.fail(

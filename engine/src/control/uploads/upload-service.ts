@@ -9,7 +9,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { cp, mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { cp, mkdir, open, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ServeError } from '@hloserve/common/errors';
 import { loadBundle } from '../../bundle/bundle.js';
@@ -147,8 +147,8 @@ export class UploadService {
         const sha = await sha256File(this.#part(id));
         if (row.sha256 !== null && sha !== row.sha256)
           throw new ServeError('HLO_ERR_BUNDLE_INVALID', `sha256: the upload's is ${sha}, ${row.sha256} was declared`);
-        const bytes = await readFile(this.#part(id));
-        const files = bundleFiles(readArchive(bytes, formatOf(row.filename)!, this.#cfg.limits), o);
+        const bytes = await readStaged(this.#part(id), row.sizeBytes);
+        const files = bundleFiles(await readArchive(bytes, formatOf(row.filename)!, this.#cfg.limits), o);
         const staged = join(work, row.model);
         await mkdir(staged, { recursive: true, mode: 0o700 });
         for (const [name, data] of files) await writeFile(join(staged, name), data, { flag: 'wx' });
@@ -212,6 +212,22 @@ export class UploadService {
       this.#busy.delete(id);
     }
   }
+}
+
+/** The staged archive, whole: fs.readFile stops at 2 GiB - 1 byte, one under the upload limit. */
+async function readStaged(path: string, size: number): Promise<Buffer> {
+  const bytes = Buffer.allocUnsafe(size);
+  const handle = await open(path, 'r');
+  try {
+    for (let at = 0; at < size;) {
+      const { bytesRead } = await handle.read(bytes, at, Math.min(size - at, 2 ** 30), at);
+      if (bytesRead === 0) throw new ServeError('HLO_ERR_INTERNAL', `${path}: ${at} of ${size} bytes staged`);
+      at += bytesRead;
+    }
+  } finally {
+    await handle.close();
+  }
+  return bytes;
 }
 
 function sha256File(path: string): Promise<string> {
