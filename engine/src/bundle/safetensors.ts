@@ -5,6 +5,7 @@
  * zero-copy views into one file buffer; the header alone can be read without the data so that
  * loading a bundle does not pull gigabytes of weights into memory before the weight cache asks.
  */
+import type { FileHandle } from 'node:fs/promises';
 import type { DType } from '@hloserve/native/dtype';
 import { DTYPE_BYTES } from '@hloserve/native/dtype';
 import { describeValue, isMapping } from '../config/describe-value.js';
@@ -52,24 +53,33 @@ export interface SafetensorsFile extends SafetensorsHeader {
 
 /** Reads and validates only the header; the data section stays on disk. */
 export async function readSafetensorsHeader(path: string): Promise<SafetensorsHeader> {
-  let handle;
+  const handle = await openSafetensors(path);
   try {
-    handle = await openBundleFile(path);
+    return await readHeaderFrom(handle, path);
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Opens `path` as a bundle file; a failure is the bundle's error naming it. */
+export async function openSafetensors(path: string): Promise<FileHandle> {
+  try {
+    return await openBundleFile(path);
   } catch (err) {
     if (err instanceof ServeError) throw err;
     throw bundleError(path, null, `cannot open: ${(err as Error).message}`, err);
   }
-  try {
-    const { size } = await handle.stat();
-    const prefix = new Uint8Array(8);
-    const { bytesRead } = await handle.read(prefix, 0, 8, 0);
-    const headerLength = headerLengthOf(prefix.subarray(0, bytesRead), size, path);
-    const json = new Uint8Array(headerLength);
-    await handle.read(json, 0, headerLength, 8);
-    return parseHeader(json, size, path);
-  } finally {
-    await handle.close();
-  }
+}
+
+/** The validated header of the file open as `handle`. */
+export async function readHeaderFrom(handle: FileHandle, path: string): Promise<SafetensorsHeader> {
+  const { size } = await handle.stat();
+  const prefix = new Uint8Array(8);
+  const { bytesRead } = await handle.read(prefix, 0, 8, 0);
+  const headerLength = headerLengthOf(prefix.subarray(0, bytesRead), size, path);
+  const json = new Uint8Array(headerLength);
+  await handle.read(json, 0, headerLength, 8);
+  return parseHeader(json, size, path);
 }
 
 /** Reads the whole file into one buffer and returns views into it. */

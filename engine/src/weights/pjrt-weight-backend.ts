@@ -1,5 +1,5 @@
 import type { DeviceArena, DeviceBuffer, Runtime } from '@hloserve/native';
-import { readSafetensors } from '../bundle/safetensors.js';
+import { readSafetensorsData } from '../bundle/safetensors-data.js';
 import { ServeError } from '@hloserve/common/errors';
 import { uploadTensors, type WeightTensor } from '../model/compiled-model.js';
 import type { WeightBackend } from './weight-backend.js';
@@ -62,10 +62,11 @@ export class PjrtWeightBackend implements WeightBackend<HostWeights, readonly De
   async readHost(_model: string, src: WeightSource): Promise<HostWeights> {
     if (src.path === null) return { kind: 'pageable', tensors: [] };
     const path = src.path;
-    const file = await readSafetensors(path);
-    const tensors = src.argumentOrder.map((name) => {
-      const t = file.tensor(name);
-      if (!t) throw new ServeError('HLO_ERR_BUNDLE_INVALID', `${path}: tensor '${name}' of argument_order is missing`);
+    const file = await readSafetensorsData(path, src.argumentOrder);
+    const tensors = src.argumentOrder.map((name, i) => {
+      const t = file.tensors[i];
+      if (t?.name !== name)
+        throw new ServeError('HLO_ERR_BUNDLE_INVALID', `${path}: tensor '${name}' of argument_order is missing`);
       return { name, dtype: t.dtype, shape: t.shape, data: t.data };
     });
     if (this.staging === 'pageable') return { kind: 'pageable', tensors };
