@@ -1,12 +1,15 @@
 import assert from 'node:assert/strict';
 import { suite, test } from 'node:test';
 import { ServeError } from '@hloserve/common/errors';
-import { readArchive, type ArchiveFormat } from '../../src/control/uploads/archive.js';
+import type { ArchiveFormat } from '../../src/control/uploads/archive-entries.js';
+import { readArchive } from '../../src/control/uploads/archive.js';
+import { bufferSource, memorySink } from '../../src/control/uploads/archive-io.js';
 import { bundleFiles } from '../../src/control/uploads/bundle-files.js';
 import { tar, tarEntry, tgz, zip } from './archives.js';
 
 const LIMITS = { maxFiles: 64, maxFileBytes: 1 << 20, maxTotalBytes: 4 << 20, maxRatio: 100 };
 const N = 100_000;
+const CHUNKS = [61, 511, 512, 513, 4096, 1 << 20];
 
 /** xorshift32: the same inputs on every run, so a failure names a reproducible case. */
 function rng(seed: number): () => number {
@@ -71,7 +74,9 @@ suite('archive parsers under generated input', () => {
       const [format, seed] = seeds[i % seeds.length]!;
       const input = mutate(r, seed);
       try {
-        bundleFiles(await readArchive(input, format, LIMITS), { allowHooks: false });
+        // Chunks of several sizes, so that headers and data also straddle chunk boundaries.
+        const source = bufferSource(input, CHUNKS[i % CHUNKS.length]);
+        bundleFiles(await readArchive(source, format, LIMITS, memorySink()), { allowHooks: false });
       } catch (err) {
         if (!(err instanceof ServeError) || err.code !== 'HLO_ERR_BUNDLE_INVALID')
           assert.fail(

@@ -1,15 +1,16 @@
 /**
  * From archive entries to the files of one bundle directory. A bundle is flat: its files may sit
  * at the archive's top level or inside one top-level directory, nowhere deeper. Names are checked
- * before anything is written: no absolute paths, no '..', no backslashes or control characters,
- * no duplicates.
+ * before any file gets its name (the archive's bytes were written under names of our own): no
+ * absolute paths, no '..', no backslashes or control characters, no duplicates.
  */
 import { HOOK_FILES } from '../../bundle/bundle.js';
-import { rejected, type ArchiveEntry } from './archive.js';
+import { rejected, type ArchiveEntry } from './archive-entries.js';
 
 const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
 
-export function bundleFiles(entries: readonly ArchiveEntry[], o: { allowHooks: boolean }): Map<string, Buffer> {
+/** The bundle's files by their name in the bundle, each the archive entry that holds it. */
+export function bundleFiles(entries: readonly ArchiveEntry[], o: { allowHooks: boolean }): Map<string, ArchiveEntry> {
   const paths: { parts: string[]; e: ArchiveEntry }[] = [];
   for (const e of entries) {
     const n = e.name;
@@ -29,7 +30,7 @@ export function bundleFiles(entries: readonly ArchiveEntry[], o: { allowHooks: b
   const strip = files.every((f) => f.parts.length === 2 && f.parts[0] === top) ? 1 : 0;
   for (const d of paths.filter((p) => p.e.kind === 'dir'))
     if (d.parts.length > strip) throw rejected(`${d.e.name}: bundles are flat; subdirectories are not allowed`);
-  const out = new Map<string, Buffer>();
+  const out = new Map<string, ArchiveEntry>();
   for (const f of files) {
     const rest = f.parts.slice(strip);
     if (rest.length !== 1) throw rejected(`${f.e.name}: bundles are flat; files must not be in subdirectories`);
@@ -39,7 +40,7 @@ export function bundleFiles(entries: readonly ArchiveEntry[], o: { allowHooks: b
     if (out.has(name)) throw rejected(`${f.e.name}: duplicate entry`);
     if (!o.allowHooks && (HOOK_FILES as readonly string[]).includes(name))
       throw rejected(`${name}: bundles with hooks (code run by the server) may be uploaded by admins only`);
-    out.set(name, f.e.data);
+    out.set(name, f.e);
   }
   if (!out.has('manifest.yaml')) throw rejected('manifest.yaml: missing (every bundle has one)');
   return out;

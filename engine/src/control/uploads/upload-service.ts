@@ -14,7 +14,9 @@ import { join } from 'node:path';
 import { ServeError } from '@hloserve/common/errors';
 import { loadBundle } from '../../bundle/bundle.js';
 import type { Store, UploadRow } from '../../state/store.js';
-import { formatOf, readArchive, type ArchiveLimits } from './archive.js';
+import type { ArchiveLimits } from './archive-entries.js';
+import { formatOf, readArchive } from './archive.js';
+import { directorySink, fileSource } from './archive-io.js';
 import { bundleFiles } from './bundle-files.js';
 
 export interface UploadLimits extends ArchiveLimits {
@@ -147,11 +149,25 @@ export class UploadService {
         const sha = await sha256File(this.#part(id));
         if (row.sha256 !== null && sha !== row.sha256)
           throw new ServeError('HLO_ERR_BUNDLE_INVALID', `sha256: the upload's is ${sha}, ${row.sha256} was declared`);
-        const bytes = await readStaged(this.#part(id), row.sizeBytes);
-        const files = bundleFiles(await readArchive(bytes, formatOf(row.filename)!, this.#cfg.limits), o);
+        // The archive's files land under names of our own, then take theirs once all are checked.
+        // '.entries' cannot be a model's name (those start with a letter or digit).
+        const extracted = directorySink(join(work, '.entries'));
+        await mkdir(join(work, '.entries'), { recursive: true, mode: 0o700 });
+        const handle = await open(this.#part(id), 'r');
+        let entries;
+        try {
+          entries = await readArchive(
+            fileSource(handle, row.sizeBytes),
+            formatOf(row.filename)!,
+            this.#cfg.limits,
+            extracted,
+          );
+        } finally {
+          await handle.close();
+        }
         const staged = join(work, row.model);
         await mkdir(staged, { recursive: true, mode: 0o700 });
-        for (const [name, data] of files) await writeFile(join(staged, name), data, { flag: 'wx' });
+        for (const [name, e] of bundleFiles(entries, o)) await rename(extracted.path(e.index), join(staged, name));
         await loadBundle(staged);
         await this.#store.updateUpload(id, { state: 'compiling', updatedAt: this.#now() });
         await this.#cfg.trialCompile?.(staged);
@@ -212,22 +228,6 @@ export class UploadService {
       this.#busy.delete(id);
     }
   }
-}
-
-/** The staged archive, whole: fs.readFile stops at 2 GiB - 1 byte, one under the upload limit. */
-async function readStaged(path: string, size: number): Promise<Buffer> {
-  const bytes = Buffer.allocUnsafe(size);
-  const handle = await open(path, 'r');
-  try {
-    for (let at = 0; at < size;) {
-      const { bytesRead } = await handle.read(bytes, at, Math.min(size - at, 2 ** 30), at);
-      if (bytesRead === 0) throw new ServeError('HLO_ERR_INTERNAL', `${path}: ${at} of ${size} bytes staged`);
-      at += bytesRead;
-    }
-  } finally {
-    await handle.close();
-  }
-  return bytes;
 }
 
 function sha256File(path: string): Promise<string> {
