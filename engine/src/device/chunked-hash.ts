@@ -1,13 +1,11 @@
 /**
- * Checksums over large byte arrays without holding the event loop: the compile cache hashes every
+ * SHA-256 over large byte arrays without holding the event loop: the compile cache hashes every
  * module it looks up and every executable it reads or writes, on the serving thread, and a large
  * model's were one long stall for every other model's requests (about 1 ms per MB here: 94 ms for
- * 100 MB); an uploaded zip's entries are checked against their CRC-32 there too. Computed a slice
- * at a time, with a turn of the event loop between slices.
+ * 100 MB). Hashed a slice at a time, with a turn of the event loop between slices.
  */
 import { createHash } from 'node:crypto';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { crc32 } from 'node:zlib';
 
 /** Bytes hashed between two turns of the event loop (a few ms of hashing). */
 export const HASH_SLICE_BYTES = 4 * 2 ** 20;
@@ -26,14 +24,4 @@ export async function sha256InSlices(...parts: (Uint8Array | string)[]): Promise
     }
   }
   return hash.digest();
-}
-
-/** zlib's CRC-32 of `data` (unsigned), a slice per turn of the event loop. */
-export async function crc32InSlices(data: Uint8Array): Promise<number> {
-  let crc = 0;
-  for (let at = 0; at < data.byteLength || at === 0; at += HASH_SLICE_BYTES) {
-    if (at > 0) await nextTurn();
-    crc = crc32(data.subarray(at, at + HASH_SLICE_BYTES), crc);
-  }
-  return crc >>> 0;
 }
