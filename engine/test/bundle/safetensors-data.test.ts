@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { truncate } from 'node:fs/promises';
+import { truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, suite, test } from 'node:test';
 import { ServeError } from '@hloserve/common/errors';
@@ -73,5 +73,31 @@ suite('readSafetensorsData: named tensors a segment at a time', () => {
       readSafetensorsData(path, ['bias1']),
       (err: unknown) => err instanceof ServeError && err.code === 'HLO_ERR_BUNDLE_INVALID',
     );
+  });
+
+  test('a file past 2 GiB (where fs.readFile stops) is read', async () => {
+    // Sparse: the data section is a hole, so the file costs no disk and reads fast.
+    const path = join(dir, 'big.safetensors');
+    const elements = 2 ** 29 + 2 ** 18; // 2 GiB + 1 MiB of f32
+    const json = Buffer.from(
+      JSON.stringify({
+        __metadata__: { argument_order: '["w","b"]' },
+        b: { dtype: 'F32', shape: [4], data_offsets: [0, 16] },
+        w: { dtype: 'F32', shape: [elements], data_offsets: [16, 16 + elements * 4] },
+      }).padEnd(128, ' '),
+    );
+    const prefix = Buffer.alloc(8);
+    prefix.writeBigUInt64LE(BigInt(json.length));
+    await writeFile(path, Buffer.concat([prefix, json]));
+    await truncate(path, 8 + json.length + 16 + elements * 4);
+    const { tensors } = await readSafetensorsData(path, ['w', 'b']);
+    assert.deepEqual(
+      tensors.map((t) => [t.name, t.data.byteLength]),
+      [
+        ['w', elements * 4],
+        ['b', 16],
+      ],
+    );
+    assert.equal(tensors[0]!.data[elements * 4 - 1], 0);
   });
 });
