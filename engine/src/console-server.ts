@@ -7,7 +7,7 @@ import type { ControlService } from './control/control-service.js';
 import type { Logger } from './log.js';
 import type { TlsMaterial } from './tls/tls-material.js';
 import { trialCompiler } from './control/uploads/trial-compile.js';
-import { DEFAULT_UPLOAD_LIMITS } from './control/uploads/upload-service.js';
+import { uploadLimits } from './control/uploads/upload-service.js';
 import { openStore } from './state/open-store.js';
 import type { Worker } from './worker/worker.js';
 
@@ -49,7 +49,7 @@ export async function startConsoleServer(
         uploads: {
           stagingDir: join(settings.cacheDir, 'uploads'),
           modelRepo,
-          limits: DEFAULT_UPLOAD_LIMITS,
+          limits: uploadLimits(settings.console),
           trialCompile: trialCompiler(worker.runtime),
         },
       },

@@ -100,7 +100,12 @@ export const ENDPOINTS_DEFAULTS: EndpointsConfig = {
   tls: null,
 };
 
-export const CONSOLE_DEFAULTS: ConsoleConfig = { stateUrl: null, allowedOrigins: [] };
+export const CONSOLE_DEFAULTS: ConsoleConfig = {
+  stateUrl: null,
+  allowedOrigins: [],
+  uploadMaxBytes: 8 * 2 ** 30,
+  uploadMaxExpandedBytes: 16 * 2 ** 30,
+};
 
 export const HOOKS_DEFAULTS: HooksConfig = {
   enabled: true,

@@ -70,6 +70,8 @@ export const ENV_OVERRIDES: readonly EnvOverrideSpec[] = [
   spec('endpoints', 'allow_shared_memory', 'bool'),
   spec('console', 'state_url', 'string'),
   spec('console', 'allowed_origins', 'csv'),
+  spec('console', 'upload_max_bytes', 'bytes'),
+  spec('console', 'upload_max_expanded_bytes', 'bytes'),
   spec('hooks', 'enabled', 'bool'),
   spec('hooks', 'threads', 'int'),
   spec('hooks', 'timeout_ms', 'int'),

@@ -98,6 +98,10 @@ export interface ConsoleConfig {
   readonly stateUrl: string | null;
   /** Origins besides the console's own that may open the live feed (scheme://host[:port]). */
   readonly allowedOrigins: readonly string[];
+  /** The largest bundle archive an upload may send. */
+  readonly uploadMaxBytes: number;
+  /** The most an upload's files may add up to once expanded (and so the largest one file). */
+  readonly uploadMaxExpandedBytes: number;
 }
 
 /** Bundle hooks (model.js / model.mjs / model.ts): code that runs inside the server with its rights. */

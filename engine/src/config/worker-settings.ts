@@ -193,7 +193,12 @@ function parseConsole(r: MappingReader): ConsoleConfig {
         `expected scheme://host[:port], got ${JSON.stringify(o)}`,
       );
   });
-  const console_: ConsoleConfig = { stateUrl, allowedOrigins: origins };
+  const console_: ConsoleConfig = {
+    stateUrl,
+    allowedOrigins: origins,
+    uploadMaxBytes: r.bytes('upload_max_bytes', d.uploadMaxBytes, RANGES.positiveInt),
+    uploadMaxExpandedBytes: r.bytes('upload_max_expanded_bytes', d.uploadMaxExpandedBytes, RANGES.positiveInt),
+  };
   r.finish();
   return console_;
 }

@@ -109,7 +109,12 @@ suite('node config: defaults', () => {
         allowSharedMemory: true,
         tls: null,
       },
-      console: { stateUrl: null, allowedOrigins: [] },
+      console: {
+        stateUrl: null,
+        allowedOrigins: [],
+        uploadMaxBytes: 8 * 2 ** 30,
+        uploadMaxExpandedBytes: 16 * 2 ** 30,
+      },
       hooks: { enabled: true, threads: 2, timeoutMs: 5000, maxHeapMb: 256, maxBufferMb: 2048, maxQueued: 256 },
       logging: { level: 'info' },
     });

@@ -55,8 +55,19 @@ suite('node config: endpoints.tls', () => {
 });
 
 suite('node config: console', () => {
-  test('defaults: SQLite under cache_dir, no extra origins', () =>
-    assert.deepEqual(settings({}).console, { stateUrl: null, allowedOrigins: [] }));
+  const UPLOADS = { uploadMaxBytes: 8 * 2 ** 30, uploadMaxExpandedBytes: 16 * 2 ** 30 };
+
+  test('defaults: SQLite under cache_dir, no extra origins, 8 GiB uploads of up to 16 GiB of files', () =>
+    assert.deepEqual(settings({}).console, { stateUrl: null, allowedOrigins: [], ...UPLOADS }));
+
+  test('upload limits from node.yaml, with units, and from the environment', () => {
+    const c = settings({ console: { upload_max_bytes: '40GiB', upload_max_expanded_bytes: 100 * 2 ** 30 } }).console;
+    assert.equal(c.uploadMaxBytes, 40 * 2 ** 30);
+    assert.equal(c.uploadMaxExpandedBytes, 100 * 2 ** 30);
+    const e = settings({}, { HLOSERVE_CONSOLE_UPLOAD_MAX_BYTES: '1GiB' }).console;
+    assert.equal(e.uploadMaxBytes, 2 ** 30);
+    invalid({ console: { upload_max_bytes: 0 } }, /global\.console\.upload_max_bytes: expected/);
+  });
 
   test('state_url and allowed_origins from node.yaml', () => {
     const c = settings({
@@ -65,6 +76,7 @@ suite('node config: console', () => {
     assert.deepEqual(c, {
       stateUrl: 'postgres://u:p@db/hlo',
       allowedOrigins: ['https://ops.example:8443', 'http://x'],
+      ...UPLOADS,
     });
   });
 
@@ -85,12 +97,13 @@ suite('node config: console', () => {
     assert.deepEqual(newer, {
       stateUrl: 'postgres://u@h/db',
       allowedOrigins: ['https://b.example:8443', 'https://c.example'],
+      ...UPLOADS,
     });
     const older = settings(doc, {
       HLOSERVE_STATE_URL: 'sqlite:/b.db',
       HLOSERVE_CONSOLE_ORIGINS: 'https://d.example:1',
     }).console;
-    assert.deepEqual(older, { stateUrl: 'sqlite:/b.db', allowedOrigins: ['https://d.example:1'] });
+    assert.deepEqual(older, { stateUrl: 'sqlite:/b.db', allowedOrigins: ['https://d.example:1'], ...UPLOADS });
     // Both set: the table's own name wins.
     const both = settings(doc, { HLOSERVE_CONSOLE_STATE_URL: 'sqlite:/new.db', HLOSERVE_STATE_URL: 'sqlite:/old.db' });
     assert.equal(both.console.stateUrl, 'sqlite:/new.db');

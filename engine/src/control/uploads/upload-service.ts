@@ -13,6 +13,8 @@ import { cp, mkdir, open, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ServeError } from '@hloserve/common/errors';
 import { loadBundle } from '../../bundle/bundle.js';
+import { CONSOLE_DEFAULTS } from '../../config/defaults.js';
+import type { ConsoleConfig } from '../../config/types.js';
 import type { Store, UploadRow } from '../../state/store.js';
 import type { ArchiveLimits } from './archive-entries.js';
 import { formatOf, readArchive } from './archive.js';
@@ -23,13 +25,18 @@ export interface UploadLimits extends ArchiveLimits {
   readonly maxUploadBytes: number;
 }
 
-export const DEFAULT_UPLOAD_LIMITS: UploadLimits = {
-  maxUploadBytes: 2 * 1024 ** 3,
-  maxFiles: 256,
-  maxFileBytes: 2 * 1024 ** 3,
-  maxTotalBytes: 4 * 1024 ** 3,
-  maxRatio: 100,
-};
+/** The limits under node.yaml's console settings; the file count and expansion ratio are fixed. */
+export function uploadLimits(c: Pick<ConsoleConfig, 'uploadMaxBytes' | 'uploadMaxExpandedBytes'>): UploadLimits {
+  return {
+    maxUploadBytes: c.uploadMaxBytes,
+    maxFiles: 256,
+    maxFileBytes: c.uploadMaxExpandedBytes,
+    maxTotalBytes: c.uploadMaxExpandedBytes,
+    maxRatio: 100,
+  };
+}
+
+export const DEFAULT_UPLOAD_LIMITS: UploadLimits = uploadLimits(CONSOLE_DEFAULTS);
 
 export interface UploadConfig {
   readonly stagingDir: string;
