@@ -13,6 +13,7 @@
         "src/executable_wrap.cc",
         "src/handles.cc",
         "src/malloc_tuning.cc",
+        "src/memory_advice.cc",
         "src/plugin.cc",
         "src/shm_io.cc",
         "src/status.cc",

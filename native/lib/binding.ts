@@ -169,6 +169,8 @@ export interface NativeBinding {
   loadPlugin(path: string): NativePluginInfo;
   loadPluginAsync(path: string): Promise<NativePluginInfo>;
   createClient(pluginPath: string, options: NativeOption[]): Promise<NativeClient>;
+  /** madvise(MADV_HUGEPAGE) over the pages wholly inside `view`; false where not applied. */
+  adviseHugePages(view: ArrayBufferView): boolean;
   /** Device buffers of one client and device, read once for execute()'s `bound` (BoundArguments). */
   bindArguments(buffers: NativeBuffer[]): NativeBoundArguments;
   /** The serialized CompileOptionsProto that every compile and deserializeAndLoad uses. */

@@ -8,6 +8,7 @@
 #include "build_nudge.h"
 #include "handles.h"
 #include "malloc_tuning.h"
+#include "memory_advice.h"
 #include "plugin.h"
 #include "wraps.h"
 
@@ -159,6 +160,7 @@ Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
   exports.Set("loadPlugin", Napi::Function::New(env, LoadPluginJs));
   exports.Set("loadPluginAsync", Napi::Function::New(env, LoadPluginAsyncJs));
   exports.Set("createClient", Napi::Function::New(env, CreateClient));
+  exports.Set("adviseHugePages", Napi::Function::New(env, AdviseHugePages));
   exports.Set("bindArguments", Napi::Function::New(env, BindArguments));
   std::string opts = CompileOptionsBytes();
   exports.Set("compileOptions", Napi::Buffer<char>::Copy(env, opts.data(), opts.size()));

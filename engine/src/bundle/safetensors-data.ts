@@ -7,6 +7,7 @@
  */
 import { constants as bufferConstants } from 'node:buffer';
 import type { FileHandle } from 'node:fs/promises';
+import { adviseHugePages } from '@hloserve/native/memory-advice';
 import { bundleError } from './bundle-error.js';
 import {
   openSafetensors,
@@ -97,6 +98,7 @@ async function readRange(handle: FileHandle, path: string, start: number, end: n
   }
   // Every byte is read below before the buffer is handed out; a short file is an error.
   const bytes = Buffer.allocUnsafeSlow(length);
+  adviseHugePages(bytes);
   for (let at = 0; at < length;) {
     const { bytesRead } = await handle.read(bytes, at, Math.min(length - at, READ_CALL_BYTES), start + at);
     if (bytesRead === 0)
