@@ -5,6 +5,16 @@ import { type BufferFacts, DeviceBuffer, type MemoryResolver } from './device-bu
 const LANE_BYTES = 1 << 20;
 
 /**
+ * How many of the addon's threads one batch of weight copies may take at once: all but two, which
+ * stay with executions. The threads run tasks in order, so a model's load that copied on every
+ * thread held every other model's executions behind it for as long as its longest lane: a request
+ * waited 1 s while a 2.7 GB model reloaded (bench/RESULTS.md, session 22).
+ */
+export function copyThreads(threads: number): number {
+  return Math.max(1, threads - 2);
+}
+
+/**
  * Splits a batch of copies into lanes, one native call each. A lane's copies run one after another
  * on one addon thread (the CPU plugin copies synchronously), so large batches are spread over the
  * addon's threads, balanced by bytes (largest first onto the least loaded lane); small ones stay in

@@ -11,7 +11,7 @@ import { DeviceArena } from './device-arena.js';
 import { DeviceBuffer } from './device-buffer.js';
 import { ArgumentError, PluginLoadError } from './errors.js';
 import { Executable } from './executable.js';
-import { byteLanes, joinLanes } from './lanes.js';
+import { byteLanes, copyThreads, joinLanes } from './lanes.js';
 import { type HostArray, nativeHostArray } from './host-array.js';
 import { programSignature, type ProgramSignature } from './mlir-signature.js';
 import { resolvePlugin } from './plugin.js';
@@ -154,6 +154,11 @@ export class Runtime {
    */
   static get backgroundPriority(): 'idle' | 'nice' | 'normal' {
     return binding().backgroundPriority;
+  }
+
+  /** How many weight copies may run at once (copyTo's lanes, uploads of one model): see copyThreads. */
+  static get copyThreads(): number {
+    return copyThreads(binding().workerThreads);
   }
 
   /**
@@ -309,7 +314,7 @@ export class Runtime {
       return b.native;
     });
     const index = this.#memoryIndex(buffers[0]!.device, memoryKind);
-    const lanes = copyLanes(buffers, binding().workerThreads);
+    const lanes = copyLanes(buffers, copyThreads(binding().workerThreads));
     return joinLanes(
       lanes,
       lanes.map((lane) => this.#copyLane(lane, natives, index)),
@@ -356,7 +361,7 @@ export class Runtime {
       throw new ArgumentError(`a device arena needs host-addressable device memory; '${this.platformName}' has none`);
     }
     const native = this.#client.createArena(device, this.#memoryIndex(device, 'device'), limitBytes, chunkBytes);
-    return new DeviceArena(native, device, this.#memoryIndex, binding().workerThreads);
+    return new DeviceArena(native, device, this.#memoryIndex, copyThreads(binding().workerThreads));
   }
 
   /**

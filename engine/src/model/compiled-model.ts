@@ -5,7 +5,7 @@ import {
   type HostArray,
   isMlirBytecode,
   type ProgramSignature,
-  type Runtime,
+  Runtime,
 } from '@hloserve/native';
 import { DTYPE_BYTES, type DType } from '@hloserve/native/dtype';
 import type { Manifest } from '../bundle/manifest.js';
@@ -41,21 +41,29 @@ export async function uploadTensors(
   tensors: readonly WeightTensor[],
   memory?: string,
 ): Promise<DeviceBuffer[]> {
-  const out: DeviceBuffer[] = [];
-  try {
-    // Issued together: the runtime overlaps the copies.
-    const pending = tensors.map((w) =>
-      runtime.upload({ dtype: w.dtype, shape: w.shape, data: w.data }, memory ? { memory } : {}),
-    );
-    const settled = await Promise.allSettled(pending);
-    for (const r of settled) if (r.status === 'fulfilled') out.push(r.value);
-    const failed = settled.find((r) => r.status === 'rejected');
-    if (failed) throw (failed as PromiseRejectedResult).reason;
-  } catch (err) {
-    for (const b of out) b.dispose();
-    throw err;
+  // A few at a time, never on every addon thread: those run tasks in order, and a large model's
+  // uploads issued all at once held every other model's executions behind them (Runtime.copyThreads).
+  const slots = Runtime.copyThreads;
+  const out = new Array<DeviceBuffer | undefined>(tensors.length);
+  let next = 0;
+  let failure: { reason: unknown } | null = null;
+  const worker = async (): Promise<void> => {
+    while (failure === null && next < tensors.length) {
+      const i = next++;
+      const w = tensors[i]!;
+      try {
+        out[i] = await runtime.upload({ dtype: w.dtype, shape: w.shape, data: w.data }, memory ? { memory } : {});
+      } catch (reason) {
+        failure ??= { reason };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(slots, tensors.length) }, worker));
+  if (failure !== null) {
+    for (const b of out) b?.dispose();
+    throw (failure as { reason: unknown }).reason;
   }
-  return out;
+  return out as DeviceBuffer[];
 }
 
 /** The signature `main` must have at batch size `batch`: inputs, then weights, then outputs. */
