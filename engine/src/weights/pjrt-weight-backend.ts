@@ -75,7 +75,9 @@ export class PjrtWeightBackend implements WeightBackend<HostWeights, readonly De
   }
 
   releaseHost(_model: string, host: HostWeights): void {
-    if (host.kind === 'pinned_host') for (const b of host.buffers) b.dispose();
+    // Off the JS thread, as free() does: a host copy's memory goes back with an munmap that took
+    // 100-165 ms for a 2.7 GB model, every model's requests waiting (bench/RESULTS.md, session 22).
+    if (host.kind === 'pinned_host') this.#runtime.disposeInBackground(host.buffers);
   }
 
   async upload(_model: string, host: HostWeights): Promise<readonly DeviceBuffer[]> {
