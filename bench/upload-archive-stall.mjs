@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { clearInterval, setInterval } from 'node:timers';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { crc32, deflateRawSync, gzipSync } from 'node:zlib';
+import { tarEntry, tgz, zip } from '../engine/dist/test/control/archives.js';
 import { arg, machine, median } from './stats.mjs';
 
 const LIMITS = { maxFiles: 256, maxFileBytes: 2 * 1024 ** 3, maxTotalBytes: 4 * 1024 ** 3, maxRatio: 100 };
@@ -67,69 +67,6 @@ const rounds = Number(arg('rounds', '3'));
 const baseDir = arg('base', null);
 const builds = [['this', here], ...(baseDir ? [['base', resolve(baseDir)]] : [])];
 
-function tar(entries) {
-  const parts = [];
-  for (const [name, data] of entries) {
-    const h = Buffer.alloc(512);
-    h.write(name, 0, 'utf8');
-    h.write('0000644\0', 100);
-    h.write('0000000\0', 108);
-    h.write('0000000\0', 116);
-    h.write(data.length.toString(8).padStart(11, '0') + '\0', 124);
-    h.write('00000000000\0', 136);
-    h.write('        ', 148);
-    h.write('0', 156);
-    h.write('ustar\0', 257);
-    h.write('00', 263);
-    let sum = 0;
-    for (const x of h) sum += x;
-    h.write(sum.toString(8).padStart(6, '0') + '\0 ', 148);
-    parts.push(h, data, Buffer.alloc((512 - (data.length % 512)) % 512));
-  }
-  parts.push(Buffer.alloc(1024));
-  return Buffer.concat(parts);
-}
-
-function zip(entries) {
-  const locals = [];
-  const central = [];
-  let offset = 0;
-  for (const [name, data] of entries) {
-    const raw = deflateRawSync(data, { level: 1 });
-    const crc = crc32(data) >>> 0;
-    const n = Buffer.from(name);
-    const local = Buffer.alloc(30);
-    local.writeUInt32LE(0x04034b50, 0);
-    local.writeUInt16LE(20, 4);
-    local.writeUInt16LE(8, 8);
-    local.writeUInt32LE(crc, 14);
-    local.writeUInt32LE(raw.length, 18);
-    local.writeUInt32LE(data.length, 22);
-    local.writeUInt16LE(n.length, 26);
-    const cd = Buffer.alloc(46);
-    cd.writeUInt32LE(0x02014b50, 0);
-    cd.writeUInt16LE(20, 4);
-    cd.writeUInt16LE(20, 6);
-    cd.writeUInt16LE(8, 10);
-    cd.writeUInt32LE(crc, 16);
-    cd.writeUInt32LE(raw.length, 20);
-    cd.writeUInt32LE(data.length, 24);
-    cd.writeUInt16LE(n.length, 28);
-    cd.writeUInt32LE(offset, 42);
-    locals.push(local, n, raw);
-    central.push(cd, n);
-    offset += 30 + n.length + raw.length;
-  }
-  const cdBytes = Buffer.concat(central);
-  const end = Buffer.alloc(22);
-  end.writeUInt32LE(0x06054b50, 0);
-  end.writeUInt16LE(entries.length, 8);
-  end.writeUInt16LE(entries.length, 10);
-  end.writeUInt32LE(cdBytes.length, 12);
-  end.writeUInt32LE(offset, 16);
-  return Buffer.concat([...locals, cdBytes, end]);
-}
-
 const dir = mkdtempSync(join(tmpdir(), 'upload-archive-stall-'));
 try {
   const files = [
@@ -141,8 +78,8 @@ try {
     ['tar.gz', join(dir, 'b.tar.gz')],
     ['zip', join(dir, 'b.zip')],
   ];
-  writeFileSync(archives[0][1], gzipSync(tar(files), { level: 1 }));
-  writeFileSync(archives[1][1], zip(files));
+  writeFileSync(archives[0][1], tgz(files.map(([n, d]) => tarEntry(n, d))));
+  writeFileSync(archives[1][1], zip(files.map(([name, data]) => ({ name, data, deflate: true }))));
 
   console.log(`# bench/upload-archive-stall, machine: ${machine()}; a bundle with ${mb} MiB of weights`);
   console.log('round format build  step_ms  longest_loop_gap_ms  peak_rss_above_start_mib');
