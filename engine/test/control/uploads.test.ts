@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { cpSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, suite, test } from 'node:test';
 import { buildControlApp, type ControlApp } from '../../src/control/api/control-app.js';
 import { WorkerModelPort } from '../../src/control/api/worker-model-port.js';
 import { openStore, type Store } from '../../src/state/index.js';
 import { trialCompiler } from '../../src/control/uploads/trial-compile.js';
+import { DEFAULT_UPLOAD_LIMITS, UploadService } from '../../src/control/uploads/upload-service.js';
 import { Worker } from '../../src/worker/worker.js';
 import { tar, tarEntry, tgz, zip } from './archives.js';
 import { adminToken, examples, inferMlp, log, mint, mlpSettings, tempDir } from './harness.js';
@@ -387,5 +388,34 @@ suite('bundle uploads', () => {
     assert.equal(res.statusCode, 200, res.body);
     assert.ok(readdirSync(join(repo, 'hooked')).includes('model.js'));
     assert.equal(worker.repositoryIndex(true).find((m) => m.name === 'hooked')?.state, 'READY');
+  });
+});
+
+suite('bundle uploads: staging on another filesystem than the repository', () => {
+  // /dev/shm is a tmpfs on Linux: a rename from it into the repository fails with EXDEV, and the
+  // bundle is copied instead.
+  const shm = '/dev/shm';
+  const usable = process.platform === 'linux' && statSync(shm, { throwIfNoEntry: false })?.isDirectory() === true;
+
+  test('the bundle is copied into place, whole and readable', { skip: !usable }, async () => {
+    const dir = tempDir();
+    const staging = mkdtempSync(join(shm, 'hloserve-uploads-'));
+    const store = await openStore({ cacheDir: dir });
+    try {
+      const repo = join(dir, 'repo');
+      mkdirSync(repo);
+      assert.notEqual(statSync(staging).dev, statSync(repo).dev, 'two filesystems');
+      const service = new UploadService(store, { stagingDir: staging, modelRepo: repo, limits: DEFAULT_UPLOAD_LIMITS });
+      const archive = tar([...mlp].map(([name, data]) => tarEntry(name, data)));
+      const row = await service.create({ filename: 'm.tar', model: 'm', sizeBytes: archive.length, by: 'test' });
+      await service.append(row.id, 0, archive);
+      assert.equal((await service.complete(row.id, { allowHooks: false })).state, 'installed');
+      for (const [name, data] of mlp) assert.ok(readFileSync(join(repo, 'm', name)).equals(data), name);
+      assert.deepEqual(readdirSync(repo).sort(), ['m']);
+    } finally {
+      await store.close();
+      rmSync(staging, { recursive: true, force: true });
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -51,7 +51,8 @@ export function directorySink(dir: string): EntrySink & { path(index: number): s
   return {
     path,
     async open(index) {
-      const handle = await open(path(index), 'wx', 0o600);
+      // Created as writeFile would (0666 less the umask): these become the installed bundle's files.
+      const handle = await open(path(index), 'wx');
       return {
         async write(chunk) {
           for (let at = 0; at < chunk.length;) at += (await handle.write(chunk, at, chunk.length - at)).bytesWritten;

@@ -208,13 +208,20 @@ export class UploadService {
 
   async #install(id: string, staged: string, model: string): Promise<void> {
     const repo = this.#cfg.modelRepo;
-    // Copied beside the target first (same filesystem), so the switch itself is a rename.
+    // Moved beside the target first (the repository's filesystem), so the switch itself is a
+    // rename: by a rename where the staging directory is on that filesystem too (no second copy of
+    // a multi-GB bundle), else by a copy.
     const incoming = join(repo, `.upload-${id}`);
     try {
-      await cp(staged, incoming, { recursive: true, errorOnExist: true, force: false });
+      await rename(staged, incoming);
     } catch (err) {
-      await rm(incoming, { recursive: true, force: true });
-      throw err;
+      if ((err as NodeJS.ErrnoException).code !== 'EXDEV') throw err;
+      try {
+        await cp(staged, incoming, { recursive: true, errorOnExist: true, force: false });
+      } catch (copyErr) {
+        await rm(incoming, { recursive: true, force: true });
+        throw copyErr;
+      }
     }
     const target = join(repo, model);
     const exists = await stat(target).then(
