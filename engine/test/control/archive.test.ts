@@ -69,3 +69,34 @@ suite('readArchive: archives of real size under the default limits', () => {
     await assert.rejects(read(bad, 'zip'), /weights\.safetensors: CRC-32 does not match/);
   });
 });
+
+suite('readArchive: a sink that fails', () => {
+  const files: [string, Buffer][] = [
+    ['manifest.yaml', Buffer.from("format_version: '2.0'\n")],
+    ['weights.safetensors', randomBytes(200_000)],
+  ];
+  const full = {
+    async open() {
+      return {
+        write: async () => {
+          throw new Error('ENOSPC: no space left on device, write');
+        },
+        close: async () => {},
+      };
+    },
+  };
+
+  test('its error comes back as it is, not as a corrupt archive', async () => {
+    const archives: [ArchiveFormat, Buffer][] = [
+      ['tar', tar(files.map(([n, d]) => tarEntry(n, d)))],
+      ['tar.gz', tgz(files.map(([n, d]) => tarEntry(n, d)))],
+      ['zip', zip(files.map(([name, data]) => ({ name, data, deflate: true })))],
+    ];
+    for (const [format, archive] of archives)
+      await assert.rejects(
+        readArchive(bufferSource(archive, 4096), format, DEFAULT_UPLOAD_LIMITS, full),
+        /^Error: ENOSPC/,
+        format,
+      );
+  });
+});

@@ -108,27 +108,34 @@ async function copyEntry(
 ): Promise<{ bytes: number; crc: number }> {
   let bytes = 0;
   let crc = 0;
+  let writerFailed = false;
   const consume = async (chunks: AsyncIterable<Buffer>): Promise<void> => {
     for await (const chunk of chunks) {
       bytes += chunk.length;
       if (bytes > declared) throw rejected(`${name}: expands past the ${declared} bytes declared`);
       crc = crc32(chunk, crc);
-      await writer.write(chunk);
+      try {
+        await writer.write(chunk);
+      } catch (error) {
+        writerFailed = true;
+        throw error;
+      }
     }
   };
   if (!deflated) await consume(raw);
   else {
-    // The consumer's own refusal, when it made one: the pipeline may report its teardown instead.
-    const refused: { error?: ServeError } = {};
+    // The consumer's own refusal or the writer's failure, when there was one: the pipeline may
+    // report its teardown instead, and neither is corrupt deflate data.
+    const failed: { error?: unknown } = {};
     try {
       await pipeline(raw, createInflateRaw({ chunkSize: inflateChunkBytes(declared) }), (out) =>
         consume(out).catch((error: unknown) => {
-          if (error instanceof ServeError) refused.error = error;
+          if (error instanceof ServeError || writerFailed) failed.error ??= error;
           throw error;
         }),
       );
     } catch (err) {
-      if (refused.error) throw refused.error;
+      if ('error' in failed) throw failed.error;
       if (err instanceof ServeError) throw err;
       throw rejected(`${name}: deflate data is corrupt or larger than declared (${(err as Error).message})`);
     }

@@ -41,23 +41,25 @@ export async function readArchive(
   if (format === 'tar') return readTar(new ChunkReader(source.chunks(0, source.size)), limits, sink);
   const cap = Math.min(limits.maxTotalBytes + 64 * 1024, Math.floor(source.size * limits.maxRatio) + 1024);
   let entries: ArchiveEntry[] = [];
-  // The reader's own refusal, when it made one: the pipeline may report its teardown instead.
-  const refused: { error?: ServeError } = {};
+  // The reader's own refusal or the sink's failure (a full disk), when there was one: the pipeline
+  // may report its teardown instead, and neither is a gzip error.
+  const failed: { error?: unknown } = {};
+  const watchedSink = watchSink(sink, failed);
   try {
     await pipeline(source.chunks(0, source.size), createGunzip({ chunkSize: inflateChunkBytes(cap) }), async (tar) => {
       try {
         const reader = new ChunkReader(capped(tar, cap, limits));
-        entries = await readTar(reader, limits, sink);
+        entries = await readTar(reader, limits, watchedSink);
         // What follows the end marker is inflated too, so that a corrupt or oversized stream is
         // refused whatever its tar says, as when the whole stream was inflated at once.
         await reader.drain();
       } catch (error) {
-        if (error instanceof ServeError) refused.error = error;
+        if (error instanceof ServeError && !('error' in failed)) failed.error = error;
         throw error;
       }
     });
   } catch (err) {
-    if (refused.error) throw refused.error;
+    if ('error' in failed) throw failed.error;
     if (err instanceof ServeError) throw err;
     throw rejected(`not a valid gzip stream: ${(err as Error).message}`);
   }
@@ -73,4 +75,19 @@ async function* capped(chunks: AsyncIterable<Buffer>, cap: number, limits: Archi
       throw rejected(`archive expands past the limits (ratio ${limits.maxRatio}:1, ${limits.maxTotalBytes} bytes)`);
     yield chunk;
   }
+}
+
+/** `sink`, noting in `failed` the first error it throws: the disk's, not the archive's. */
+function watchSink(sink: EntrySink, failed: { error?: unknown }): EntrySink {
+  const note = <T>(p: Promise<T>): Promise<T> =>
+    p.catch((error: unknown) => {
+      if (!('error' in failed)) failed.error = error;
+      throw error;
+    });
+  return {
+    open: async (index) => {
+      const w = await note(sink.open(index));
+      return { write: (chunk) => note(w.write(chunk)), close: () => note(w.close()) };
+    },
+  };
 }
