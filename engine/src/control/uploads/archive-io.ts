@@ -6,6 +6,8 @@
 import type { FileHandle } from 'node:fs/promises';
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import type { Transform } from 'node:stream';
 import type { ArchiveSource, EntrySink, EntryWriter } from './archive-entries.js';
 
 /** Bytes per read of a staged archive. */
@@ -136,5 +138,41 @@ export class ChunkReader {
       this.#head = next.value;
     }
     return true;
+  }
+}
+
+/**
+ * Runs `consume` over what `inflater` makes of `input`. A failure of `consume` itself (a limit
+ * refused, a sink's full disk) comes back as it is, even where the pipeline reports its own
+ * teardown instead; a failure of the inflater (or of the input) is `corrupt(message)`.
+ */
+export async function inflateInto(
+  input: AsyncIterable<Buffer>,
+  inflater: Transform,
+  consume: (out: AsyncIterable<Buffer>) => Promise<void>,
+  corrupt: (message: string) => Error,
+): Promise<void> {
+  let inflaterError: unknown;
+  const own: { error?: unknown } = {};
+  // What the inflater throws reaches `consume` through its iteration: noted here, so that it is
+  // not taken for consume's own failure.
+  async function* watched(out: AsyncIterable<Buffer>): AsyncIterable<Buffer> {
+    try {
+      yield* out;
+    } catch (error) {
+      inflaterError = error;
+      throw error;
+    }
+  }
+  try {
+    await pipeline(input, inflater, (out: AsyncIterable<Buffer>) =>
+      consume(watched(out)).catch((error: unknown) => {
+        if (error !== inflaterError && !('error' in own)) own.error = error;
+        throw error;
+      }),
+    );
+  } catch (err) {
+    if ('error' in own) throw own.error;
+    throw corrupt((err as Error).message);
   }
 }

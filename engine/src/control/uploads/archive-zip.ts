@@ -3,9 +3,7 @@
  * and directories; encryption, zip64, links and special files refused. Each file streams from its
  * range of the archive through the inflater to the sink, its CRC-32 and size checked as it goes.
  */
-import { pipeline } from 'node:stream/promises';
 import { crc32, createInflateRaw } from 'node:zlib';
-import { ServeError } from '@hloserve/common/errors';
 import {
   Budget,
   inflateChunkBytes,
@@ -16,6 +14,7 @@ import {
   type EntrySink,
   type EntryWriter,
 } from './archive-entries.js';
+import { inflateInto } from './archive-io.js';
 
 /** A bundle has at most a few hundred files; a larger directory is refused before it is read. */
 const MAX_CENTRAL_DIRECTORY_BYTES = 16 * 2 ** 20;
@@ -108,37 +107,18 @@ async function copyEntry(
 ): Promise<{ bytes: number; crc: number }> {
   let bytes = 0;
   let crc = 0;
-  let writerFailed = false;
   const consume = async (chunks: AsyncIterable<Buffer>): Promise<void> => {
     for await (const chunk of chunks) {
       bytes += chunk.length;
       if (bytes > declared) throw rejected(`${name}: expands past the ${declared} bytes declared`);
       crc = crc32(chunk, crc);
-      try {
-        await writer.write(chunk);
-      } catch (error) {
-        writerFailed = true;
-        throw error;
-      }
+      await writer.write(chunk);
     }
   };
   if (!deflated) await consume(raw);
-  else {
-    // The consumer's own refusal or the writer's failure, when there was one: the pipeline may
-    // report its teardown instead, and neither is corrupt deflate data.
-    const failed: { error?: unknown } = {};
-    try {
-      await pipeline(raw, createInflateRaw({ chunkSize: inflateChunkBytes(declared) }), (out) =>
-        consume(out).catch((error: unknown) => {
-          if (error instanceof ServeError || writerFailed) failed.error ??= error;
-          throw error;
-        }),
-      );
-    } catch (err) {
-      if ('error' in failed) throw failed.error;
-      if (err instanceof ServeError) throw err;
-      throw rejected(`${name}: deflate data is corrupt or larger than declared (${(err as Error).message})`);
-    }
-  }
+  else
+    await inflateInto(raw, createInflateRaw({ chunkSize: inflateChunkBytes(declared) }), consume, (message) =>
+      rejected(`${name}: deflate data is corrupt or larger than declared (${message})`),
+    );
   return { bytes, crc: crc >>> 0 };
 }

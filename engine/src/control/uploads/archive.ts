@@ -6,9 +6,7 @@
  * never sits in memory whole: a 2 GiB .tar.gz was held with its 4 GiB of tar beside it, in the
  * process that serves. Inflating runs on libuv's threads; the serving thread sees a chunk at a time.
  */
-import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
-import { ServeError } from '@hloserve/common/errors';
 import {
   rejected,
   inflateChunkBytes,
@@ -18,7 +16,7 @@ import {
   type ArchiveSource,
   type EntrySink,
 } from './archive-entries.js';
-import { ChunkReader } from './archive-io.js';
+import { ChunkReader, inflateInto } from './archive-io.js';
 import { readTar } from './archive-tar.js';
 import { readZip } from './archive-zip.js';
 
@@ -41,28 +39,18 @@ export async function readArchive(
   if (format === 'tar') return readTar(new ChunkReader(source.chunks(0, source.size)), limits, sink);
   const cap = Math.min(limits.maxTotalBytes + 64 * 1024, Math.floor(source.size * limits.maxRatio) + 1024);
   let entries: ArchiveEntry[] = [];
-  // The reader's own refusal or the sink's failure (a full disk), when there was one: the pipeline
-  // may report its teardown instead, and neither is a gzip error.
-  const failed: { error?: unknown } = {};
-  const watchedSink = watchSink(sink, failed);
-  try {
-    await pipeline(source.chunks(0, source.size), createGunzip({ chunkSize: inflateChunkBytes(cap) }), async (tar) => {
-      try {
-        const reader = new ChunkReader(capped(tar, cap, limits));
-        entries = await readTar(reader, limits, watchedSink);
-        // What follows the end marker is inflated too, so that a corrupt or oversized stream is
-        // refused whatever its tar says, as when the whole stream was inflated at once.
-        await reader.drain();
-      } catch (error) {
-        if (error instanceof ServeError && !('error' in failed)) failed.error = error;
-        throw error;
-      }
-    });
-  } catch (err) {
-    if ('error' in failed) throw failed.error;
-    if (err instanceof ServeError) throw err;
-    throw rejected(`not a valid gzip stream: ${(err as Error).message}`);
-  }
+  await inflateInto(
+    source.chunks(0, source.size),
+    createGunzip({ chunkSize: inflateChunkBytes(cap) }),
+    async (tar) => {
+      const reader = new ChunkReader(capped(tar, cap, limits));
+      entries = await readTar(reader, limits, sink);
+      // What follows the end marker is inflated too, so that a corrupt or oversized stream is
+      // refused whatever its tar says, as when the whole stream was inflated at once.
+      await reader.drain();
+    },
+    (message) => rejected(`not a valid gzip stream: ${message}`),
+  );
   return entries;
 }
 
@@ -75,19 +63,4 @@ async function* capped(chunks: AsyncIterable<Buffer>, cap: number, limits: Archi
       throw rejected(`archive expands past the limits (ratio ${limits.maxRatio}:1, ${limits.maxTotalBytes} bytes)`);
     yield chunk;
   }
-}
-
-/** `sink`, noting in `failed` the first error it throws: the disk's, not the archive's. */
-function watchSink(sink: EntrySink, failed: { error?: unknown }): EntrySink {
-  const note = <T>(p: Promise<T>): Promise<T> =>
-    p.catch((error: unknown) => {
-      if (!('error' in failed)) failed.error = error;
-      throw error;
-    });
-  return {
-    open: async (index) => {
-      const w = await note(sink.open(index));
-      return { write: (chunk) => note(w.write(chunk)), close: () => note(w.close()) };
-    },
-  };
 }
