@@ -37,6 +37,27 @@ export async function readBundleFile(path: string, encoding?: 'utf8'): Promise<B
   }
 }
 
+/**
+ * Fills `bytes` from the file at `position`, `callBytes` at most per read call (each call holds one
+ * of libuv's threads for its duration); returns how many were filled, fewer only where the file
+ * ends first. fs.readFile cannot serve here past 2 GiB, and a single read call not past 2 GiB either.
+ */
+export async function readFully(
+  handle: FileHandle,
+  bytes: Uint8Array,
+  position: number,
+  callBytes = bytes.byteLength,
+): Promise<number> {
+  let filled = 0;
+  while (filled < bytes.byteLength) {
+    const want = Math.min(bytes.byteLength - filled, callBytes);
+    const { bytesRead } = await handle.read(bytes, filled, want, position + filled);
+    if (bytesRead === 0) break;
+    filled += bytesRead;
+  }
+  return filled;
+}
+
 /** Entries looked at, at most, by checkBundleTree: a vendored node_modules can be large. */
 const TREE_ENTRIES_MAX = 20_000;
 

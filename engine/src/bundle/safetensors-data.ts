@@ -9,6 +9,7 @@ import { constants as bufferConstants } from 'node:buffer';
 import type { FileHandle } from 'node:fs/promises';
 import { adviseHugePages } from '@hloserve/native/memory-advice';
 import { bundleError } from './bundle-error.js';
+import { readFully } from './bundle-file.js';
 import {
   openSafetensors,
   readHeaderFrom,
@@ -99,11 +100,8 @@ async function readRange(handle: FileHandle, path: string, start: number, end: n
   // Every byte is read below before the buffer is handed out; a short file is an error.
   const bytes = Buffer.allocUnsafeSlow(length);
   adviseHugePages(bytes);
-  for (let at = 0; at < length;) {
-    const { bytesRead } = await handle.read(bytes, at, Math.min(length - at, READ_CALL_BYTES), start + at);
-    if (bytesRead === 0)
-      throw bundleError(path, null, `ends at byte ${start + at}, inside the data its header declares`);
-    at += bytesRead;
-  }
+  const filled = await readFully(handle, bytes, start, READ_CALL_BYTES);
+  if (filled < length)
+    throw bundleError(path, null, `ends at byte ${start + filled}, inside the data its header declares`);
   return bytes;
 }

@@ -8,6 +8,7 @@ import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Transform } from 'node:stream';
+import { readFully } from '../../bundle/bundle-file.js';
 import type { ArchiveSource, EntrySink, EntryWriter } from './archive-entries.js';
 
 /** Bytes per read of a staged archive. */
@@ -18,11 +19,8 @@ const EMPTY = Buffer.alloc(0);
 export function fileSource(handle: FileHandle, size: number): ArchiveSource {
   const read = async (at: number, length: number): Promise<Buffer> => {
     const bytes = Buffer.allocUnsafe(length);
-    for (let got = 0; got < length;) {
-      const { bytesRead } = await handle.read(bytes, got, length - got, at + got);
-      if (bytesRead === 0) throw new Error(`the staged archive ends at byte ${at + got} of ${size}`);
-      got += bytesRead;
-    }
+    const filled = await readFully(handle, bytes, at);
+    if (filled < length) throw new Error(`the staged archive ends at byte ${at + filled} of ${size}`);
     return bytes;
   };
   return {
