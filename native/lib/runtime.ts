@@ -314,7 +314,7 @@ export class Runtime {
       return b.native;
     });
     const index = this.#memoryIndex(buffers[0]!.device, memoryKind);
-    const lanes = copyLanes(buffers, copyThreads(binding().workerThreads));
+    const lanes = copyLanes(buffers, Runtime.copyThreads);
     return joinLanes(
       lanes,
       lanes.map((lane) => this.#copyLane(lane, natives, index)),
@@ -361,7 +361,7 @@ export class Runtime {
       throw new ArgumentError(`a device arena needs host-addressable device memory; '${this.platformName}' has none`);
     }
     const native = this.#client.createArena(device, this.#memoryIndex(device, 'device'), limitBytes, chunkBytes);
-    return new DeviceArena(native, device, this.#memoryIndex, copyThreads(binding().workerThreads));
+    return new DeviceArena(native, device, this.#memoryIndex, Runtime.copyThreads);
   }
 
   /**

@@ -63,10 +63,10 @@ export class PjrtWeightBackend implements WeightBackend<HostWeights, readonly De
     if (src.path === null) return { kind: 'pageable', tensors: [] };
     const path = src.path;
     const file = await readSafetensorsData(path, src.argumentOrder);
-    const tensors = src.argumentOrder.map((name, i) => {
-      const t = file.tensors[i];
-      if (t?.name !== name)
-        throw new ServeError('HLO_ERR_BUNDLE_INVALID', `${path}: tensor '${name}' of argument_order is missing`);
+    const byName = new Map(file.tensors.map((t) => [t.name, t]));
+    const tensors = src.argumentOrder.map((name) => {
+      const t = byName.get(name);
+      if (!t) throw new ServeError('HLO_ERR_BUNDLE_INVALID', `${path}: tensor '${name}' of argument_order is missing`);
       return { name, dtype: t.dtype, shape: t.shape, data: t.data };
     });
     if (this.staging === 'pageable') return { kind: 'pageable', tensors };
