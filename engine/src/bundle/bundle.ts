@@ -17,7 +17,7 @@ import type { ParsedYamlStore } from './parsed-yaml-store.js';
 import { matchModuleFiles, type ModuleFileName } from './module-files.js';
 import { checkMainSignature } from './module-signature.js';
 import { checkReferenceHeader, type BundleReference } from './reference-data.js';
-import { readTextModuleSignature } from './text-module-signature.js';
+import { readTextModuleSignature, TEXT_SLICE_BYTES } from './text-module-signature.js';
 import { readArgumentOrder, readSafetensorsHeader, type SafetensorsEntry } from './safetensors.js';
 
 export const MANIFEST_FILE = 'manifest.yaml';
@@ -220,7 +220,9 @@ async function loadModule(
     if (isMlirBytecode(magic)) {
       return { ...file, path, format: 'bytecode', byteLength: size, signature: null, signatureCheckedAt: 'compile' };
     }
-    signature = await readTextModuleSignature(handle, path);
+    // A slice no larger than the file: a repository of many small modules then does not allocate
+    // (and collect) a whole slice for each of them.
+    signature = await readTextModuleSignature(handle, path, Math.min(TEXT_SLICE_BYTES, Math.max(size, 1)));
   } finally {
     await handle.close();
   }
