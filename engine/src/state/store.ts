@@ -48,6 +48,8 @@ export interface StoreProbe {
   readonly applied: () => Promise<{ count: number; lastWhen: number | null }>;
 }
 
+const METRIC_ROWS_PER_INSERT = 1000;
+
 /** A store that does not answer a health probe in this long is reported unreachable. */
 const HEALTH_TIMEOUT_MS = 2000;
 
@@ -295,8 +297,13 @@ export class Store {
 
   // ---- metric history ---------------------------------------------------------------------------
 
+  /**
+   * Rows go in statements of at most METRIC_ROWS_PER_INSERT: each row is ten parameters, and one
+   * statement holds at most 32,766 on SQLite and 65,535 on PostgreSQL.
+   */
   async appendMetricSamples(rows: readonly MetricSampleInsert[]): Promise<void> {
-    if (rows.length > 0) await this.#db.insert(this.#t.metricSamples).values([...rows]);
+    for (let i = 0; i < rows.length; i += METRIC_ROWS_PER_INSERT)
+      await this.#db.insert(this.#t.metricSamples).values(rows.slice(i, i + METRIC_ROWS_PER_INSERT));
   }
 
   async listMetricSamples(model: string, resolution: 's' | 'm', sinceAt: number): Promise<MetricSampleRow[]> {

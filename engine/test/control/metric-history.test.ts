@@ -1,6 +1,7 @@
 /** p50 / p99 in the metric history, from the per-model latency histogram. */
 import assert from 'node:assert/strict';
 import { suite, test } from 'node:test';
+import { fillSamples, KEEPALIVE_SAMPLES, type MetricSample } from '../../src/control/events/metric-history.js';
 import { LATENCY_BUCKETS, LatencyHistogram, percentilesMs } from '../../src/observability/latency-histogram.js';
 import { inferMlp, mlpControlFixture } from './harness.js';
 
@@ -74,5 +75,74 @@ suite('metric history p50 / p99 (real Worker, SQLite)', () => {
     assert.ok(m, 'a minute row');
     assert.equal(m.p50Ms, busy.p50Ms, 'the minute holds the same 40 requests');
     assert.equal(m.p99Ms, busy.p99Ms);
+  });
+});
+
+suite('metric history rows: stored on change, filled on read', () => {
+  const row = (at: number, requestsPerSecond = 0): MetricSample => ({
+    at,
+    requestsPerSecond,
+    p50Ms: null,
+    p99Ms: null,
+    queueDepth: 0,
+    residentBytes: 0,
+    loads: 1,
+    evictions: 0,
+  });
+
+  test('fillSamples: a copy per period between rows and up to the last sample; a longer gap stays one', () => {
+    const got = fillSamples([row(1000, 2), row(4003, 5), row(200_000)], 1000, 70_000, 202_000);
+    assert.deepEqual(
+      got.map((r) => [r.at, r.requestsPerSecond]),
+      [
+        [1000, 2],
+        [2000, 2],
+        [3000, 2],
+        [4003, 5],
+        // 196 s from 4003 to 200000: nothing sampled the model then (a stop).
+        [200_000, 0],
+        [201_000, 0],
+        [202_000, 0],
+      ],
+    );
+    assert.deepEqual(fillSamples([row(1000)], 1000, 70_000, undefined).length, 1, 'a model no longer sampled');
+  });
+
+  const f = mlpControlFixture();
+  const stored = async (since: number) => (await f.h.store.listMetricSamples('mlp', 's', since)).map((r) => r.at);
+  const read = async (since: number) =>
+    (
+      await f.h.control.app.inject({
+        method: 'GET',
+        url: `/api/v1/models/mlp/metrics?resolution=s&sinceMs=${since}`,
+        headers: { authorization: `Bearer ${f.admin}` },
+      })
+    ).json().data as MetricSample[];
+
+  test('an idle model stores its first sample, its changes and a keepalive; reads give every second', async () => {
+    const t0 = 5_000_000;
+    for (let k = 0; k <= 131; k++) {
+      if (k === 70) await inferMlp(f.worker);
+      f.h.control.history.tick(t0 + k * 1000);
+    }
+    // Not flushed yet: the read takes the rows not written too.
+    const unflushed = await read(t0);
+    assert.equal(unflushed.length, 132);
+    await f.h.control.history.flush(t0 + 131_000);
+    const rows = await stored(t0);
+    const keepalive = KEEPALIVE_SAMPLES * 1000;
+    // The first sample, a keepalive, the request's second and the quiet one after it, a keepalive.
+    assert.deepEqual(rows, [t0, t0 + keepalive, t0 + 70_000, t0 + 71_000, t0 + 71_000 + keepalive]);
+    const all = await read(t0);
+    assert.deepEqual(
+      all.map((r) => r.at),
+      Array.from({ length: 132 }, (_, k) => t0 + k * 1000),
+    );
+    assert.equal(all.find((r) => r.at === t0 + 70_000)!.requestsPerSecond, 1);
+    assert.equal(all.find((r) => r.at === t0 + 69_000)!.requestsPerSecond, 0);
+    // A window that starts between stored rows is filled from the row before it.
+    const tail = await read(t0 + 100_000);
+    assert.equal(tail.length, 32);
+    assert.equal(tail[0]!.at, t0 + 100_000);
   });
 });

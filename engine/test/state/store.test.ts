@@ -209,6 +209,27 @@ function storeSuite(name: string, open: () => Promise<Store>): void {
       );
       assert.equal((await store.listMetricSamples('m', 'm', 0)).length, 1);
     });
+
+    test('metric history: more rows at once than one statement takes parameters for', async () => {
+      // 5,000 rows, 50,000 parameters: past SQLite's 32,766 (a thousand models' five seconds).
+      const rows = Array.from({ length: 5000 }, (_, i) => ({
+        model: `bulk${i % 1000}`,
+        resolution: 's' as const,
+        at: 10_000 + Math.floor(i / 1000) * 1000,
+        requestsPerSecond: i,
+        p50Ms: null,
+        p99Ms: null,
+        queueDepth: 0,
+        residentBytes: 0,
+        loads: 0,
+        evictions: 0,
+      }));
+      await store.appendMetricSamples(rows);
+      assert.deepEqual(
+        (await store.listMetricSamples('bulk999', 's', 0)).map((r) => r.requestsPerSecond),
+        [999, 1999, 2999, 3999, 4999],
+      );
+    });
   });
 }
 

@@ -3,6 +3,7 @@ import type { Store } from '../../state/store.js';
 import type { AuditedMutations } from '../audit/audited-mutation.js';
 import type { TokenService } from '../auth/token-service.js';
 import type { EventLog } from '../events/event-log.js';
+import type { MetricHistory } from '../events/metric-history.js';
 import type { FeedHub } from '../feed/feed-hub.js';
 import type { DesiredState } from '../reconcile/desired-state.js';
 import type { UploadConfig, UploadService } from '../uploads/upload-service.js';
@@ -29,6 +30,7 @@ export interface ControlContext {
   readonly mutations: AuditedMutations;
   readonly hub: FeedHub;
   readonly events: EventLog;
+  readonly history: MetricHistory;
   readonly desired: DesiredState;
   readonly uploads: UploadService | null;
   readonly options: ControlOptions;

@@ -70,6 +70,7 @@ export async function buildControlApp(o: ControlAppOptions): Promise<ControlApp>
     mutations,
     hub,
     events,
+    history,
     desired,
     options: o.options,
     log: o.log,

@@ -72,8 +72,7 @@ export const modelRoutes =
         const { name } = req.params as { name: string };
         const q = req.query as { resolution: 's' | 'm'; sinceMs?: number };
         known(name);
-        const rows = await ctx.store.listMetricSamples(name, q.resolution, q.sinceMs ?? 0);
-        return { data: rows.map(({ id: _id, model: _m, resolution: _r, ...r }) => r) };
+        return { data: await ctx.history.samples(name, q.resolution, q.sinceMs ?? 0) };
       },
     );
 
