@@ -65,7 +65,14 @@ export class FeedHub {
       this.#topics.set(name, new Topic(name, keyed, fanOut, name === 'metrics' ? 1 : 50, paces[name] ?? null));
     }
     this.sample();
-    this.#timer = setInterval(() => this.sample(), o.sampleMs);
+    // Only while someone listens: a sample reads every model (tens of ms on the serving thread for
+    // a thousand), and with nobody to tell there is nothing to keep current. The first client to
+    // attach samples first. A position a route answered meanwhile (seq) is older than its data,
+    // which is harmless: a delta upserts or removes whole entries, so resuming from that seq
+    // replays, on top of the newer data, changes it already holds.
+    this.#timer = setInterval(() => {
+      if (this.#clients.size > 0) this.sample();
+    }, o.sampleMs);
     this.#timer.unref();
   }
 
@@ -89,6 +96,7 @@ export class FeedHub {
   }
 
   attach(socket: FeedSocket): FeedClient {
+    if (this.#clients.size === 0) this.sample();
     const c = new FeedClient(socket, this.#limits);
     this.#clients.add(c);
     return c;
