@@ -1,0 +1,157 @@
+// bench/catalog-idle: what a large model repository costs the server when little or nothing is
+// asked of it. The whole server (`hloserve serve`, dynamic mode, the console on) over a catalog of
+// --models small MLPs (e2e/src/catalog.ts, 0.5 MB of weights each, a budget of a tenth of them),
+// and per phase of --seconds: the server's CPU with no client at all; one caller's latency on one
+// model (what the serving thread's periodic work adds to a request is its tail); the same with a
+// console's live feed subscribed to every topic. Then the control routes' times and sizes, and
+// the log's warnings. With --base, the same for another checkout, the two alternating per round.
+// Usage: npm run build && node bench/catalog-idle.mjs [--models 1000] [--seconds 20] [--rounds 2]
+//          [--base /path/to/other/checkout]
+/* global fetch */
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import WebSocket from 'ws';
+import { writeCatalog } from '../e2e/dist/src/catalog.js';
+import { startServer } from '../e2e/dist/src/server-process.js';
+import { arg, fmt, machine, summarize } from './stats.mjs';
+
+const here = resolve(fileURLToPath(new URL('..', import.meta.url)));
+const N = Number(arg('models', '1000'));
+const seconds = Number(arg('seconds', '20'));
+const rounds = Number(arg('rounds', '2'));
+const base = arg('base', null);
+const work = arg('dir', join(tmpdir(), `hloserve-catalog-idle-${N}`));
+const repo = join(work, 'repo');
+if (!existsSync(join(repo, `m${String(N - 1).padStart(2, '0')}`))) {
+  rmSync(work, { recursive: true, force: true });
+  writeCatalog(repo, N);
+}
+const builds = [{ name: 'this', root: here }, ...(base ? [{ name: 'base', root: resolve(base) }] : [])];
+const TOPICS = ['models', 'residency', 'queues', 'events', 'metrics'];
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const cpuSeconds = (pid) => {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(f[11]) + Number(f[12])) / 100;
+};
+const rssMiB = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024;
+
+async function oneCaller(http, ms) {
+  const body = JSON.stringify({
+    inputs: [{ name: 'x', shape: [1, 256], datatype: 'FP32', data: new Array(256).fill(0.5) }],
+  });
+  const samples = [];
+  let failed = 0;
+  const end = performance.now() + ms;
+  while (performance.now() < end) {
+    const t = performance.now();
+    const r = await fetch(`${http}/v2/models/m00/infer`, {
+      method: 'POST',
+      body,
+      headers: { 'content-type': 'application/json' },
+    });
+    await r.arrayBuffer();
+    if (r.status === 200) samples.push((performance.now() - t) * 1e3);
+    else failed++;
+  }
+  return { ...summarize(samples), failed };
+}
+
+async function measure(build) {
+  const cache = join(work, `cache-${build.name}`);
+  mkdirSync(cache, { recursive: true });
+  const t0 = performance.now();
+  const s = await startServer(
+    {
+      HLOSERVE_MODEL_REPO: repo,
+      HLOSERVE_CACHE_DIR: cache,
+      HLOSERVE_MODEL_CONTROL_MODE: 'dynamic',
+      HLOSERVE_RUNTIME_WEIGHT_CACHE_BYTES: String(Math.floor((N * 540_000) / 10)),
+    },
+    1_800_000,
+    [],
+    join(build.root, 'engine', 'dist', 'bundle', 'cli.js'),
+  );
+  const http = `http://${s.httpUrl()}`;
+  while ((await fetch(`${http}/v2/health/ready`).catch(() => null))?.status !== 200) await sleep(100);
+  const readyS = (performance.now() - t0) / 1e3;
+  const pid = s.child.pid;
+  const console_ = `http://127.0.0.1:${s.ports.console}`;
+  const tokenFile = join(cache, 'bench-token');
+  let token = existsSync(tokenFile) ? readFileSync(tokenFile, 'utf8') : null;
+  if (token === null) {
+    const setupToken = readFileSync(join(cache, 'console-setup-token'), 'utf8').trim();
+    const r = await fetch(`${console_}/api/v1/setup`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ setupToken, name: 'bench' }),
+    });
+    token = (await r.json()).data.token;
+    writeFileSync(tokenFile, token);
+  }
+  await sleep(5000);
+  const out = { readyS };
+  let c = cpuSeconds(pid);
+  await sleep(seconds * 1000);
+  out.idleCpu = (cpuSeconds(pid) - c) / seconds;
+  c = cpuSeconds(pid);
+  out.alone = await oneCaller(http, seconds * 1000);
+  out.aloneCpu = (cpuSeconds(pid) - c) / seconds;
+  const ws = new WebSocket(`ws://127.0.0.1:${s.ports.console}/api/v1/stream`, ['hloserve.v1', `bearer.${token}`]);
+  let wsBytes = 0;
+  ws.on('message', (d) => (wsBytes += d.length));
+  await new Promise((r) => ws.once('open', r));
+  ws.send(JSON.stringify({ type: 'subscribe', topics: TOPICS }));
+  await sleep(2000);
+  wsBytes = 0;
+  c = cpuSeconds(pid);
+  await sleep(seconds * 1000);
+  out.feedIdleCpu = (cpuSeconds(pid) - c) / seconds;
+  out.feedBytesPerS = wsBytes / seconds;
+  c = cpuSeconds(pid);
+  out.feed = await oneCaller(http, seconds * 1000);
+  out.feedCpu = (cpuSeconds(pid) - c) / seconds;
+  ws.close();
+  const auth = { authorization: `Bearer ${token}` };
+  const route = async (url, headers) => {
+    const times = [];
+    let bytes = 0;
+    for (let i = 0; i < 5; i++) {
+      const t = performance.now();
+      const r = await fetch(url, { headers });
+      bytes = (await r.arrayBuffer()).byteLength;
+      times.push(performance.now() - t);
+    }
+    times.sort((a, b) => a - b);
+    return { ms: times[2], bytes };
+  };
+  out.models = await route(`${console_}/api/v1/models`, auth);
+  out.metrics = await route(`http://127.0.0.1:${s.ports.metrics}/metrics`, {});
+  out.rssMiB = rssMiB(pid);
+  await s.stop();
+  out.warnings = {};
+  for (const l of s.logs) {
+    const m = /"level":"(?:warn|error)".*?"msg":"([^"]*)"/.exec(l);
+    if (m && !m[1].startsWith('console setup')) out.warnings[m[1]] = (out.warnings[m[1]] ?? 0) + 1;
+  }
+  return out;
+}
+
+console.log(`# catalog-idle: ${N} models, ${seconds} s per phase, ${rounds} rounds; ${machine()}`);
+const results = new Map(builds.map((b) => [b.name, []]));
+for (let round = 0; round < rounds; round++) {
+  const order = round % 2 === 0 ? builds : [...builds].reverse();
+  for (const b of order) {
+    const r = await measure(b);
+    results.get(b.name).push(r);
+    const us = (x) => `${fmt(x.p50, 0)} / ${fmt(x.p99, 0)} / ${fmt(x.max, 0)}`;
+    console.log(
+      `round ${round} ${b.name}: ready ${fmt(r.readyS, 1)} s; idle CPU ${fmt(r.idleCpu * 100, 1)} %; ` +
+        `one caller p50/p99/max ${us(r.alone)} µs (CPU ${fmt(r.aloneCpu * 100, 0)} %, failed ${r.alone.failed}); ` +
+        `feed open: idle CPU ${fmt(r.feedIdleCpu * 100, 1)} %, ${fmt(r.feedBytesPerS / 1024, 0)} KiB/s, one caller ${us(r.feed)} µs (CPU ${fmt(r.feedCpu * 100, 0)} %, failed ${r.feed.failed}); ` +
+        `GET /api/v1/models ${fmt(r.models.ms, 1)} ms ${fmt(r.models.bytes / 1024, 0)} KiB; /metrics ${fmt(r.metrics.ms, 1)} ms ${fmt(r.metrics.bytes / 1024, 0)} KiB; ` +
+        `RSS ${fmt(r.rssMiB, 0)} MiB; warnings ${JSON.stringify(r.warnings)}`,
+    );
+  }
+}
