@@ -520,6 +520,19 @@ export class Scheduler<L extends ExecutionLease = ExecutionLease, V = unknown> {
     return st.removed ? 0 : st.queue.length;
   }
 
+  /** A model's requests answered so far: stats()'s counter without the rest of stats(). */
+  requestsServed(queue: ModelQueue): number {
+    const st = queue as unknown as ModelState;
+    return st.removed ? 0 : st.counters.requestsServed;
+  }
+
+  /** Requests executing now, summed over the models without building each one's stats(). */
+  get inflightRequests(): number {
+    let n = 0;
+    for (const st of this.#models) n += st.inflightRequests;
+    return n;
+  }
+
   /** Executions on the device right now. */
   get executing(): number {
     return this.#executing;

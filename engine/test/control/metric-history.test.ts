@@ -119,8 +119,28 @@ suite('metric history rows: stored on change, filled on read', () => {
       })
     ).json().data as MetricSample[];
 
+  test("the port's loads() tell what models() tells, without the rest of the views", async () => {
+    await inferMlp(f.worker);
+    const [view] = f.h.port.models();
+    const [load] = f.h.port.loads();
+    assert.ok(view && load && view.stats && view.queue && view.residency);
+    assert.deepEqual(load, {
+      name: view.name,
+      requestsServed: view.stats.requestsServed,
+      queueDepth: view.queue.depth,
+      residentBytes: view.residency.deviceResident ? view.residency.weightBytes : 0,
+      loads: view.residency.loads,
+      evictions: view.residency.evictions,
+    });
+    assert.ok(load.requestsServed >= 1 && load.residentBytes > 0);
+    assert.equal(f.h.port.worker().inflight, 0);
+  });
+
   test('an idle model stores its first sample, its changes and a keepalive; reads give every second', async () => {
     const t0 = 5_000_000;
+    // A sample with a request before the window, so that the window's first sample is a change.
+    await inferMlp(f.worker);
+    f.h.control.history.tick(t0 - 1000);
     for (let k = 0; k <= 131; k++) {
       if (k === 70) await inferMlp(f.worker);
       f.h.control.history.tick(t0 + k * 1000);

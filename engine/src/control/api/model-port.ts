@@ -39,9 +39,23 @@ export interface EngineEvent {
 /** drain: admit nothing new, let what was admitted finish; resume (or load, reload) lifts it. */
 export type ModelAction = 'load' | 'unload' | 'reload' | 'drain' | 'resume';
 
+/** What the metric history samples of a model each second. */
+export interface ModelLoad {
+  readonly name: string;
+  /** Requests answered since the model's slot was made. */
+  readonly requestsServed: number;
+  readonly queueDepth: number;
+  /** The weights' bytes while they are on the device, else 0. */
+  readonly residentBytes: number;
+  readonly loads: number;
+  readonly evictions: number;
+}
+
 export interface ModelPort {
   worker(): WorkerView;
   models(): ModelView[];
+  /** Every model's load, as models() would tell it, without building the rest of each view. */
+  loads(): ModelLoad[];
   /** undefined: no such model known to the engine. */
   model(name: string): ModelView | undefined;
   /** The model's cumulative request latency counts (LATENCY_BUCKETS log buckets); undefined: unknown. */

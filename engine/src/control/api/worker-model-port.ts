@@ -17,6 +17,7 @@ import type {
   ModelPolicyPatch,
   ModelPolicyView,
   ModelPort,
+  ModelLoad,
   ModelView,
   WorkerView,
 } from './model-port.js';
@@ -61,8 +62,7 @@ export class WorkerModelPort implements ModelPort {
       arenaBytes: arena?.mappedBytes ?? null,
       freeBytes: budget === null ? null : Math.max(0, budget - cache.residentBytes),
     };
-    let inflight = 0;
-    for (const s of w.scheduler.allStats()) inflight += s.inflightRequests;
+    const inflight = w.scheduler.inflightRequests;
     const meta = w.serverMetadata();
     return {
       name: this.#name,
@@ -78,6 +78,23 @@ export class WorkerModelPort implements ModelPort {
 
   models(): ModelView[] {
     return this.#control.models().map(view);
+  }
+
+  loads(): ModelLoad[] {
+    const w = this.#worker;
+    return w.registry.list().map((slot) => {
+      const v = slot.current;
+      const weights = v === null ? undefined : w.cache.modelStats(v.weights.key);
+      const queue = slot.queue;
+      return {
+        name: slot.name,
+        requestsServed: queue === null ? 0 : w.scheduler.requestsServed(queue),
+        queueDepth: queue === null ? 0 : w.scheduler.queueDepth(queue),
+        residentBytes: weights?.deviceResident ? weights.bytes : 0,
+        loads: weights?.loads ?? 0,
+        evictions: weights?.evictions ?? 0,
+      };
+    });
   }
 
   latency(name: string): LatencyCounts | undefined {

@@ -127,10 +127,10 @@ export class MetricHistory {
 
   tick(at: number): void {
     const samples: Record<string, MetricSample> = {};
-    const models = this.port.models();
+    const models = this.port.loads();
     if (this.#last.size > models.length) this.#forgetAllBut(new Set(models.map((m) => m.name)));
     for (const m of models) {
-      const served = m.stats?.requestsServed ?? 0;
+      const served = m.requestsServed;
       const prev = this.#last.get(m.name);
       this.#last.set(m.name, { at, served });
       const dt = prev ? (at - prev.at) / 1000 : 0;
@@ -140,10 +140,10 @@ export class MetricHistory {
         requestsPerSecond: prev && dt > 0 ? Math.max(0, served - prev.served) / dt : 0,
         p50Ms,
         p99Ms,
-        queueDepth: m.queue?.depth ?? 0,
-        residentBytes: m.residency?.deviceResident ? m.residency.weightBytes : 0,
-        loads: m.residency?.loads ?? 0,
-        evictions: m.residency?.evictions ?? 0,
+        queueDepth: m.queueDepth,
+        residentBytes: m.residentBytes,
+        loads: m.loads,
+        evictions: m.evictions,
       };
       samples[m.name] = sample;
       if (this.#thinning.s.keep(m.name, sample)) this.#pending.push({ model: m.name, resolution: 's', ...sample });
