@@ -3,8 +3,8 @@
  * timer and publishes what changed: so the engine never calls into the feed, and a burst of
  * changes between two ticks costs one delta, not one per change.
  */
-import { isDeepStrictEqual } from 'node:util';
 import type { ModelPort, ModelView } from '../api/model-port.js';
+import { sameJson } from './same-json.js';
 import { FeedClient, type FeedClientLimits, type FeedSocket } from './feed-client.js';
 import { Topic, type TopicPace } from './topic.js';
 
@@ -29,7 +29,7 @@ export const queueLoadOnly = (prev: unknown, next: unknown): boolean => isObject
 export function residencyLoadOnly(prev: unknown, next: unknown): boolean {
   if (!isObject(prev) || !isObject(next)) return false;
   const strip = (r: object) => ({ ...r, leases: 0, lastUsedAt: 0 });
-  return isDeepStrictEqual(strip(prev), strip(next));
+  return sameJson(strip(prev), strip(next));
 }
 
 const modelEntry = (m: ModelView) => ({

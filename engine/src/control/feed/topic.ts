@@ -4,7 +4,7 @@
  * next snapshot. A log topic (events, metric ticks) sends each entry as a delta and keeps the
  * last few as its snapshot. Either keeps a bounded ring of recent deltas for resuming clients.
  */
-import { isDeepStrictEqual } from 'node:util';
+import { sameJson } from './same-json.js';
 
 export type FeedKind = 'snapshot' | 'delta' | 'resync';
 
@@ -76,7 +76,7 @@ export class Topic {
     let loadOnly = true;
     for (const [k, v] of items) {
       if (!this.#state.has(k)) loadOnly = false;
-      else if (isDeepStrictEqual(this.#state.get(k), v)) continue;
+      else if (sameJson(this.#state.get(k), v)) continue;
       else if (loadOnly && this.#pace && !this.#pace.loadOnly(this.#state.get(k), v)) loadOnly = false;
       upsert[k] = v;
       changed = true;
