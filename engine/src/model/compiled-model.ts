@@ -110,6 +110,7 @@ export class CompiledModel {
   readonly manifest: Manifest;
   readonly weights: readonly WeightSpec[];
   readonly #executables: ReadonlyMap<number, Executable>;
+  #batchSizes: readonly number[] | undefined;
   /** Where runs are recorded (the compile cache), or null without one. */
   readonly #cache: ExecutableCache | null;
   /** Batch size -> the argument types a run passes (RunRecord.types). */
@@ -249,8 +250,10 @@ export class CompiledModel {
   }
 
   /** Compiled batch sizes, ascending (0: a `model.mlir` whose batch its shapes do not say). */
-  get batchSizes(): number[] {
-    return [...this.#executables.keys()].sort((a, b) => a - b);
+  get batchSizes(): readonly number[] {
+    // Asked for every model each time the console's feed samples: sorted once (the sizes are fixed).
+    this.#batchSizes ??= Object.freeze([...this.#executables.keys()].sort((a, b) => a - b));
+    return this.#batchSizes;
   }
 
   /** Runs the executable compiled for `batch` on inputs already shaped for it. */

@@ -116,7 +116,7 @@ export class ModelVersion {
   }
 
   /** Compiled batch sizes, ascending. */
-  get batchSizes(): number[] {
+  get batchSizes(): readonly number[] {
     return this.build.compiled?.batchSizes ?? [];
   }
 

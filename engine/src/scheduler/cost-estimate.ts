@@ -15,6 +15,7 @@ export class CostTable {
   readonly #alpha: number;
   readonly #fallback: number;
   readonly #byBatch = new Map<number, number>();
+  #snapshot: Readonly<Record<number, number>> | null = null;
 
   constructor(alpha: number, fallbackSeconds = DEFAULT_COST_SECONDS) {
     this.#alpha = alpha;
@@ -33,14 +34,21 @@ export class CostTable {
 
   observe(batchSize: number, seconds: number): void {
     this.#byBatch.set(batchSize, updateCostEma(this.#byBatch.get(batchSize), seconds, this.#alpha));
+    this.#snapshot = null;
   }
 
   /** Replaces the estimate outright (warmup probes, or costs restored from persisted state). */
   seed(batchSize: number, seconds: number): void {
     this.#byBatch.set(batchSize, seconds);
+    this.#snapshot = null;
   }
 
-  snapshot(): Record<number, number> {
-    return Object.fromEntries([...this.#byBatch].sort((a, b) => a[0] - b[0]));
+  /**
+   * By batch size, ascending (an object's integer keys enumerate in that order). One frozen object
+   * until the next change: every model's view asks for it each time the console's feed samples.
+   */
+  snapshot(): Readonly<Record<number, number>> {
+    this.#snapshot ??= Object.freeze(Object.fromEntries(this.#byBatch));
+    return this.#snapshot;
   }
 }

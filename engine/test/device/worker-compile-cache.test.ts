@@ -153,7 +153,7 @@ suite('a worker restarted with a warm compile cache compiles nothing', () => {
       await begun.loaded;
       for (let i = 0; i < 500 && calls.length < 2 * models.length; i++) await new Promise((r) => setTimeout(r, 10));
       for (const model of models) {
-        const sizes: number[] = begun.worker.registry.get(model)!.current!.batchSizes;
+        const sizes: readonly number[] = begun.worker.registry.get(model)!.current!.batchSizes;
         const mine = calls.filter((c) => c.model === model);
         // Loaded from the cache: the smallest size proves the executables with the weights before
         // the model serves; the rest wait for the other model too.
