@@ -16,6 +16,8 @@ export const LATENCY_BUCKETS = PER_DOUBLING * DOUBLINGS;
 export interface LatencyCounts {
   /** Cumulative samples per bucket since the model's slot was made. */
   readonly counts: Uint32Array;
+  /** Their sum: a reader tells that nothing arrived without walking the buckets. */
+  readonly total: number;
 }
 
 const f64 = new Float64Array(1);
@@ -25,6 +27,7 @@ const HI = endianness() === 'LE' ? 1 : 0;
 
 export class LatencyHistogram implements LatencyCounts {
   readonly counts = new Uint32Array(LATENCY_BUCKETS);
+  total = 0;
 
   add(seconds: number): void {
     const us = seconds * 1e6;
@@ -37,6 +40,7 @@ export class LatencyHistogram implements LatencyCounts {
       if (i >= LATENCY_BUCKETS) i = LATENCY_BUCKETS - 1;
     }
     this.counts[i]!++;
+    this.total++;
   }
 }
 

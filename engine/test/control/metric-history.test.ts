@@ -27,6 +27,7 @@ suite('latency histogram', () => {
       h.counts.reduce((a, b) => a + b, 0),
       6,
     );
+    assert.equal(h.total, 6, 'the total counts every sample');
     assert.equal(h.counts[0], 4);
     assert.equal(h.counts[LATENCY_BUCKETS - 1], 2);
   });

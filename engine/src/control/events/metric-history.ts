@@ -103,7 +103,10 @@ interface MinuteSum {
 export class MetricHistory {
   readonly #last = new Map<string, { at: number; served: number }>();
   /** Per model: the latency counts at the previous sample, and what arrived within this minute. */
-  readonly #latency = new Map<string, { source: Uint32Array; prev: Uint32Array; minute: Uint32Array }>();
+  readonly #latency = new Map<
+    string,
+    { source: Uint32Array; prevTotal: number; prev: Uint32Array; minute: Uint32Array }
+  >();
   readonly #delta = new Uint32Array(LATENCY_BUCKETS);
   readonly #thinning: Record<MetricResolution, Thinning>;
   #pending: MetricSampleInsert[] = [];
@@ -201,29 +204,29 @@ export class MetricHistory {
 
   /** p50 and p99 of the requests answered since the last sample; adds them to the minute's counts. */
   #percentiles(model: string): [number | null, number | null] {
-    const counts = this.port.latency(model)?.counts;
-    if (!counts) return [null, null];
+    const latency = this.port.latency(model);
+    if (!latency) return [null, null];
+    const counts = latency.counts;
     let l = this.#latency.get(model);
     // A slot made again (unload, then load) has counts of its own, from zero: all of them are new.
     if (l === undefined || l.source !== counts) {
       // The first sample of a model has no previous counts: it counts what came before it.
       l = {
         source: counts,
+        prevTotal: 0,
         prev: new Uint32Array(LATENCY_BUCKETS),
         minute: l?.minute ?? new Uint32Array(LATENCY_BUCKETS),
       };
       this.#latency.set(model, l);
     }
-    const d = this.#delta;
-    let arrived = 0;
-    for (let i = 0; i < LATENCY_BUCKETS; i++) {
-      const n = counts[i]! - l.prev[i]!;
-      d[i] = n;
-      arrived += n;
-    }
     // Most models of a large repository answered nothing this second.
-    if (arrived === 0) return [null, null];
-    for (let i = 0; i < LATENCY_BUCKETS; i++) l.minute[i] = l.minute[i]! + d[i]!;
+    if (latency.total === l.prevTotal) return [null, null];
+    l.prevTotal = latency.total;
+    const d = this.#delta;
+    for (let i = 0; i < LATENCY_BUCKETS; i++) {
+      d[i] = counts[i]! - l.prev[i]!;
+      l.minute[i] = l.minute[i]! + d[i]!;
+    }
     l.prev.set(counts);
     const [p50, p99] = percentilesMs(d, [0.5, 0.99]);
     return [p50 ?? null, p99 ?? null];
