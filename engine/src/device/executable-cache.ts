@@ -142,8 +142,9 @@ export class ExecutableCache {
   }
 
   /**
-   * Records that each `exe` ran with argument types `types` in `seconds` (a model's warmup), in one
-   * write of the record: a reload's warmups run while the old version serves on the same thread.
+   * Records that each `exe` ran with argument types `types` in `seconds` (a model's warmup). The
+   * record is written within RunRecord's delay, once for every run recorded meanwhile (a start of
+   * many models), and at once by flushRuns (a stop).
    */
   recordRuns(runs: readonly { exe: Executable; types: string; seconds: number }[]): void {
     const known: [string, string, number][] = [];
@@ -152,6 +153,11 @@ export class ExecutableCache {
       if (key !== undefined && this.#entries.has(key)) known.push([key, r.types, r.seconds]);
     }
     this.#runs.set(known);
+  }
+
+  /** Writes the run record now if runs are waiting to be written (a stopping worker). */
+  flushRuns(): void {
+    this.#runs.flush();
   }
 
   /** True when `exe` came from an entry on disk rather than from a compile in this process. */

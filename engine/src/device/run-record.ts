@@ -22,9 +22,14 @@ interface Run {
   readonly seconds: number;
 }
 
+/** How long runs are gathered before the record is written. */
+export const WRITE_DELAY_MS = 1000;
+
 export class RunRecord {
   readonly #path: string;
   readonly #runs: Map<string, Run>;
+  #dirty = false;
+  #timer: NodeJS.Timeout | null = null;
 
   private constructor(dir: string, runs: Map<string, Run>) {
     this.#path = join(dir, RUN_RECORD_FILE);
@@ -59,20 +64,39 @@ export class RunRecord {
     return r?.types === types ? r.seconds : undefined;
   }
 
-  /** Records runs (entry key, types, seconds) and writes the file once, before returning. */
+  /** Records runs (entry key, types, seconds); the file is written within WRITE_DELAY_MS. */
   set(runs: readonly (readonly [key: string, types: string, seconds: number])[]): void {
     if (runs.length === 0) return;
     for (const [key, types, seconds] of runs) this.#runs.set(key, { types, seconds });
-    this.#write();
+    this.#schedule();
   }
 
   /** Forgets entry `key` (removed from the cache: a new entry under it has not run). */
   delete(key: string): void {
-    if (this.#runs.delete(key)) this.#write();
+    if (this.#runs.delete(key)) this.#schedule();
   }
 
-  // Synchronous (a few KiB, once per warmup of a model): asynchronous writes still under way when a
-  // stopping process exited left the last record unwritten (bench/RESULTS.md, session 17).
+  /** Writes what is not written yet, now (a stopping worker). */
+  flush(): void {
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    this.#timer = null;
+    if (!this.#dirty) return;
+    this.#dirty = false;
+    this.#write();
+  }
+
+  // One write for the runs of a while: written after each model's warmup, the whole record was
+  // rewritten once per model, quadratic in a start of many models (0.8 s of the serving thread
+  // for a thousand; bench/RESULTS.md, session 23).
+  #schedule(): void {
+    this.#dirty = true;
+    if (this.#timer !== null) return;
+    this.#timer = setTimeout(() => this.flush(), WRITE_DELAY_MS);
+    this.#timer.unref();
+  }
+
+  // Synchronous (a few KiB): asynchronous writes still under way when a stopping process exited
+  // left the last record unwritten (bench/RESULTS.md, session 17).
   #write(): void {
     const temp = `${this.#path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
     try {

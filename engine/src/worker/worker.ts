@@ -872,6 +872,7 @@ export class Worker implements InferenceService {
       if (v) this.stopStage = `model ${quote(v.name)}: its requests in hand (${v.holds} when the stop reached it)`;
       await v?.retire();
     }
+    this.compileCache?.flushRuns();
     this.stopStage = 'hook threads';
     await Promise.all([this.#hooks?.pool.close(), this.#hooks?.metaPool.close()]);
     this.stopStage = 'device';

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { after, before, beforeEach, suite, test } from 'node:test';
 import { hostArray, PjrtError, Runtime, type Executable } from '@hloserve/native';
 import { ExecutableCache, type ExecutableCacheOptions } from '../../src/device/executable-cache.js';
+import { WRITE_DELAY_MS } from '../../src/device/run-record.js';
 
 const scaled = (k: number) =>
   Buffer.from(`module {
@@ -72,6 +73,9 @@ suite('ExecutableCache on the CPU plugin', () => {
     first.recordRuns([{ exe: a, types: 'f32[4]', seconds: 0.25 }]);
     assert.equal(first.ranWith(a, 'f32[4]'), 0.25);
     a.dispose();
+    // Written within a second, or at once by a flush (a stop).
+    await assert.rejects(readFile(join(dir, 'runs.json'), 'utf8'), /ENOENT/, 'not written at once');
+    first.flushRuns();
 
     const second = await open();
     const b = await second.compile(rt, scaled(3));
@@ -90,7 +94,8 @@ suite('ExecutableCache on the CPU plugin', () => {
     assert.equal(third.stats().rejected, 1);
     assert.equal(third.ranWith(d, 'f32[4]'), undefined);
     d.dispose();
-    assert.deepEqual(JSON.parse(await readFile(join(dir, 'runs.json'), 'utf8')), {});
+    await new Promise((r) => setTimeout(r, WRITE_DELAY_MS + 200));
+    assert.deepEqual(JSON.parse(await readFile(join(dir, 'runs.json'), 'utf8')), {}, 'written by the timer');
   });
 
   test('an unreadable run record is no record', async () => {
