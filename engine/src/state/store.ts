@@ -7,7 +7,7 @@
  *
  * The audit log is append-only: this class has no way to change or delete an audit record.
  */
-import { and, asc, desc, eq, gt, gte, lt, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, gte, lt, lte, sql } from 'drizzle-orm';
 import type { BetterSQLite3Database } from 'drizzle-orm/better-sqlite3';
 import { setClampedTimeout } from '@hloserve/common/timers';
 import * as schema from './schema-sqlite.js';
@@ -49,6 +49,8 @@ export interface StoreProbe {
 }
 
 const METRIC_ROWS_PER_INSERT = 1000;
+/** Four parameters a row. */
+const EVENT_ROWS_PER_INSERT = 2000;
 
 /** A store that does not answer a health probe in this long is reported unreachable. */
 const HEALTH_TIMEOUT_MS = 2000;
@@ -184,12 +186,37 @@ export class Store {
   // ---- lifecycle events -------------------------------------------------------------------------
 
   async appendEvent(e: { at: number; kind: string; model: string | null; data: unknown }): Promise<number> {
+    return (await this.appendEvents([e]))[0]!;
+  }
+
+  /**
+   * Stores events in their order, as few statements as the parameter limits allow; answers their
+   * seqs in the same order. One statement numbers its rows in the order of its VALUES on either
+   * dialect, so the seqs it returns, sorted, are the events' in order.
+   */
+  async appendEvents(
+    events: readonly { at: number; kind: string; model: string | null; data: unknown }[],
+  ): Promise<number[]> {
     const ev = this.#t.events;
-    const rows = await this.#db
-      .insert(ev)
-      .values({ at: e.at, kind: e.kind, model: e.model, data: JSON.stringify(e.data) })
-      .returning({ seq: ev.seq });
-    return rows[0]!.seq;
+    const seqs: number[] = [];
+    for (let i = 0; i < events.length; i += EVENT_ROWS_PER_INSERT) {
+      const rows = await this.#db
+        .insert(ev)
+        .values(
+          events
+            .slice(i, i + EVENT_ROWS_PER_INSERT)
+            .map((e) => ({ at: e.at, kind: e.kind, model: e.model, data: JSON.stringify(e.data) })),
+        )
+        .returning({ seq: ev.seq });
+      for (const r of rows.map((x) => x.seq).sort((a, b) => a - b)) seqs.push(r);
+    }
+    return seqs;
+  }
+
+  /** Removes the events up to and including `seq` (the oldest; the newest are kept). */
+  async pruneEvents(throughSeq: number): Promise<void> {
+    const ev = this.#t.events;
+    await this.#db.delete(ev).where(lte(ev.seq, throughSeq));
   }
 
   /** Oldest first after `afterSeq`. */

@@ -210,6 +210,22 @@ function storeSuite(name: string, open: () => Promise<Store>): void {
       assert.equal((await store.listMetricSamples('m', 'm', 0)).length, 1);
     });
 
+    test('events: a batch is numbered in its order across statements; the oldest pruned', async () => {
+      const events = Array.from({ length: 4500 }, (_, i) => ({ at: i, kind: 'bulk', model: `m${i}`, data: { i } }));
+      const seqs = await store.appendEvents(events);
+      assert.equal(seqs.length, 4500);
+      for (let i = 1; i < seqs.length; i++) assert.equal(seqs[i], seqs[i - 1]! + 1);
+      const stored = await store.listEvents({ afterSeq: seqs[0]! - 1, limit: 5000 });
+      assert.deepEqual(
+        stored.map((r) => [r.seq, r.model]),
+        events.map((e, i) => [seqs[i], e.model]),
+      );
+      await store.pruneEvents(seqs[4000]!);
+      const left = await store.listEvents({ limit: 5000 });
+      assert.equal(left[0]!.seq, seqs[4001]);
+      assert.equal(left.length, 499);
+    });
+
     test('metric history: more rows at once than one statement takes parameters for', async () => {
       // 5,000 rows, 50,000 parameters: past SQLite's 32,766 (a thousand models' five seconds).
       const rows = Array.from({ length: 5000 }, (_, i) => ({
