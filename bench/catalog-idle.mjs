@@ -3,8 +3,9 @@
 // --models small MLPs (e2e/src/catalog.ts, 0.5 MB of weights each, a budget of a tenth of them),
 // and per phase of --seconds: the server's CPU with no client at all; one caller's latency on one
 // model (what the serving thread's periodic work adds to a request is its tail); the same with a
-// console's live feed subscribed to every topic. Then the control routes' times and sizes, and
-// the log's warnings. With --base, the same for another checkout, the two alternating per round.
+// console's live feed subscribed to every topic; eight callers spread over every model by Zipf(1)
+// (most models cold: the budget churns). Then the control routes' times and sizes, and the log's
+// warnings. With --base, the same for another checkout, the two alternating per round.
 // Usage: npm run build && node bench/catalog-idle.mjs [--models 1000] [--seconds 20] [--rounds 2]
 //          [--base /path/to/other/checkout]
 /* global fetch */
@@ -56,6 +57,47 @@ async function oneCaller(http, ms) {
     else failed++;
   }
   return { ...summarize(samples), failed };
+}
+
+async function zipf(http, ms) {
+  const cdf = [];
+  let sum = 0;
+  for (let i = 0; i < N; i++) cdf.push((sum += 1 / (i + 1)));
+  let seed = 7;
+  const pick = () => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    const u = (seed / 2147483648) * sum;
+    let lo = 0;
+    let hi = N - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (cdf[mid] < u) lo = mid + 1;
+      else hi = mid;
+    }
+    return `m${String(lo).padStart(2, '0')}`;
+  };
+  const body = JSON.stringify({
+    inputs: [{ name: 'x', shape: [1, 256], datatype: 'FP32', data: new Array(256).fill(0.5) }],
+  });
+  const samples = [];
+  let failed = 0;
+  const end = performance.now() + ms;
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      while (performance.now() < end) {
+        const t = performance.now();
+        const r = await fetch(`${http}/v2/models/${pick()}/infer`, {
+          method: 'POST',
+          body,
+          headers: { 'content-type': 'application/json' },
+        });
+        await r.arrayBuffer();
+        if (r.status === 200) samples.push((performance.now() - t) * 1e3);
+        else failed++;
+      }
+    }),
+  );
+  return { ...summarize(samples), failed, perS: samples.length / (ms / 1000) };
 }
 
 async function measure(build) {
@@ -126,6 +168,19 @@ async function measure(build) {
     times.sort((a, b) => a - b);
     return { ms: times[2], bytes };
   };
+  // Zipf(1) over every model from 8 callers: most models cold, the weight budget churning.
+  const lastSeq = async () => {
+    let after = 0;
+    for (;;) {
+      const r = await fetch(`${console_}/api/v1/events?limit=1000&afterSeq=${after}`, { headers: auth });
+      const { data } = await r.json();
+      if (data.length === 0) return after;
+      after = data[data.length - 1].seq;
+    }
+  };
+  const seq0 = await lastSeq();
+  out.zipf = await zipf(http, seconds * 1000);
+  out.zipfEventsPerS = ((await lastSeq()) - seq0) / seconds;
   out.models = await route(`${console_}/api/v1/models`, auth);
   out.metrics = await route(`http://127.0.0.1:${s.ports.metrics}/metrics`, {});
   out.rssMiB = rssMiB(pid);
@@ -150,6 +205,7 @@ for (let round = 0; round < rounds; round++) {
       `round ${round} ${b.name}: ready ${fmt(r.readyS, 1)} s; idle CPU ${fmt(r.idleCpu * 100, 1)} %; ` +
         `one caller p50/p99/max ${us(r.alone)} µs (CPU ${fmt(r.aloneCpu * 100, 0)} %, failed ${r.alone.failed}); ` +
         `feed open: idle CPU ${fmt(r.feedIdleCpu * 100, 1)} %, ${fmt(r.feedBytesPerS / 1024, 0)} KiB/s, one caller ${us(r.feed)} µs (CPU ${fmt(r.feedCpu * 100, 0)} %, failed ${r.feed.failed}); ` +
+        `Zipf, 8 callers: ${fmt(r.zipf.perS, 0)}/s, p50/p99/max ${us(r.zipf)} µs, failed ${r.zipf.failed}, ${fmt(r.zipfEventsPerS, 0)} events/s; ` +
         `GET /api/v1/models ${fmt(r.models.ms, 1)} ms ${fmt(r.models.bytes / 1024, 0)} KiB; /metrics ${fmt(r.metrics.ms, 1)} ms ${fmt(r.metrics.bytes / 1024, 0)} KiB; ` +
         `RSS ${fmt(r.rssMiB, 0)} MiB; warnings ${JSON.stringify(r.warnings)}`,
     );
