@@ -1,3 +1,4 @@
+import { setImmediate as yieldToIo } from 'node:timers/promises';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { PlainHistogram } from './plain-histogram.js';
 
@@ -335,8 +336,23 @@ export class Metrics {
     this.modelResident.set({ model }, 0);
   }
 
+  /**
+   * What registry.metrics() answers, one family at a time with a turn of the event loop between
+   * (and the histograms a few series at a time): with a thousand models, formatted at once, a
+   * scrape held the serving thread for 100-250 ms.
+   */
   async text(): Promise<string> {
-    return this.registry.metrics();
+    const families: string[] = [];
+    for (const metric of this.registry.getMetricsAsArray()) {
+      const family: unknown = metric;
+      families.push(
+        family instanceof PlainHistogram
+          ? await family.exposition()
+          : await this.registry.getSingleMetricAsString(metric.name),
+      );
+      await yieldToIo();
+    }
+    return `${families.join('\n\n')}\n`;
   }
 
   get contentType(): string {

@@ -48,6 +48,13 @@ suite('metrics: per-request counters summed and published at scrape time', () =>
     assert.equal(value(text, `hloserve_request_latency_seconds_bucket{le="0.001",model="a"}`), 2);
   });
 
+  test("text() answers what the registry's own formatting does, a family at a time", async () => {
+    // Without the process's own metrics, which change between two scrapes.
+    const m = new Metrics({ defaultMetrics: false });
+    for (let i = 0; i < 200; i++) m.request(sample(`m${i}`, { totalUs: 100 * i, ok: i % 7 !== 0 }));
+    assert.equal(await m.text(), await m.registry.metrics());
+  });
+
   test('a second scrape reports the running totals, not the increments since the first', async () => {
     const m = new Metrics({ defaultMetrics: false });
     m.request(sample('a'));

@@ -37,6 +37,22 @@ suite('PlainHistogram: the same exposition as prom-client, without its per-obser
       p.observe({ model: m }, v);
     }
     assert.equal(await ours.metrics(), await theirs.metrics());
+    assert.equal(await h.exposition(1), await theirs.getSingleMetricAsString('lat'), 'the yielding exposition too');
+  });
+
+  test('exposition: escapes, +Inf, NaN and many series a few at a time, as prom-client formats them', async () => {
+    const r = new Registry();
+    const h = new PlainHistogram({
+      name: 'y',
+      help: 'a \\ help\nline',
+      labelName: 'model',
+      buckets: [0.5, 2],
+      registry: r,
+    });
+    const names = ['plain', 'quo"te', 'back\\slash', 'new\nline', ...Array.from({ length: 300 }, (_, i) => `m${i}`)];
+    names.forEach((n, i) => h.observe(n, i % 3 === 0 ? Number.NaN : i * 0.01));
+    h.observe('plain', Number.POSITIVE_INFINITY);
+    assert.equal(await h.exposition(7), await r.getSingleMetricAsString('y'));
   });
 
   test('buckets are cumulative and +Inf equals the count', async () => {
