@@ -4,8 +4,8 @@
 // and per phase of --seconds: the server's CPU with no client at all; one caller's latency on one
 // model (what the serving thread's periodic work adds to a request is its tail); the same with a
 // console's live feed subscribed to every topic; eight callers spread over every model by Zipf(1)
-// (most models cold: the budget churns). Then the control routes' times and sizes, and the log's
-// warnings. With --base, the same for another checkout, the two alternating per round.
+// (most models cold: the budget churns); one caller again while /metrics is scraped each second.
+// Then the control routes' times and sizes, and the log's warnings. With --base, the same for another checkout, the two alternating per round.
 // Usage: npm run build && node bench/catalog-idle.mjs [--models 1000] [--seconds 20] [--rounds 2]
 //          [--base /path/to/other/checkout]
 /* global fetch */
@@ -181,6 +181,24 @@ async function measure(build) {
   const seq0 = await lastSeq();
   out.zipf = await zipf(http, seconds * 1000);
   out.zipfEventsPerS = ((await lastSeq()) - seq0) / seconds;
+  // One caller again, with /metrics scraped once a second beside it (after the Zipf phase every
+  // model has its series): what a scrape holds the serving thread for is the caller's tail.
+  {
+    let scraping = true;
+    const scrapes = [];
+    const scraper = (async () => {
+      while (scraping) {
+        const t = performance.now();
+        await (await fetch(`http://127.0.0.1:${s.ports.metrics}/metrics`)).arrayBuffer();
+        scrapes.push(performance.now() - t);
+        await sleep(1000);
+      }
+    })();
+    out.scraped = await oneCaller(http, seconds * 1000);
+    scraping = false;
+    await scraper;
+    out.scrapeMs = scrapes.sort((a, b) => a - b)[scrapes.length >> 1];
+  }
   out.models = await route(`${console_}/api/v1/models`, auth);
   out.metrics = await route(`http://127.0.0.1:${s.ports.metrics}/metrics`, {});
   out.rssMiB = rssMiB(pid);
@@ -206,6 +224,7 @@ for (let round = 0; round < rounds; round++) {
         `one caller p50/p99/max ${us(r.alone)} µs (CPU ${fmt(r.aloneCpu * 100, 0)} %, failed ${r.alone.failed}); ` +
         `feed open: idle CPU ${fmt(r.feedIdleCpu * 100, 1)} %, ${fmt(r.feedBytesPerS / 1024, 0)} KiB/s, one caller ${us(r.feed)} µs (CPU ${fmt(r.feedCpu * 100, 0)} %, failed ${r.feed.failed}); ` +
         `Zipf, 8 callers: ${fmt(r.zipf.perS, 0)}/s, p50/p99/max ${us(r.zipf)} µs, failed ${r.zipf.failed}, ${fmt(r.zipfEventsPerS, 0)} events/s; ` +
+        `one caller, /metrics scraped each second: ${us(r.scraped)} µs (scrape ${fmt(r.scrapeMs, 0)} ms); ` +
         `GET /api/v1/models ${fmt(r.models.ms, 1)} ms ${fmt(r.models.bytes / 1024, 0)} KiB; /metrics ${fmt(r.metrics.ms, 1)} ms ${fmt(r.metrics.bytes / 1024, 0)} KiB; ` +
         `RSS ${fmt(r.rssMiB, 0)} MiB; warnings ${JSON.stringify(r.warnings)}`,
     );
