@@ -27,10 +27,18 @@ suite('event log (real Worker, SQLite)', () => {
     assert.ok(stored.length <= 50 + 5, `${stored.length} events left (50 kept, pruned in steps of 5)`);
     assert.equal(stored.at(-1)!.seq, mine.at(-1)!.seq, 'the newest are the ones kept');
     assert.equal(stored.at(-1)!.kind, 'burst.299');
-    // Recorded later, in a new batch: numbered after the burst.
+    // An event whose data cannot be stored fails alone; its batch is stored.
+    const circular: Record<string, unknown> = {};
+    circular.self = circular;
+    void log.record({ at: 1, kind: 'bad', model: null, data: circular });
+    await log.record({ at: 1, kind: 'good', model: null, data: {} });
+    assert.equal(streamed.at(-1)!.kind, 'good');
+    assert.equal(streamed.at(-1)!.seq, mine.at(-1)!.seq + 1);
+    assert.ok(!streamed.some((e) => e.kind === 'bad'));
+    // Recorded later, in a new batch: numbered after the others.
     await log.record({ at: 1, kind: 'after', model: null, data: {} });
     assert.equal(streamed.at(-1)!.kind, 'after');
-    assert.equal(streamed.at(-1)!.seq, mine.at(-1)!.seq + 1);
+    assert.equal(streamed.at(-1)!.seq, mine.at(-1)!.seq + 2);
     await log.close();
   });
 });

@@ -51,7 +51,18 @@ export class EventLog {
     return this.#chain;
   }
 
-  async #write(batch: readonly EngineEvent[]): Promise<void> {
+  async #write(recorded: readonly EngineEvent[]): Promise<void> {
+    // An event whose data cannot be stored is left out alone, not with the rest of its batch.
+    const batch = recorded.filter((e) => {
+      try {
+        JSON.stringify(e.data);
+        return true;
+      } catch (err) {
+        this.log.warn('event not stored', { kind: e.kind, error: (err as Error).message });
+        return false;
+      }
+    });
+    if (batch.length === 0) return;
     let seqs: number[];
     try {
       seqs = await this.store.appendEvents(batch);
