@@ -38,44 +38,8 @@ const cpuSeconds = (pid) => {
 };
 const rssMiB = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024;
 
-async function oneCaller(http, ms) {
-  const body = JSON.stringify({
-    inputs: [{ name: 'x', shape: [1, 256], datatype: 'FP32', data: new Array(256).fill(0.5) }],
-  });
-  const samples = [];
-  let failed = 0;
-  const end = performance.now() + ms;
-  while (performance.now() < end) {
-    const t = performance.now();
-    const r = await fetch(`${http}/v2/models/m00/infer`, {
-      method: 'POST',
-      body,
-      headers: { 'content-type': 'application/json' },
-    });
-    await r.arrayBuffer();
-    if (r.status === 200) samples.push((performance.now() - t) * 1e3);
-    else failed++;
-  }
-  return { ...summarize(samples), failed };
-}
-
-async function zipf(http, ms) {
-  const cdf = [];
-  let sum = 0;
-  for (let i = 0; i < N; i++) cdf.push((sum += 1 / (i + 1)));
-  let seed = 7;
-  const pick = () => {
-    seed = (seed * 1103515245 + 12345) % 2147483648;
-    const u = (seed / 2147483648) * sum;
-    let lo = 0;
-    let hi = N - 1;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (cdf[mid] < u) lo = mid + 1;
-      else hi = mid;
-    }
-    return `m${String(lo).padStart(2, '0')}`;
-  };
+/** `callers` closed-loop callers for `ms`, each request to the model `pick()` names. */
+async function callLoop(http, ms, callers, pick) {
   const body = JSON.stringify({
     inputs: [{ name: 'x', shape: [1, 256], datatype: 'FP32', data: new Array(256).fill(0.5) }],
   });
@@ -83,7 +47,7 @@ async function zipf(http, ms) {
   let failed = 0;
   const end = performance.now() + ms;
   await Promise.all(
-    Array.from({ length: 8 }, async () => {
+    Array.from({ length: callers }, async () => {
       while (performance.now() < end) {
         const t = performance.now();
         const r = await fetch(`${http}/v2/models/${pick()}/infer`, {
@@ -98,6 +62,28 @@ async function zipf(http, ms) {
     }),
   );
   return { ...summarize(samples), failed, perS: samples.length / (ms / 1000) };
+}
+
+const oneCaller = (http, ms) => callLoop(http, ms, 1, () => 'm00');
+
+/** Eight callers, each request's model drawn by Zipf(1) over the catalog (a fixed seed). */
+function zipf(http, ms) {
+  const cdf = [];
+  let sum = 0;
+  for (let i = 0; i < N; i++) cdf.push((sum += 1 / (i + 1)));
+  let seed = 7;
+  return callLoop(http, ms, 8, () => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    const u = (seed / 2147483648) * sum;
+    let lo = 0;
+    let hi = N - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (cdf[mid] < u) lo = mid + 1;
+      else hi = mid;
+    }
+    return `m${String(lo).padStart(2, '0')}`;
+  });
 }
 
 async function measure(build) {
