@@ -1,4 +1,3 @@
-import { setImmediate as yieldToIo } from 'node:timers/promises';
 import type { Metric, Registry } from 'prom-client';
 
 /** One exposition line as prom-client's registry reads it. */
@@ -6,6 +5,15 @@ export interface HistogramValue {
   readonly metricName: string;
   readonly labels: Readonly<Record<string, string | number>>;
   readonly value: number;
+}
+
+/** A histogram's series at one instant (PlainHistogram.capture()). */
+export interface HistogramCapture {
+  readonly name: string;
+  readonly help: string;
+  readonly label: string;
+  readonly bounds: readonly number[];
+  readonly series: readonly { labelValue: string; counts: Float64Array; sum: number; count: number }[];
 }
 
 /** What the registry reads from a metric when it formats a scrape. */
@@ -86,32 +94,15 @@ export class PlainHistogram<L extends string> {
     this.#series.clear();
   }
 
-  /**
-   * The family as prom-client's registry formats get() (HELP, TYPE, then each series' lines),
-   * built here a few series at a time with a turn of the event loop between: a thousand models'
-   * latency buckets are tens of thousands of lines, formatted at once a scrape held the serving
-   * thread for 100-250 ms.
-   */
-  async exposition(seriesPerTurn = 64): Promise<string> {
-    const lines = [
-      `# HELP ${escapeText(this.name)} ${escapeText(this.help)}`,
-      `# TYPE ${escapeText(this.name)} histogram`,
-    ];
-    const label = this.#label;
-    let n = 0;
-    for (const s of [...this.#series.values()]) {
-      if (++n % seriesPerTurn === 0) await yieldToIo();
-      const value = `${label}="${escapeLabelValue(s.labels[label]!)}"`;
-      let cumulative = 0;
-      for (let i = 0; i <= this.#bounds.length; i++) {
-        cumulative += s.counts[i]!;
-        const le = i < this.#bounds.length ? `${this.#bounds[i]!}` : '+Inf';
-        lines.push(`${this.name}_bucket{le="${escapeLabelValue(le)}",${value}} ${numberText(cumulative)}`);
-      }
-      lines.push(`${this.name}_sum{${value}} ${numberText(s.sum)}`);
-      lines.push(`${this.name}_count{${value}} ${numberText(s.count)}`);
-    }
-    return lines.join('\n');
+  /** Every series' counts as of now (copies), for exposition() to format later. */
+  capture(): HistogramCapture {
+    const series = [...this.#series.values()].map((s) => ({
+      labelValue: s.labels[this.#label]!,
+      counts: s.counts.slice(),
+      sum: s.sum,
+      count: s.count,
+    }));
+    return { name: this.name, help: this.help, label: this.#label, bounds: this.#bounds, series };
   }
 
   get(): HistogramSnapshot {
@@ -128,14 +119,4 @@ export class PlainHistogram<L extends string> {
     }
     return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
   }
-}
-
-// The exposition format's escapes, as prom-client writes them.
-const escapeText = (s: string): string => s.replace(/\\/g, '\\\\').replace(/\n/g, '\\n');
-const escapeLabelValue = (s: string): string => escapeText(s).replace(/"/g, '\\"');
-
-function numberText(v: number): string {
-  if (Number.isNaN(v)) return 'Nan';
-  if (!Number.isFinite(v)) return v < 0 ? '-Inf' : '+Inf';
-  return `${v}`;
 }

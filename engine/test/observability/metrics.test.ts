@@ -51,8 +51,21 @@ suite('metrics: per-request counters summed and published at scrape time', () =>
   test("text() answers what the registry's own formatting does, a family at a time", async () => {
     // Without the process's own metrics, which change between two scrapes.
     const m = new Metrics({ defaultMetrics: false });
-    for (let i = 0; i < 200; i++) m.request(sample(`m${i}`, { totalUs: 100 * i, ok: i % 7 !== 0 }));
+    // 1,100 models: every per-model family is formatted over more than one turn.
+    for (let i = 0; i < 1100; i++) m.request(sample(`m${i}`, { totalUs: 100 * i, ok: i % 7 !== 0 }));
     assert.equal(await m.text(), await m.registry.metrics());
+  });
+
+  test('a scrape is the instant it was asked for, though it is formatted over several turns', async () => {
+    const m = new Metrics({ defaultMetrics: false });
+    for (let i = 0; i < 1100; i++) m.request(sample(`m${i}`));
+    const scrape = m.text();
+    m.request(sample('m0'));
+    m.request(sample('late'));
+    const text = await scrape;
+    assert.equal(value(text, 'nv_inference_request_success{model="m0",version="1"}'), 1);
+    assert.equal(value(text, 'hloserve_request_latency_seconds_count{model="m0"}'), 1);
+    assert.doesNotMatch(text, /model="late"/);
   });
 
   test('a second scrape reports the running totals, not the increments since the first', async () => {
