@@ -9,6 +9,7 @@
  */
 import { and, asc, desc, eq, gt, gte, lt, lte, sql } from 'drizzle-orm';
 import type { BetterSQLite3Database } from 'drizzle-orm/better-sqlite3';
+import { setImmediate as yieldToIo } from 'node:timers/promises';
 import { setClampedTimeout } from '@hloserve/common/timers';
 import * as schema from './schema-sqlite.js';
 
@@ -16,6 +17,8 @@ export type TokenRow = typeof schema.tokens.$inferSelect;
 export type AuditRow = typeof schema.audit.$inferSelect;
 export type AuditInsert = Omit<typeof schema.audit.$inferInsert, 'seq'>;
 export type EventRow = typeof schema.events.$inferSelect;
+/** An event as stored: its data already JSON. */
+export type EventInsert = Omit<typeof schema.events.$inferInsert, 'seq'>;
 export type UploadRow = typeof schema.uploads.$inferSelect;
 export type PolicyRow = typeof schema.policies.$inferSelect;
 export type SettingRow = typeof schema.settings.$inferSelect;
@@ -48,9 +51,13 @@ export interface StoreProbe {
   readonly applied: () => Promise<{ count: number; lastWhen: number | null }>;
 }
 
-const METRIC_ROWS_PER_INSERT = 1000;
-/** Four parameters a row. */
-const EVENT_ROWS_PER_INSERT = 2000;
+/**
+ * Rows per INSERT of a batch (metric samples are ten parameters a row, events four): within the
+ * 32,766 parameters SQLite takes and PostgreSQL's 65,535, and short enough to build that the
+ * serving thread, given a turn between two of them, is not held long (SQLite's driver is
+ * synchronous, and drizzle builds a statement on the calling thread).
+ */
+const ROWS_PER_INSERT = 500;
 
 /** A store that does not answer a health probe in this long is reported unreachable. */
 const HEALTH_TIMEOUT_MS = 2000;
@@ -186,30 +193,21 @@ export class Store {
   // ---- lifecycle events -------------------------------------------------------------------------
 
   async appendEvent(e: { at: number; kind: string; model: string | null; data: unknown }): Promise<number> {
-    return (await this.appendEvents([e]))[0]!;
+    return (await this.appendEvents([{ at: e.at, kind: e.kind, model: e.model, data: JSON.stringify(e.data) }]))[0]!;
   }
 
   /**
-   * Stores events in their order, as few statements as the parameter limits allow; answers their
-   * seqs in the same order. One statement numbers its rows in the order of its VALUES on either
-   * dialect, so the seqs it returns, sorted, are the events' in order.
+   * Stores events in their order; answers their seqs in the same order. One statement numbers its
+   * rows in the order of its VALUES on either dialect, so the seqs it returns, sorted, are the
+   * events' in order.
    */
-  async appendEvents(
-    events: readonly { at: number; kind: string; model: string | null; data: unknown }[],
-  ): Promise<number[]> {
+  async appendEvents(events: readonly EventInsert[]): Promise<number[]> {
     const ev = this.#t.events;
     const seqs: number[] = [];
-    for (let i = 0; i < events.length; i += EVENT_ROWS_PER_INSERT) {
-      const rows = await this.#db
-        .insert(ev)
-        .values(
-          events
-            .slice(i, i + EVENT_ROWS_PER_INSERT)
-            .map((e) => ({ at: e.at, kind: e.kind, model: e.model, data: JSON.stringify(e.data) })),
-        )
-        .returning({ seq: ev.seq });
+    await inChunks(events, async (chunk) => {
+      const rows = await this.#db.insert(ev).values(chunk).returning({ seq: ev.seq });
       for (const r of rows.map((x) => x.seq).sort((a, b) => a - b)) seqs.push(r);
-    }
+    });
     return seqs;
   }
 
@@ -324,13 +322,10 @@ export class Store {
 
   // ---- metric history ---------------------------------------------------------------------------
 
-  /**
-   * Rows go in statements of at most METRIC_ROWS_PER_INSERT: each row is ten parameters, and one
-   * statement holds at most 32,766 on SQLite and 65,535 on PostgreSQL.
-   */
   async appendMetricSamples(rows: readonly MetricSampleInsert[]): Promise<void> {
-    for (let i = 0; i < rows.length; i += METRIC_ROWS_PER_INSERT)
-      await this.#db.insert(this.#t.metricSamples).values(rows.slice(i, i + METRIC_ROWS_PER_INSERT));
+    await inChunks(rows, async (chunk) => {
+      await this.#db.insert(this.#t.metricSamples).values(chunk);
+    });
   }
 
   async listMetricSamples(model: string, resolution: 's' | 'm', sinceAt: number): Promise<MetricSampleRow[]> {
@@ -345,5 +340,13 @@ export class Store {
   async pruneMetricSamples(resolution: 's' | 'm', beforeAt: number): Promise<void> {
     const m = this.#t.metricSamples;
     await this.#db.delete(m).where(and(eq(m.resolution, resolution), lt(m.at, beforeAt)));
+  }
+}
+
+/** `write` for each ROWS_PER_INSERT rows in turn, with a turn of the event loop between two. */
+async function inChunks<T>(rows: readonly T[], write: (chunk: T[]) => Promise<void>): Promise<void> {
+  for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
+    if (i > 0) await yieldToIo();
+    await write(rows.slice(i, i + ROWS_PER_INSERT));
   }
 }

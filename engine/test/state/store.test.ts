@@ -211,7 +211,12 @@ function storeSuite(name: string, open: () => Promise<Store>): void {
     });
 
     test('events: a batch is numbered in its order across statements; the oldest pruned', async () => {
-      const events = Array.from({ length: 4500 }, (_, i) => ({ at: i, kind: 'bulk', model: `m${i}`, data: { i } }));
+      const events = Array.from({ length: 4500 }, (_, i) => ({
+        at: i,
+        kind: 'bulk',
+        model: `m${i}`,
+        data: JSON.stringify({ i }),
+      }));
       const seqs = await store.appendEvents(events);
       assert.equal(seqs.length, 4500);
       for (let i = 1; i < seqs.length; i++) assert.equal(seqs[i], seqs[i - 1]! + 1);

@@ -10,7 +10,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { EngineEvent, ModelPort } from '../api/model-port.js';
 import type { Topic } from '../feed/topic.js';
-import type { Store } from '../../state/store.js';
+import type { EventInsert, Store } from '../../state/store.js';
 import type { Logger } from '../../log.js';
 
 /** How long a batch gathers events after its first. */
@@ -53,19 +53,20 @@ export class EventLog {
 
   async #write(recorded: readonly EngineEvent[]): Promise<void> {
     // An event whose data cannot be stored is left out alone, not with the rest of its batch.
-    const batch = recorded.filter((e) => {
+    const batch: EngineEvent[] = [];
+    const rows: EventInsert[] = [];
+    for (const e of recorded) {
       try {
-        JSON.stringify(e.data);
-        return true;
+        rows.push({ at: e.at, kind: e.kind, model: e.model, data: JSON.stringify(e.data) });
+        batch.push(e);
       } catch (err) {
         this.log.warn('event not stored', { kind: e.kind, error: (err as Error).message });
-        return false;
       }
-    });
+    }
     if (batch.length === 0) return;
     let seqs: number[];
     try {
-      seqs = await this.store.appendEvents(batch);
+      seqs = await this.store.appendEvents(rows);
     } catch (err) {
       this.log.warn('events not stored', {
         count: batch.length,

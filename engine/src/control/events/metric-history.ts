@@ -15,7 +15,6 @@
  */
 import type { ModelPort } from '../api/model-port.js';
 import type { Topic } from '../feed/topic.js';
-import { setImmediate as yieldToIo } from 'node:timers/promises';
 import type { MetricSampleInsert, MetricSampleRow, Store } from '../../state/store.js';
 import type { Logger } from '../../log.js';
 import { LATENCY_BUCKETS, percentilesMs } from '../../observability/latency-histogram.js';
@@ -28,8 +27,6 @@ const MINUTE_MS = 60_000;
 const FLUSH_EVERY = 5;
 /** Ticks between two prunes: the prune's DELETE reads the whole table. */
 const PRUNE_EVERY = 60;
-/** Rows per INSERT, and so per turn of the event loop (each row is ten parameters). */
-const WRITE_CHUNK_ROWS = 500;
 
 export type MetricResolution = 's' | 'm';
 /** A sample as the control API answers it. */
@@ -258,11 +255,7 @@ export class MetricHistory {
     this.#pending = [];
     this.#writing = this.#writing.then(async () => {
       try {
-        for (let i = 0; i < rows.length; i += WRITE_CHUNK_ROWS) {
-          // SQLite's driver is synchronous: a turn of the event loop between chunks lets requests in.
-          if (i > 0) await yieldToIo();
-          await this.store.appendMetricSamples(rows.slice(i, i + WRITE_CHUNK_ROWS));
-        }
+        await this.store.appendMetricSamples(rows);
         if (prune) {
           // One row before each window is kept: the one its first samples are filled from.
           await this.store.pruneMetricSamples('s', at - SECOND_RETENTION_MS - this.#thinning.s.toleranceMs);
