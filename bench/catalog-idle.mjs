@@ -3,8 +3,9 @@
 // --models small MLPs (e2e/src/catalog.ts, 0.5 MB of weights each, a budget of a tenth of them),
 // and per phase of --seconds: the server's CPU with no client at all; one caller's latency on one
 // model (what the serving thread's periodic work adds to a request is its tail); the same with a
-// console's live feed subscribed to every topic; eight callers spread over every model by Zipf(1)
-// (most models cold: the budget churns); one caller again while /metrics is scraped each second.
+// console's live feed subscribed to every topic (its bytes per second by topic); eight callers
+// spread over every model by Zipf(1) (most models cold: the budget churns), without and with a
+// feed open; one caller again while /metrics is scraped each second.
 // Then the control routes' times and sizes, and the log's warnings. With --base, the same for another checkout, the two alternating per round.
 // Usage: npm run build && node bench/catalog-idle.mjs [--models 1000] [--seconds 20] [--rounds 2]
 //          [--base /path/to/other/checkout]
@@ -86,6 +87,29 @@ function zipf(http, ms) {
   });
 }
 
+/** A feed client subscribed to every topic, counting the bytes it receives per topic. */
+async function openFeed(port, token) {
+  const ws = new WebSocket(`ws://127.0.0.1:${port}/api/v1/stream`, ['hloserve.v1', `bearer.${token}`]);
+  let bytes = {};
+  ws.on('message', (d) => {
+    const topic = /^\{"topic":"([a-z]+)"/.exec(d.subarray(0, 40).toString())?.[1] ?? 'other';
+    bytes[topic] = (bytes[topic] ?? 0) + d.length;
+  });
+  await new Promise((r) => ws.once('open', r));
+  ws.send(JSON.stringify({ type: 'subscribe', topics: TOPICS }));
+  return {
+    reset: () => (bytes = {}),
+    perS: (s) => Object.fromEntries(Object.entries(bytes).map(([t, b]) => [t, b / s])),
+    close: () => ws.close(),
+  };
+}
+
+const kib = (perTopic) => {
+  const total = Object.values(perTopic).reduce((a, b) => a + b, 0);
+  const parts = Object.entries(perTopic).map(([t, b]) => `${t} ${fmt(b / 1024, 1)}`);
+  return `${fmt(total / 1024, 0)} KiB/s (${parts.join(', ')})`;
+};
+
 async function measure(build) {
   const cache = join(work, `cache-${build.name}`);
   mkdirSync(cache, { recursive: true });
@@ -126,17 +150,13 @@ async function measure(build) {
   c = cpuSeconds(pid);
   out.alone = await oneCaller(http, seconds * 1000);
   out.aloneCpu = (cpuSeconds(pid) - c) / seconds;
-  const ws = new WebSocket(`ws://127.0.0.1:${s.ports.console}/api/v1/stream`, ['hloserve.v1', `bearer.${token}`]);
-  let wsBytes = 0;
-  ws.on('message', (d) => (wsBytes += d.length));
-  await new Promise((r) => ws.once('open', r));
-  ws.send(JSON.stringify({ type: 'subscribe', topics: TOPICS }));
+  let ws = await openFeed(s.ports.console, token);
   await sleep(2000);
-  wsBytes = 0;
+  ws.reset();
   c = cpuSeconds(pid);
   await sleep(seconds * 1000);
   out.feedIdleCpu = (cpuSeconds(pid) - c) / seconds;
-  out.feedBytesPerS = wsBytes / seconds;
+  out.feedBytesPerS = ws.perS(seconds);
   c = cpuSeconds(pid);
   out.feed = await oneCaller(http, seconds * 1000);
   out.feedCpu = (cpuSeconds(pid) - c) / seconds;
@@ -167,6 +187,13 @@ async function measure(build) {
   const seq0 = await lastSeq();
   out.zipf = await zipf(http, seconds * 1000);
   out.zipfEventsPerS = ((await lastSeq()) - seq0) / seconds;
+  // The same load with a console's feed open: what the feed sends while every model is busy.
+  ws = await openFeed(s.ports.console, token);
+  await sleep(2000);
+  ws.reset();
+  out.zipfFeed = await zipf(http, seconds * 1000);
+  out.zipfFeedBytesPerS = ws.perS(seconds);
+  ws.close();
   // One caller again, with /metrics scraped once a second beside it (after the Zipf phase every
   // model has its series): what a scrape holds the serving thread for is the caller's tail.
   {
@@ -208,8 +235,9 @@ for (let round = 0; round < rounds; round++) {
     console.log(
       `round ${round} ${b.name}: ready ${fmt(r.readyS, 1)} s; idle CPU ${fmt(r.idleCpu * 100, 1)} %; ` +
         `one caller p50/p99/max ${us(r.alone)} µs (CPU ${fmt(r.aloneCpu * 100, 0)} %, failed ${r.alone.failed}); ` +
-        `feed open: idle CPU ${fmt(r.feedIdleCpu * 100, 1)} %, ${fmt(r.feedBytesPerS / 1024, 0)} KiB/s, one caller ${us(r.feed)} µs (CPU ${fmt(r.feedCpu * 100, 0)} %, failed ${r.feed.failed}); ` +
+        `feed open: idle CPU ${fmt(r.feedIdleCpu * 100, 1)} %, ${kib(r.feedBytesPerS)}, one caller ${us(r.feed)} µs (CPU ${fmt(r.feedCpu * 100, 0)} %, failed ${r.feed.failed}); ` +
         `Zipf, 8 callers: ${fmt(r.zipf.perS, 0)}/s, p50/p99/max ${us(r.zipf)} µs, failed ${r.zipf.failed}, ${fmt(r.zipfEventsPerS, 0)} events/s; ` +
+        `Zipf with a feed open: ${fmt(r.zipfFeed.perS, 0)}/s, p50/p99/max ${us(r.zipfFeed)} µs, failed ${r.zipfFeed.failed}, feed ${kib(r.zipfFeedBytesPerS)}; ` +
         `one caller, /metrics scraped each second: ${us(r.scraped)} µs (scrape ${fmt(r.scrapeMs, 0)} ms); ` +
         `GET /api/v1/models ${fmt(r.models.ms, 1)} ms ${fmt(r.models.bytes / 1024, 0)} KiB; /metrics ${fmt(r.metrics.ms, 1)} ms ${fmt(r.metrics.bytes / 1024, 0)} KiB; ` +
         `RSS ${fmt(r.rssMiB, 0)} MiB; warnings ${JSON.stringify(r.warnings)}`,
