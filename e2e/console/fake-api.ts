@@ -402,7 +402,7 @@ export class FakeControlApi {
     };
   }
 
-  private snapshot(topic: keyof FakeControlApi['seq']): object {
+  private snapshot(topic: Exclude<keyof FakeControlApi['seq'], 'metrics'>): object {
     const items =
       topic === 'models'
         ? Object.fromEntries(
@@ -422,10 +422,33 @@ export class FakeControlApi {
           ? { ...Object.fromEntries(this.models.map((m) => [m.name, m.residency])), 'device:0': this.device() }
           : topic === 'queues'
             ? Object.fromEntries(this.models.map((m) => [m.name, m.queue]))
-            : topic === 'events'
-              ? this.events()
-              : this.ticks(120);
+            : this.events();
     return { topic, seq: this.seq[topic], kind: 'snapshot', data: { items } };
+  }
+
+  /**
+   * The metrics topic's snapshot as the engine sends it: every model's latest sample, and two
+   * minutes of ticks' totals (rates and counters summed, the slowest model's percentiles).
+   */
+  private metricsSnapshot(): object {
+    const ticks = this.ticks(120);
+    const recent = ticks.map((t) => {
+      const s = Object.values(t.models);
+      const max = (xs: number[]) => (xs.length === 0 ? null : Math.max(...xs));
+      return {
+        at: t.at,
+        totals: {
+          requestsPerSecond: s.reduce((a, x) => a + x.requestsPerSecond, 0),
+          p50Ms: max(s.map((x) => x.p50Ms)),
+          p99Ms: max(s.map((x) => x.p99Ms)),
+          loads: s.reduce((a, x) => a + x.loads, 0),
+          evictions: s.reduce((a, x) => a + x.evictions, 0),
+        },
+      };
+    });
+    const last = ticks[ticks.length - 1]!;
+    const items = Object.fromEntries(Object.entries(last.models).map(([n, { at: _at, ...values }]) => [n, values]));
+    return { topic: 'metrics', seq: this.seq.metrics, kind: 'snapshot', data: { at: last.at, items, recent } };
   }
 
   private serveFeed(ws: WebSocketRoute): void {
@@ -444,7 +467,7 @@ export class FakeControlApi {
       if (msg.type === 'subscribe')
         for (const t of msg.topics ?? []) {
           this.subscribed.add(t);
-          ws.send(JSON.stringify(this.snapshot(t)));
+          ws.send(JSON.stringify(t === 'metrics' ? this.metricsSnapshot() : this.snapshot(t)));
         }
       if (msg.type === 'unsubscribe') for (const t of msg.topics ?? []) this.subscribed.delete(t);
     });

@@ -23,7 +23,7 @@ export const queueKeys = {
   history: () => ['queues', 'history', w()] as const,
 };
 export const workerKeys = { list: () => ['workers', 'list', w()] as const };
-export const metricsKeys = { ticks: () => ['metrics', 'ticks', w()] as const };
+export const metricsKeys = { state: () => ['metrics', 'state', w()] as const };
 export const eventKeys = { list: () => ['events', 'list', w()] as const };
 export const auditKeys = { list: () => ['audit', 'list', w()] as const };
 export const tokenKeys = { list: () => ['tokens', 'list', w()] as const };

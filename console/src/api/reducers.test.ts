@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
-import { foldDevices, foldLog, foldModels, foldQueues, foldResidency, foldTicks } from './reducers.js';
-import type { MetricsTick, ModelEntry, ModelView, ModelResidencyView, StreamMessage, WorkerView } from './types.js';
+import { foldDevices, foldLog, foldMetrics, foldModels, foldQueues, foldResidency } from './reducers.js';
+import type { MetricValues, ModelEntry, ModelView, ModelResidencyView, StreamMessage, WorkerView } from './types.js';
 
 const entry = (name: string, state: ModelEntry['state'] = 'READY'): ModelEntry => ({
   name,
@@ -140,15 +140,69 @@ describe('foldLog', () => {
   });
 });
 
-describe('foldTicks', () => {
-  const t = (at: number): MetricsTick => ({ at, models: {} });
-  test('appends in time order and drops the oldest past the cap', () => {
-    let s = foldTicks(undefined, snapshot('metrics', { items: [t(1)] }), 3);
-    for (const at of [2, 3, 4]) s = foldTicks(s, delta('metrics', t(at)), 3);
-    expect(s.map((x) => x.at)).toEqual([2, 3, 4]);
+describe('foldMetrics', () => {
+  const v = (requestsPerSecond: number, p99Ms: number | null = null): MetricValues => ({
+    requestsPerSecond,
+    p50Ms: p99Ms === null ? null : p99Ms / 2,
+    p99Ms,
+    queueDepth: 0,
+    residentBytes: 0,
+    loads: 0,
+    evictions: 0,
   });
-  test('ignores a tick not newer than the last (a replay after resume)', () => {
-    const s = foldTicks(foldTicks(undefined, delta('metrics', t(5))), delta('metrics', t(5)));
-    expect(s).toHaveLength(1);
+  const totals = (requestsPerSecond: number) => ({
+    requestsPerSecond,
+    p50Ms: null,
+    p99Ms: null,
+    loads: 0,
+    evictions: 0,
+  });
+  const tick = (at: number, upsert: Record<string, MetricValues> = {}, remove: string[] = [], rps = 0) =>
+    delta('metrics', { at, totals: totals(rps), upsert, remove });
+
+  test('a snapshot holds every model and the recent totals; a delta sets what changed and adds its totals', () => {
+    let s = foldMetrics(
+      undefined,
+      snapshot('metrics', {
+        at: 2000,
+        items: { a: v(5, 4), b: v(0), c: v(2, 8) },
+        recent: [
+          { at: 1000, totals: totals(1) },
+          { at: 2000, totals: totals(7) },
+        ],
+      }),
+    );
+    s = foldMetrics(s, tick(3000, { a: v(7, 3) }, ['c'], 7));
+    expect(Object.fromEntries(s.latest)).toEqual({ a: v(7, 3), b: v(0) });
+    expect(s.totals.map((t) => [t.at, t.requestsPerSecond])).toEqual([
+      [1000, 1],
+      [2000, 7],
+      [3000, 7],
+    ]);
+  });
+
+  test('an idle tick adds a point and keeps the latest samples the same object', () => {
+    const s0 = foldMetrics(undefined, snapshot('metrics', { at: 1000, items: { a: v(1) } }));
+    expect(s0.totals).toEqual([]);
+    const s1 = foldMetrics(s0, tick(2000));
+    expect(s1.latest).toBe(s0.latest);
+    expect(s1.totals.map((t) => t.at)).toEqual([2000]);
+    // Removing a model that is not there changes nothing either.
+    expect(foldMetrics(s1, tick(3000, {}, ['zz'])).latest).toBe(s0.latest);
+  });
+
+  test('keeps at most `cap` points, dropping the oldest, from a snapshot and from deltas', () => {
+    const recent = [1, 2, 3, 4].map((at) => ({ at, totals: totals(at) }));
+    let s = foldMetrics(undefined, snapshot('metrics', { at: 4, items: {}, recent }), 3);
+    expect(s.totals.map((t) => t.at)).toEqual([2, 3, 4]);
+    for (const at of [5, 6]) s = foldMetrics(s, tick(at), 3);
+    expect(s.totals.map((t) => t.at)).toEqual([4, 5, 6]);
+  });
+
+  test('a tick not newer than the last takes its samples but adds no point', () => {
+    const s0 = foldMetrics(undefined, tick(2000, { a: v(1) }));
+    const s1 = foldMetrics(s0, tick(2000, { a: v(3) }));
+    expect(s1.totals).toHaveLength(1);
+    expect(s1.latest.get('a')).toEqual(v(3));
   });
 });

@@ -44,9 +44,8 @@ export interface Session {
   readonly scope: Scope;
 }
 
-/** One model's sample in a metrics tick (1 Hz). */
-export interface MetricSample {
-  readonly at: number;
+/** One model's sample in a metrics tick (1 Hz); the tick says when. */
+export interface MetricValues {
   readonly requestsPerSecond: number;
   readonly p50Ms: number | null;
   readonly p99Ms: number | null;
@@ -57,10 +56,45 @@ export interface MetricSample {
   readonly evictions: number;
 }
 
-/** A delta of the `metrics` topic: every model's sample at one instant. */
-export interface MetricsTick {
+/** One model's sample as its history answers it. */
+export interface MetricSample extends MetricValues {
   readonly at: number;
-  readonly models: Readonly<Record<string, MetricSample>>;
+}
+
+/** The fleet's figures at one tick: sums over the models, and the slowest model's percentiles. */
+export interface MetricTotals {
+  readonly requestsPerSecond: number;
+  readonly p50Ms: number | null;
+  readonly p99Ms: number | null;
+  /** Counters since each model's start. */
+  readonly loads: number;
+  readonly evictions: number;
+}
+
+/** A tick's stamp: when its samples were read, and the totals over every model then. */
+export interface MetricStamp {
+  readonly at: number;
+  readonly totals: MetricTotals;
+}
+
+/**
+ * The `metrics` topic is keyed by model and stamped per tick: the snapshot holds every model's
+ * latest sample and the last five minutes of stamps, each delta (one per tick, even an empty one)
+ * the samples that changed, with the tick's stamp.
+ */
+export interface MetricsSnapshot extends KeyedSnapshot<MetricValues> {
+  readonly at?: number;
+  readonly recent?: readonly MetricStamp[];
+}
+export interface MetricsDelta extends KeyedDelta<MetricValues>, MetricStamp {}
+
+export type TickTotals = MetricTotals & { readonly at: number };
+
+/** What the console holds of the metrics topic: each model's latest sample, and the totals per tick. */
+export interface MetricsState {
+  readonly latest: ReadonlyMap<string, MetricValues>;
+  /** Oldest first, at most five minutes. */
+  readonly totals: readonly TickTotals[];
 }
 
 export interface AuditRecord {
@@ -153,7 +187,7 @@ export interface KeyedDelta<T> {
   readonly upsert: Readonly<Record<string, T>>;
   readonly remove: readonly string[];
 }
-/** A log topic (events, metrics): its snapshot holds the last few entries; each delta is one entry. */
+/** A log topic (events): its snapshot holds the last few entries; each delta is one entry. */
 export interface LogSnapshot<T> {
   readonly items: readonly T[];
 }

@@ -12,7 +12,15 @@ import {
   topics,
   workerKeys,
 } from '../api/keys.js';
-import { foldDevices, foldLog, foldModels, foldQueues, foldResidency, foldTicks } from '../api/reducers.js';
+import {
+  foldDevices,
+  foldLog,
+  foldMetrics,
+  foldModels,
+  foldQueues,
+  foldResidency,
+  noMetrics,
+} from '../api/reducers.js';
 import { routes } from '../api/routes.js';
 import { emptyShareHistory, foldQueueSample, type ShareHistory } from '../views/queues/share.js';
 import type {
@@ -25,7 +33,7 @@ import type {
   CreatedToken,
   EventRecord,
   MetricSample,
-  MetricsTick,
+  MetricsState,
   ModelAction,
   ModelView,
   ModelPolicyView,
@@ -70,15 +78,20 @@ export function useWorkers() {
   });
 }
 
-/** The last five minutes of 1 Hz ticks, from the feed only (the engine keeps per-model history). */
-export function useTicks() {
+/**
+ * The metrics topic: each model's latest 1 Hz sample and five minutes of the fleet's totals, from
+ * the feed only (the engine keeps per-model history). `select` picks what a view shows, so that a
+ * view of the latest samples is not rendered again by an idle tick.
+ */
+export function useMetrics<R = MetricsState>(select?: (state: MetricsState) => R) {
   const qc = useQueryClient();
-  const key = metricsKeys.ticks();
-  useTopic(topics.metrics, key, foldTicks);
+  const key = metricsKeys.state();
+  useTopic(topics.metrics, key, foldMetrics);
   return useQuery({
     queryKey: key,
-    queryFn: () => qc.getQueryData<readonly MetricsTick[]>(key) ?? [],
+    queryFn: () => qc.getQueryData<MetricsState>(key) ?? noMetrics,
     staleTime: Infinity,
+    select,
   });
 }
 

@@ -1,6 +1,6 @@
 import { useMemo, useRef } from 'react';
-import type { MetricsTick, ModelView } from '../api/types.js';
-import { useModels, useTicks, useWorkers } from '../app/data.js';
+import type { MetricsState, ModelView, TickTotals } from '../api/types.js';
+import { useMetrics, useModels, useWorkers } from '../app/data.js';
 import { formatMs, formatRate } from '../components/format.js';
 import { perMinute, pushPoint, type CounterPoint } from '../components/counter-rate.js';
 import { deviceBlocks, type DeviceBlock } from '../components/device-blocks.js';
@@ -18,37 +18,23 @@ interface Point {
 }
 
 /**
- * Sums the per-model samples of each tick. Loads and evictions are counters: their per-minute
- * rate is the increase over the last minute held (a one-tick difference would be all spikes).
+ * The chart points from the totals of each tick. Loads and evictions are counters: their
+ * per-minute rate is the increase over the last minute held (a one-tick difference would be all
+ * spikes).
  */
-export function summarise(ticks: readonly MetricsTick[], windowMs = 60_000): Point[] {
-  const totals = ticks.map((tick) => {
-    let rps = 0;
-    let loads = 0;
-    let evictions = 0;
-    let p50: number | null = null;
-    let p99: number | null = null;
-    for (const s of Object.values(tick.models)) {
-      rps += s.requestsPerSecond;
-      loads += s.loads;
-      evictions += s.evictions;
-      if (s.p50Ms !== null) p50 = Math.max(p50 ?? 0, s.p50Ms);
-      if (s.p99Ms !== null) p99 = Math.max(p99 ?? 0, s.p99Ms);
-    }
-    return { t: tick.at, rps, p50, p99, loads, evictions };
-  });
+export function summarise(totals: readonly TickTotals[], windowMs = 60_000): Point[] {
   let from = 0;
   return totals.map((cur) => {
-    while (totals[from]!.t < cur.t - windowMs) from++;
+    while (totals[from]!.at < cur.at - windowMs) from++;
     const base = totals[from]!;
-    const minutes = (cur.t - base.t) / 60_000;
+    const minutes = (cur.at - base.at) / 60_000;
     // Under 15 s of history a rate per minute would be mostly noise.
     const rate = (a: number, b: number) => (minutes >= 0.25 ? Math.max(0, a - b) / minutes : null);
     return {
-      t: cur.t,
-      rps: cur.rps,
-      p50: cur.p50,
-      p99: cur.p99,
+      t: cur.at,
+      rps: cur.requestsPerSecond,
+      p50: cur.p50Ms,
+      p99: cur.p99Ms,
       loadsPerMin: rate(cur.loads, base.loads),
       evictionsPerMin: rate(cur.evictions, base.evictions),
     };
@@ -82,11 +68,13 @@ function summariseModels(list: readonly ModelView[]): ModelSummary {
   };
 }
 
+const metricTotals = (s: MetricsState) => s.totals;
+
 export function Overview() {
   const workers = useWorkers();
-  const ticks = useTicks();
+  const totals = useMetrics(metricTotals).data;
   const models = useModels(summariseModels);
-  const points = useMemo(() => summarise(ticks.data ?? []), [ticks.data]);
+  const points = useMemo(() => summarise(totals ?? []), [totals]);
   const last = points[points.length - 1];
   const series = useMemo(() => {
     const x = points.map((p) => p.t / 1000);

@@ -3,7 +3,7 @@ import { rmSync } from 'node:fs';
 import { after, before, suite, test } from 'node:test';
 import { WebSocket } from 'ws';
 import type { Worker } from '../../src/worker/worker.js';
-import { adminToken, mint, startControl, startMlpWorker, tempDir, type Harness } from './harness.js';
+import { adminToken, inferMlp, mint, startControl, startMlpWorker, tempDir, type Harness } from './harness.js';
 
 interface Msg {
   type?: string;
@@ -145,6 +145,61 @@ suite('the live feed (WebSocket /api/v1/stream)', () => {
     assert.equal((c.state.get('models')!.mlp as { policy: { weight: number } }).policy.weight, 20);
     // The events topic carried the policy changes, numbered by the store.
     await c.until((m) => m.filter((x) => x.topic === 'events' && x.kind === 'delta').length >= 24);
+  });
+
+  test('the metrics topic: every tick a delta with its instant and totals, carrying only the samples that changed', async () => {
+    const history = h.control.history;
+    const t0 = 5_000_000;
+    history.tick(t0);
+    history.tick(t0 + 1000);
+    const c = await open();
+    await c.until((m) => m.some((x) => x.type === 'ready'));
+    c.send({ type: 'subscribe', topics: ['metrics'] });
+    await c.until((m) => m.some((x) => x.kind === 'snapshot'));
+    type Totals = { requestsPerSecond: number; loads: number; p99Ms: number | null };
+    const snap = c.messages.find((x) => x.kind === 'snapshot')!.data as {
+      at: number;
+      items: Record<string, unknown>;
+      recent: { at: number; totals: Totals }[];
+    };
+    assert.equal(snap.at, t0 + 1000, 'the snapshot says when its samples were read');
+    assert.deepEqual(Object.keys(snap.items), ['mlp'], 'the snapshot holds every model');
+    assert.deepEqual(
+      snap.recent.map((r) => r.at),
+      [t0, t0 + 1000],
+      'and the recent ticks’ totals, for charts',
+    );
+    type Delta = {
+      at: number;
+      totals: Totals;
+      upsert: Record<string, { requestsPerSecond: number }>;
+      remove: string[];
+    };
+    const deltas = () =>
+      c.messages.filter((x) => x.topic === 'metrics' && x.kind === 'delta').map((x) => x.data as Delta);
+    // An idle second: a delta that changes nothing, so the client's time still moves on.
+    history.tick(t0 + 2000);
+    await c.until(() => deltas().length === 1);
+    assert.deepEqual([deltas()[0]!.at, deltas()[0]!.upsert, deltas()[0]!.remove], [t0 + 2000, {}, []]);
+    // A second with requests changes the model's sample, and the next idle one changes it back.
+    for (let i = 0; i < 3; i++) await inferMlp(worker);
+    history.tick(t0 + 3000);
+    history.tick(t0 + 4000);
+    history.tick(t0 + 5000);
+    await c.until(() => deltas().length === 4);
+    const [busy, quiet, still] = deltas().slice(1);
+    assert.equal(busy!.upsert.mlp!.requestsPerSecond, 3);
+    assert.equal(busy!.totals.requestsPerSecond, 3);
+    assert.ok(busy!.totals.p99Ms !== null && busy!.totals.p99Ms > 0, 'the busy second has a p99');
+    assert.equal(quiet!.upsert.mlp!.requestsPerSecond, 0);
+    assert.equal(quiet!.totals.p99Ms, null);
+    assert.deepEqual([still!.upsert, still!.remove], [{}, []]);
+    assert.equal('at' in busy!.upsert.mlp!, false, 'a sample is not stamped twice');
+    const fresh = await open();
+    await fresh.until((m) => m.some((x) => x.type === 'ready'));
+    fresh.send({ type: 'subscribe', topics: ['metrics'] });
+    await fresh.until((m) => m.some((x) => x.kind === 'snapshot'));
+    assert.deepEqual(c.state.get('metrics'), fresh.state.get('metrics'), 'the deltas applied give the snapshot');
   });
 
   test('resume from the last seq replays only what was missed; a seq the ring no longer holds gets resync', async () => {

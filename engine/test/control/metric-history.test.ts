@@ -3,7 +3,12 @@ import assert from 'node:assert/strict';
 import { suite, test } from 'node:test';
 import { fillSamples, KEEPALIVE_SAMPLES, type MetricSample } from '../../src/control/events/metric-history.js';
 import { LATENCY_BUCKETS, LatencyHistogram, percentilesMs } from '../../src/observability/latency-histogram.js';
-import { inferMlp, mlpControlFixture } from './harness.js';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { defaultConfig, workerSettings } from '../../src/config/node-config.js';
+import { Worker } from '../../src/worker/worker.js';
+import { examples, inferMlp, log, mlpControlFixture, startControl, tempDir } from './harness.js';
 
 const near = (got: number | null, want: number, rel = 0.05) =>
   assert.ok(got !== null && Math.abs(got - want) <= want * rel, `${got} is not within ${rel * 100} % of ${want}`);
@@ -165,5 +170,52 @@ suite('metric history rows: stored on change, filled on read', () => {
     const tail = await read(t0 + 100_000);
     assert.equal(tail.length, 32);
     assert.equal(tail[0]!.at, t0 + 100_000);
+  });
+});
+
+suite('metric history: a model gone from the repository', () => {
+  test('its minute so far is stored, the feed removes it, and it is forgotten', async () => {
+    const repo = mkdtempSync(join(tmpdir(), 'hlo-history-'));
+    cpSync(join(examples, 'mlp'), join(repo, 'mlp'), { recursive: true });
+    const base = workerSettings(defaultConfig(repo));
+    const settings = {
+      ...base,
+      modelControlMode: 'dynamic' as const,
+      modelPollSeconds: 86400,
+      modelSettleSeconds: 0.05,
+      endpoints: { ...base.endpoints, host: '127.0.0.1', grpcPort: 0, httpPort: 0, metricsPort: -1, consolePort: -1 },
+    };
+    const worker = await Worker.start({ modelRepo: repo, settings, log });
+    const dir = tempDir();
+    const h = await startControl(worker, dir, { settings });
+    try {
+      const t0 = 9_000_000;
+      h.control.history.tick(t0);
+      for (let i = 0; i < 4; i++) await inferMlp(worker);
+      h.control.history.tick(t0 + 1000);
+      rmSync(join(repo, 'mlp'), { recursive: true });
+      const until = Date.now() + 30_000;
+      while (h.port.loads().length > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+      assert.equal(h.port.loads().length, 0, 'the removed bundle was not unloaded');
+      h.control.history.tick(t0 + 2000);
+      await h.control.history.flush(t0 + 2000);
+      const minute = await h.store.listMetricSamples('mlp', 'm', 0);
+      assert.deepEqual(
+        minute.map((r) => [r.at, r.requestsPerSecond]),
+        [[t0, 2]],
+        'the minute it was in: two samples, 0 and 4 requests/s',
+      );
+      const snap = JSON.parse(h.control.context.hub.topic('metrics').snapshotText()) as { data: { items: object } };
+      assert.deepEqual(snap.data.items, {}, 'the feed no longer holds it');
+      // Forgotten: a minute later nothing more is stored for it.
+      h.control.history.tick(t0 + 62_000);
+      await h.control.history.flush(t0 + 62_000);
+      assert.equal((await h.store.listMetricSamples('mlp', 'm', 0)).length, 1);
+    } finally {
+      await h.close();
+      await worker.stop(false);
+      rmSync(repo, { recursive: true, force: true });
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -1,7 +1,7 @@
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { memo, useDeferredValue, useMemo, useRef, useState, type KeyboardEvent } from 'react';
-import type { ModelAction, Scope } from '../../api/types.js';
-import { useControlMode, useModelAction, useModels, useTicks } from '../../app/data.js';
+import type { MetricsState, ModelAction, Scope } from '../../api/types.js';
+import { useControlMode, useMetrics, useModelAction, useModels } from '../../app/data.js';
 import { canOperate, modelActionVerdict } from '../../app/permissions.js';
 import { Link, navigate } from '../../app/router.js';
 import { useSession } from '../../app/session.js';
@@ -27,15 +27,16 @@ const columns: readonly { key: SortKey; label: string; num?: boolean }[] = [
 const bulkActions: readonly ModelAction[] = ['load', 'unload', 'reload', 'pin', 'unpin'];
 const states = ['all', 'READY', 'LOADING', 'UNLOADING', 'UNAVAILABLE', 'UNKNOWN'] as const;
 
+const latestSamples = (s: MetricsState) => s.latest;
+
 export function ModelList() {
   const models = useModels();
-  const ticks = useTicks();
+  const latest = useMetrics(latestSamples).data;
   const session = useSession();
   const controlMode = useControlMode();
   const [query, setQuery] = useState<TableQuery>(defaultQuery);
   const deferred = useDeferredValue(query);
-  const latest = ticks.data?.[ticks.data.length - 1];
-  const all = useMemo(() => (models.data ?? []).map((m) => toRow(m, latest?.models[m.name])), [models.data, latest]);
+  const all = useMemo(() => (models.data ?? []).map((m) => toRow(m, latest?.get(m.name))), [models.data, latest]);
   const sorted = useMemo(() => sortRows(all, query.sort, query.desc), [all, query.sort, query.desc]);
   const rows = useMemo(() => filterRows(sorted, deferred), [sorted, deferred]);
   const [selected, setSelected] = useState<ReadonlySet<string>>(new Set());

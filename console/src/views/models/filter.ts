@@ -1,5 +1,5 @@
 import { whereResident } from '../../api/reducers.js';
-import type { MetricSample, ModelView } from '../../api/types.js';
+import type { MetricValues, ModelView } from '../../api/types.js';
 
 /** One row of the models table: the model flattened, with its latest 1 Hz sample. */
 export interface ModelRow {
@@ -23,7 +23,7 @@ export interface ModelRow {
   readonly haystack: string;
 }
 
-export function toRow(m: ModelView, sample: MetricSample | undefined): ModelRow {
+export function toRow(m: ModelView, sample: MetricValues | undefined): ModelRow {
   return {
     name: m.name,
     version: m.version,

@@ -1,7 +1,8 @@
 /**
  * The short metric history: once a second, per model, requests/s (from the served counter),
- * queue depth, resident bytes, loads and evictions. Each sample is streamed on the feed's
- * `metrics` topic (so ticks are aggregated to 1 Hz) and stored: seconds for 15 minutes, minute
+ * queue depth, resident bytes, loads and evictions. Each tick is streamed on the feed's `metrics`
+ * topic (the samples that changed since the tick before, and the totals over every model: summed
+ * rates and counters, the slowest model's p50 and p99) and stored: seconds for 15 minutes, minute
  * averages for a day. p50 / p99 come from the model's latency histogram: the requests answered
  * since the previous sample (a second's row), or within the minute (a minute's row); null when
  * none were.
@@ -11,7 +12,7 @@
  * before them. A repository of many models is mostly idle, and a row per model per second cost a
  * thousand models 5,000 rows every five seconds: a statement past SQLite's limit on parameters
  * (none was stored) whose building held the serving thread for a quarter of a second. A gap longer
- * than Thinning.toleranceMs is a time nothing sampled (the server was stopped) and stays a gap.
+ * than Resolution.toleranceMs is a time nothing sampled (the server was stopped) and stays a gap.
  */
 import type { ModelPort } from '../api/model-port.js';
 import type { Topic } from '../feed/topic.js';
@@ -33,11 +34,8 @@ export type MetricResolution = 's' | 'm';
 export type MetricSample = Omit<MetricSampleInsert, 'model' | 'resolution'>;
 type Values = Omit<MetricSample, 'at'>;
 
-/** Per model: the last row stored (to store only what changed) and when the model was last sampled. */
-class Thinning {
-  readonly #stored = new Map<string, MetricSample>();
-  readonly #seen = new Map<string, number>();
-
+/** How one resolution's rows are thinned: a row when a sample changed, or a keepalive. */
+class Resolution {
   constructor(readonly stepMs: number) {}
 
   get keepaliveMs(): number {
@@ -52,25 +50,9 @@ class Thinning {
     return this.stepMs * (KEEPALIVE_SAMPLES + 10);
   }
 
-  /** Records that `model` was sampled; true when the sample is to be stored. */
-  keep(model: string, sample: MetricSample): boolean {
-    this.#seen.set(model, sample.at);
-    const last = this.#stored.get(model);
-    if (last !== undefined && sample.at - last.at < this.keepaliveMs && sameValues(last, sample)) return false;
-    this.#stored.set(model, sample);
-    return true;
-  }
-
-  lastSampled(model: string): number | undefined {
-    return this.#seen.get(model);
-  }
-
-  forgetAllBut(names: ReadonlySet<string>): void {
-    for (const name of this.#seen.keys()) {
-      if (names.has(name)) continue;
-      this.#seen.delete(name);
-      this.#stored.delete(name);
-    }
+  /** Whether `sample` is to be stored after `last`, the last row stored. */
+  keeps(last: MetricSample | undefined, sample: MetricSample): boolean {
+    return last === undefined || sample.at - last.at >= this.keepaliveMs || !sameValues(last, sample);
   }
 }
 
@@ -97,17 +79,33 @@ interface MinuteSum {
   last: Values;
 }
 
+/** What the history holds of one model between its samples: one record, forgotten at once. */
+interface ModelSeries {
+  /** The previous sample's time and served count (requests/s is their difference). */
+  at: number;
+  served: number;
+  /** The latency counts seen at the previous sample, and those that arrived within this minute. */
+  latency: { source: Uint32Array; prevTotal: number; prev: Uint32Array; minute: Uint32Array } | null;
+  minute: MinuteSum | null;
+  /** The last row stored per resolution: a row is stored only when the sample changed. */
+  stored: Record<MetricResolution, MetricSample | undefined>;
+  /** When the model was last sampled per resolution: reads fill up to it. */
+  sampledAt: Record<MetricResolution, number | undefined>;
+}
+
+type Totals = {
+  requestsPerSecond: number;
+  p50Ms: number | null;
+  p99Ms: number | null;
+  loads: number;
+  evictions: number;
+};
+
 export class MetricHistory {
-  readonly #last = new Map<string, { at: number; served: number }>();
-  /** Per model: the latency counts at the previous sample, and what arrived within this minute. */
-  readonly #latency = new Map<
-    string,
-    { source: Uint32Array; prevTotal: number; prev: Uint32Array; minute: Uint32Array }
-  >();
+  readonly #series = new Map<string, ModelSeries>();
   readonly #delta = new Uint32Array(LATENCY_BUCKETS);
-  readonly #thinning: Record<MetricResolution, Thinning>;
+  readonly #resolutions: Record<MetricResolution, Resolution>;
   #pending: MetricSampleInsert[] = [];
-  #minute = new Map<string, MinuteSum>();
   #minuteStart = 0;
   #ticks = 0;
   readonly #timer: NodeJS.Timeout | null;
@@ -120,24 +118,36 @@ export class MetricHistory {
     private readonly log: Logger,
     intervalMs = 1000,
   ) {
-    this.#thinning = { s: new Thinning(intervalMs > 0 ? intervalMs : 1000), m: new Thinning(MINUTE_MS) };
+    this.#resolutions = { s: new Resolution(intervalMs > 0 ? intervalMs : 1000), m: new Resolution(MINUTE_MS) };
     this.#timer = intervalMs > 0 ? setInterval(() => this.tick(Date.now()), intervalMs) : null;
     this.#timer?.unref();
   }
 
   tick(at: number): void {
-    const samples: Record<string, MetricSample> = {};
+    const samples = new Map<string, Values>();
+    const totals: Totals = { requestsPerSecond: 0, p50Ms: null, p99Ms: null, loads: 0, evictions: 0 };
     const models = this.port.loads();
-    if (this.#last.size > models.length) this.#forgetAllBut(new Set(models.map((m) => m.name)));
+    if (this.#series.size > models.length) this.#forgetAllBut(new Set(models.map((m) => m.name)));
     for (const m of models) {
-      const served = m.requestsServed;
-      const prev = this.#last.get(m.name);
-      this.#last.set(m.name, { at, served });
-      const dt = prev ? (at - prev.at) / 1000 : 0;
-      const [p50Ms, p99Ms] = this.#percentiles(m.name);
-      const sample: MetricSample = {
-        at,
-        requestsPerSecond: prev && dt > 0 ? Math.max(0, served - prev.served) / dt : 0,
+      let series = this.#series.get(m.name);
+      const dt = series ? (at - series.at) / 1000 : 0;
+      const rate = series && dt > 0 ? Math.max(0, m.requestsServed - series.served) / dt : 0;
+      if (series === undefined) {
+        series = {
+          at,
+          served: m.requestsServed,
+          latency: null,
+          minute: null,
+          stored: { s: undefined, m: undefined },
+          sampledAt: { s: undefined, m: undefined },
+        };
+        this.#series.set(m.name, series);
+      }
+      series.at = at;
+      series.served = m.requestsServed;
+      const [p50Ms, p99Ms] = this.#percentiles(m.name, series);
+      const values: Values = {
+        requestsPerSecond: rate,
         p50Ms,
         p99Ms,
         queueDepth: m.queueDepth,
@@ -145,68 +155,78 @@ export class MetricHistory {
         loads: m.loads,
         evictions: m.evictions,
       };
-      samples[m.name] = sample;
-      if (this.#thinning.s.keep(m.name, sample)) this.#pending.push({ model: m.name, resolution: 's', ...sample });
-      const sum = this.#minute.get(m.name);
-      if (sum === undefined) {
-        this.#minute.set(m.name, {
-          n: 1,
-          requestsPerSecond: sample.requestsPerSecond,
-          queueDepth: sample.queueDepth,
-          last: sample,
-        });
+      samples.set(m.name, values);
+      addTo(totals, values);
+      this.#keep(m.name, series, 's', { at, ...values });
+      const sum = series.minute;
+      if (sum === null) {
+        series.minute = { n: 1, requestsPerSecond: rate, queueDepth: values.queueDepth, last: values };
       } else {
         sum.n++;
-        sum.requestsPerSecond += sample.requestsPerSecond;
-        sum.queueDepth = Math.max(sum.queueDepth, sample.queueDepth);
-        sum.last = sample;
+        sum.requestsPerSecond += rate;
+        sum.queueDepth = Math.max(sum.queueDepth, values.queueDepth);
+        sum.last = values;
       }
     }
-    this.topic.append({ at, models: samples });
+    // Only the models whose sample changed go to the feed (most of a large repository is idle),
+    // with the totals over all of them, which a console's snapshot holds five minutes of.
+    this.topic.set(samples, { at, totals });
     if (this.#minuteStart === 0) this.#minuteStart = at;
     if (at - this.#minuteStart >= MINUTE_MS) this.#closeMinute(at);
     const ticks = ++this.#ticks;
     if (ticks % FLUSH_EVERY === 0) void this.flush(at, ticks % PRUNE_EVERY === 0);
   }
 
+  /** Queues the sample as a row if it is to be stored, and notes that the model was sampled. */
+  #keep(model: string, series: ModelSeries, resolution: MetricResolution, sample: MetricSample): void {
+    series.sampledAt[resolution] = sample.at;
+    if (!this.#resolutions[resolution].keeps(series.stored[resolution], sample)) return;
+    series.stored[resolution] = sample;
+    this.#pending.push({ model, resolution, ...sample });
+  }
+
   #closeMinute(at: number): void {
-    const minuteAt = this.#minuteStart;
-    for (const [model, sum] of this.#minute) {
-      const l = this.#latency.get(model);
-      let p: (number | null)[] = [null, null];
-      if (l !== undefined) {
-        p = percentilesMs(l.minute, [0.5, 0.99]);
-        l.minute.fill(0);
-      }
-      const row: MetricSample = {
-        ...sum.last,
-        at: minuteAt,
-        requestsPerSecond: sum.requestsPerSecond / sum.n,
-        queueDepth: sum.queueDepth,
-        p50Ms: p[0] ?? null,
-        p99Ms: p[1] ?? null,
-      };
-      if (this.#thinning.m.keep(model, row)) this.#pending.push({ model, resolution: 'm', ...row });
-    }
-    this.#minute = new Map();
+    for (const [model, series] of this.#series) this.#closeMinuteOf(model, series);
     this.#minuteStart = at;
   }
 
+  /** The model's row for the minute now ending, from its sum and the latency counts within it. */
+  #closeMinuteOf(model: string, series: ModelSeries): void {
+    const sum = series.minute;
+    if (sum === null) return;
+    series.minute = null;
+    let p: (number | null)[] = [null, null];
+    if (series.latency !== null) {
+      p = percentilesMs(series.latency.minute, [0.5, 0.99]);
+      series.latency.minute.fill(0);
+    }
+    this.#keep(model, series, 'm', {
+      ...sum.last,
+      at: this.#minuteStart,
+      requestsPerSecond: sum.requestsPerSecond / sum.n,
+      queueDepth: sum.queueDepth,
+      p50Ms: p[0] ?? null,
+      p99Ms: p[1] ?? null,
+    });
+  }
+
+  /** Models gone from the engine: the minute they were in is written now, then they are forgotten. */
   #forgetAllBut(names: ReadonlySet<string>): void {
-    for (const name of this.#last.keys()) if (!names.has(name)) this.#last.delete(name);
-    for (const name of this.#latency.keys()) if (!names.has(name)) this.#latency.delete(name);
-    this.#thinning.s.forgetAllBut(names);
-    this.#thinning.m.forgetAllBut(names);
+    for (const [model, series] of this.#series) {
+      if (names.has(model)) continue;
+      this.#closeMinuteOf(model, series);
+      this.#series.delete(model);
+    }
   }
 
   /** p50 and p99 of the requests answered since the last sample; adds them to the minute's counts. */
-  #percentiles(model: string): [number | null, number | null] {
+  #percentiles(model: string, series: ModelSeries): [number | null, number | null] {
     const latency = this.port.latency(model);
     if (!latency) return [null, null];
     const counts = latency.counts;
-    let l = this.#latency.get(model);
+    let l = series.latency;
     // A slot made again (unload, then load) has counts of its own, from zero: all of them are new.
-    if (l === undefined || l.source !== counts) {
+    if (l === null || l.source !== counts) {
       // The first sample of a model has no previous counts: it counts what came before it.
       l = {
         source: counts,
@@ -214,7 +234,7 @@ export class MetricHistory {
         prev: new Uint32Array(LATENCY_BUCKETS),
         minute: l?.minute ?? new Uint32Array(LATENCY_BUCKETS),
       };
-      this.#latency.set(model, l);
+      series.latency = l;
     }
     // Most models of a large repository answered nothing this second.
     if (latency.total === l.prevTotal) return [null, null];
@@ -235,8 +255,8 @@ export class MetricHistory {
    * stored because nothing had changed.
    */
   async samples(model: string, resolution: MetricResolution, sinceAt: number): Promise<MetricSample[]> {
-    const thinning = this.#thinning[resolution];
-    const from = Math.max(0, sinceAt - thinning.toleranceMs);
+    const r = this.#resolutions[resolution];
+    const from = Math.max(0, sinceAt - r.toleranceMs);
     // Rows not yet written, taken first: a flush that starts meanwhile writes them, and the read
     // may then see them too (dropped below as the same sample).
     const unwritten = this.#pending.filter((r) => r.model === model && r.resolution === resolution && r.at >= from);
@@ -245,9 +265,8 @@ export class MetricHistory {
     for (const r of unwritten) rows.push(sampleOf(r));
     rows.sort((a, b) => a.at - b.at);
     const distinct = rows.filter((r, i) => i === 0 || r.at !== rows[i - 1]!.at);
-    return fillSamples(distinct, thinning.stepMs, thinning.toleranceMs, thinning.lastSampled(model)).filter(
-      (r) => r.at >= sinceAt,
-    );
+    const sampledAt = this.#series.get(model)?.sampledAt[resolution];
+    return fillSamples(distinct, r.stepMs, r.toleranceMs, sampledAt).filter((r) => r.at >= sinceAt);
   }
 
   flush(at = Date.now(), prune = true): Promise<void> {
@@ -258,8 +277,8 @@ export class MetricHistory {
         await this.store.appendMetricSamples(rows);
         if (prune) {
           // One row before each window is kept: the one its first samples are filled from.
-          await this.store.pruneMetricSamples('s', at - SECOND_RETENTION_MS - this.#thinning.s.toleranceMs);
-          await this.store.pruneMetricSamples('m', at - MINUTE_RETENTION_MS - this.#thinning.m.toleranceMs);
+          await this.store.pruneMetricSamples('s', at - SECOND_RETENTION_MS - this.#resolutions.s.toleranceMs);
+          await this.store.pruneMetricSamples('m', at - MINUTE_RETENTION_MS - this.#resolutions.m.toleranceMs);
         }
       } catch (err) {
         this.log.warn('metric samples not stored', { error: (err as Error).message });
@@ -272,6 +291,16 @@ export class MetricHistory {
     if (this.#timer) clearInterval(this.#timer);
     return this.flush();
   }
+}
+
+function addTo(totals: Totals, v: Values): void {
+  totals.requestsPerSecond += v.requestsPerSecond;
+  totals.loads += v.loads;
+  totals.evictions += v.evictions;
+  const p50 = v.p50Ms ?? null;
+  const p99 = v.p99Ms ?? null;
+  if (p50 !== null) totals.p50Ms = Math.max(totals.p50Ms ?? 0, p50);
+  if (p99 !== null) totals.p99Ms = Math.max(totals.p99Ms ?? 0, p99);
 }
 
 function sampleOf(r: MetricSampleInsert | MetricSampleRow): MetricSample {

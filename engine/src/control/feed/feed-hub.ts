@@ -60,9 +60,10 @@ export class FeedHub {
       residency: { everyMs, loadOnly: residencyLoadOnly },
     };
     for (const name of TOPICS) {
-      const keyed = name !== 'events' && name !== 'metrics';
       const fanOut = (t: Topic, text: string) => this.#fanOut(t, text);
-      this.#topics.set(name, new Topic(name, keyed, fanOut, name === 'metrics' ? 1 : 50, paces[name] ?? null));
+      // The metrics topic's snapshot carries five minutes of ticks' stamps: a console's charts.
+      const keep = name === 'metrics' ? 300 : 50;
+      this.#topics.set(name, new Topic(name, name !== 'events', fanOut, keep, paces[name] ?? null));
     }
     this.sample();
     // Only while someone listens: a sample reads every model (tens of ms on the serving thread for

@@ -1,8 +1,11 @@
 /**
  * One topic of the live feed. A keyed topic holds a map (models by name, ...) and sends what
  * changed as `{upsert, remove}` deltas; applying every delta in order to the snapshot gives the
- * next snapshot. A log topic (events, metric ticks) sends each entry as a delta and keeps the
- * last few as its snapshot. Either keeps a bounded ring of recent deltas for resuming clients.
+ * next snapshot. A timed keyed topic (metric ticks) is set at an instant, with a stamp (the
+ * instant and figures about the whole): each setting sends a delta, even an empty one, carrying
+ * its stamp, and the snapshot carries the last stamp and, as `recent`, the last few. A log
+ * topic (events) sends each entry as a delta and keeps the last few as its snapshot. Each keeps a
+ * bounded ring of recent deltas for resuming clients.
  */
 import { sameJson } from './same-json.js';
 
@@ -22,6 +25,12 @@ export interface KeyedDelta {
 
 const RING = 256;
 
+/** What a timed topic's setting says about itself: its instant, and figures about the whole. */
+export interface TopicStamp {
+  readonly at: number;
+  readonly [field: string]: unknown;
+}
+
 /**
  * How a keyed topic paces changes that only follow the load (queue depths, last-used times): those
  * are published at most once per `everyMs`; any other change publishes at once, with them.
@@ -39,24 +48,27 @@ export class Topic {
   #seq = 0;
   readonly #state = new Map<string, unknown>();
   readonly #log: unknown[] = [];
-  readonly #logKeep: number;
+  readonly #keep: number;
   /** Recent deltas as serialized messages (each serialized once, whatever the fan-out). */
   readonly #ring: { seq: number; text: string }[] = [];
   readonly #publish: (topic: Topic, text: string) => void;
   readonly #pace: TopicPace | null;
   #lastEmitAt = -Infinity;
+  /** On a timed topic, the stamps of the last settings, oldest first. */
+  readonly #stamps: TopicStamp[] = [];
 
   constructor(
     name: string,
     keyed: boolean,
     publish: (topic: Topic, text: string) => void,
-    logKeep = 50,
+    /** The entries a log topic's snapshot holds, or the stamps a timed topic's. */
+    keep = 50,
     pace: TopicPace | null = null,
   ) {
     this.name = name;
     this.keyed = keyed;
     this.#publish = publish;
-    this.#logKeep = logKeep;
+    this.#keep = keep;
     this.#pace = pace;
   }
 
@@ -67,9 +79,10 @@ export class Topic {
   /**
    * Replaces the keyed state; publishes one delta when anything changed. On a paced topic, a
    * change of load fields alone inside the pace's interval is not taken in: the next call sees it
-   * again (the state and the deltas stay consistent, the delta just comes later).
+   * again (the state and the deltas stay consistent, the delta just comes later). With a stamp (a
+   * timed topic), a delta is sent even when nothing changed: it says the entries held at its instant.
    */
-  set(items: ReadonlyMap<string, unknown>): void {
+  set(items: ReadonlyMap<string, unknown>, stamp?: TopicStamp): void {
     const upsert: Record<string, unknown> = {};
     const remove: string[] = [];
     let changed = false;
@@ -88,19 +101,29 @@ export class Topic {
         loadOnly = false;
       }
     }
+    if (stamp !== undefined) {
+      this.#stamps.push(stamp);
+      if (this.#stamps.length > this.#keep) this.#stamps.shift();
+      this.#apply(upsert, remove);
+      return this.#emit({ ...stamp, upsert, remove } satisfies KeyedDelta);
+    }
     if (!changed) return;
     const now = this.#pace?.now?.() ?? performance.now();
     if (this.#pace && loadOnly && now - this.#lastEmitAt < this.#pace.everyMs) return;
-    for (const [k, v] of Object.entries(upsert)) this.#state.set(k, v);
-    for (const k of remove) this.#state.delete(k);
+    this.#apply(upsert, remove);
     this.#lastEmitAt = now;
     this.#emit({ upsert, remove } satisfies KeyedDelta);
+  }
+
+  #apply(upsert: Record<string, unknown>, remove: readonly string[]): void {
+    for (const [k, v] of Object.entries(upsert)) this.#state.set(k, v);
+    for (const k of remove) this.#state.delete(k);
   }
 
   /** Appends one entry to a log topic. */
   append(entry: unknown): void {
     this.#log.push(entry);
-    if (this.#log.length > this.#logKeep) this.#log.shift();
+    if (this.#log.length > this.#keep) this.#log.shift();
     this.#emit(entry);
   }
 
@@ -113,7 +136,9 @@ export class Topic {
   }
 
   snapshotText(): string {
-    const data = this.keyed ? { items: Object.fromEntries(this.#state) } : { items: [...this.#log] };
+    const last = this.#stamps[this.#stamps.length - 1];
+    const items = this.keyed ? Object.fromEntries(this.#state) : [...this.#log];
+    const data = last === undefined ? { items } : { ...last, items, recent: this.#stamps };
     return JSON.stringify({ topic: this.name, seq: this.#seq, kind: 'snapshot', data } satisfies FeedMessage);
   }
 
