@@ -87,6 +87,14 @@ function streamJsonBody(
  * parser, and the size limits answer 413 before anything is parsed: the message limit for a body
  * with binary tensors, the smaller JSON limit for an all-JSON body.
  */
+/**
+ * What a handler returns when it sent the reply itself. Not the reply: a fastify reply is
+ * thenable, so awaited it resolves to undefined once the response ends, and the reply was then
+ * sent a second time, which fastify refuses with an error whose stack trace cost every request
+ * 20 µs.
+ */
+const SENT: unique symbol = Symbol('sent');
+
 export function buildHttpServer(service: InferenceService, options: HttpServerOptions = {}): FastifyInstance {
   const limit = service.limits.maxRecvBytes;
   const jsonLimit = Math.min(limit, options.maxJsonBytes ?? HTTP_LIMIT_DEFAULTS.maxJsonBytes);
@@ -197,8 +205,8 @@ export function buildHttpServer(service: InferenceService, options: HttpServerOp
     async (req: FastifyRequest<{ Params: P }>, reply: FastifyReply) => {
       try {
         const out = await fn(req, reply);
-        if (out !== reply) return reply.send(out ?? {});
-        return reply;
+        // Returned here, the reply makes fastify wait for the response to finish, and nothing more.
+        return out === SENT ? reply : reply.send(out ?? {});
       } catch (err) {
         return sendError(reply, err);
       }
@@ -264,7 +272,8 @@ export function buildHttpServer(service: InferenceService, options: HttpServerOp
           }
           reply.type(out.contentType);
           if (out.headerLength !== null) reply.header('Inference-Header-Content-Length', String(out.headerLength));
-          return reply.send(out.body);
+          reply.send(out.body);
+          return SENT;
         } finally {
           req.raw.socket.off('close', onClose);
         }

@@ -60,6 +60,22 @@ suite('the inference surface refuses hostile input at its root and keeps serving
     assert.deepEqual(JSON.parse(flat.body).outputs, JSON.parse(nested.body).outputs);
   });
 
+  test('an HTTP answer is sent once: fastify has no second send to warn of', async () => {
+    const log = s.http.log as unknown as { warn: (...a: unknown[]) => void };
+    const warn = log.warn;
+    const warned: unknown[] = [];
+    log.warn = (...a) => void warned.push(a);
+    try {
+      for (const payload of [jsonBody(row()), 'not json']) await infer(payload);
+      await s.http.inject({ method: 'GET', url: '/v2/models/mlp' });
+    } finally {
+      log.warn = warn;
+    }
+    // A fastify reply is thenable: a handler that returned it through an await sent the answer
+    // a second time, and fastify built an error with its stack trace for each request.
+    assert.deepEqual(warned, []);
+  });
+
   test('HTTP JSON: ragged rows with the right total are refused', async () => {
     const half = row().slice(0, N / 2);
     const r = await infer(jsonBody([half, half, half, half], [4, N / 2 + N / 2]));
