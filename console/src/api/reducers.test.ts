@@ -138,6 +138,10 @@ describe('foldLog', () => {
     const prev = [e(1)];
     expect(foldLog(prev, delta('events', e(1)))).toBe(prev);
   });
+  test('an entry older than the newest held goes in its place, not in front', () => {
+    expect(foldLog([e(5), e(3)], delta('events', e(4)))).toEqual([e(5), e(4), e(3)]);
+    expect(foldLog([], delta('events', e(4)))).toEqual([e(4)]);
+  });
 });
 
 describe('foldMetrics', () => {
