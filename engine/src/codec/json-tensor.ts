@@ -22,6 +22,114 @@ const isNumberChar = (c: number) => isDigit(c) || c === MINUS || c === DOT || c 
 /** 10^k for the exact fast path (10^22 is the largest power of ten a double holds exactly). */
 const POW10 = Array.from({ length: 23 }, (_, k) => 10 ** k);
 
+// Scratch for decimalQuotient's exact arithmetic (Dekker's products and Knuth's sums): a module
+// holds them so that a number allocates nothing.
+const SPLIT = 134217729; // 2^27 + 1
+const bits = new Float64Array(1);
+const words = new Uint32Array(bits.buffer);
+const LOW = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1 ? 0 : 1;
+
+/** a * b - fl(a * b), exactly (Dekker; a and b below 2^996). */
+function productError(a: number, b: number, product: number): number {
+  let c = SPLIT * a;
+  const ah = c - (c - a);
+  const al = a - ah;
+  c = SPLIT * b;
+  const bh = c - (c - b);
+  const bl = b - bh;
+  return ah * bh - product + ah * bl + al * bh + al * bl;
+}
+
+/** The next double above positive `x`, or below (toward zero) when `down`. */
+function nextDouble(x: number, down: boolean): number {
+  bits[0] = x;
+  if (down) {
+    if (words[LOW] === 0) words[1 - LOW]!--;
+    words[LOW] = words[LOW]! - 1; // 0 wraps to 0xffffffff
+  } else {
+    if (words[LOW] === 0xffffffff) words[1 - LOW]!++;
+    words[LOW] = words[LOW]! + 1; // 0xffffffff wraps to 0
+  }
+  return bits[0];
+}
+
+/**
+ * A number past Clinger's fast path, the text body[s, e): 16 to 19 digits without an exponent
+ * (a double or float32 printed in full, what JSON writers mostly print) exactly in two parts, the
+ * rest (and those too near a tie) by Number() on its text; NaN when it is not a number. Apart
+ * from the decoding loop so that the loop stays as small as it was for the numbers that do not
+ * come here.
+ */
+function otherNumber(
+  body: Uint8Array,
+  buf: Buffer,
+  s: number,
+  e: number,
+  neg: boolean,
+  frac: number,
+  simple: boolean,
+): number {
+  if (simple && frac <= 22) {
+    const v = longDecimal(body, neg ? s + 1 : s, e, frac);
+    if (!Number.isNaN(v)) return neg ? -v : v;
+  }
+  return Number(buf.toString('latin1', s, e));
+}
+
+/**
+ * The digits in body[from, to) (a plain decimal: digits and at most one '.') over 10^frac,
+ * correctly rounded, when it has at most 19 significant digits; NaN otherwise or near a tie.
+ */
+function longDecimal(body: Uint8Array, from: number, to: number, frac: number): number {
+  let hi = 0;
+  let lo = 0;
+  let loDigits = 0;
+  let significant = 0;
+  for (let q = from; q < to; q++) {
+    const d = body[q]! - 0x30;
+    if (d < 0 || d > 9 || (significant === 0 && d === 0)) continue; // the '.', leading zeros
+    if (significant < 15) hi = hi * 10 + d;
+    else if (significant < 19) {
+      lo = lo * 10 + d;
+      loDigits++;
+    } else return Number.NaN;
+    significant++;
+  }
+  return decimalQuotient(hi, lo, loDigits, frac);
+}
+
+/**
+ * (hi * 10^loDigits + lo) / 10^frac correctly rounded to a double, for hi < 10^15, loDigits <= 4,
+ * frac <= 22; NaN when the quotient is too near a halfway point between two doubles to round
+ * without the full algorithm (the caller then reads the text with Number()). JSON writers print
+ * 16 and 17 digits for most doubles, and Clinger's fast path stops at 2^53 (under 16 digits):
+ * the string per number that Number() needs was half the decoding time of such a tensor.
+ *
+ * The significand M is exact as s + t (one Dekker product, one exact sum); q1 = fl(s / P), the
+ * remainder M - q1 * P is exact up to one rounding, and q2 = remainder / P, so q1 + q2 is within
+ * |M / P| * 2^-100 of the quotient. Its rounding fl(q1 + q2) is then the quotient's unless their
+ * sum lies within that distance of the midpoint between fl(q1 + q2) and its neighbour.
+ */
+export function decimalQuotient(hi: number, lo: number, loDigits: number, frac: number): number {
+  const scale = POW10[loDigits]!;
+  const a = hi * scale;
+  const b = productError(hi, scale, a);
+  const s = a + lo;
+  // Both parts are integers below 2^12 here (the rounding errors of a sum and a product of
+  // integers below 2^64), so their sum is exact.
+  const t = a - s + lo + b;
+  const P = POW10[frac]!;
+  const q1 = s / P;
+  const c = q1 * P;
+  const d = productError(q1, P, c);
+  const q2 = (s - c + (t - d)) / P;
+  const v = q1 + q2;
+  const e = q1 - v + q2; // (q1 + q2) - v, exactly
+  if (e === 0) return v;
+  const half = Math.abs(nextDouble(v, e < 0) - v) / 2;
+  return Math.abs(Math.abs(e) - half) <= v * 2 ** -90 ? Number.NaN : v;
+}
+
 /** The element count of a declared shape, checked: non-negative safe integers, a sane product. */
 export function shapeElements(shape: readonly unknown[], field: string): number {
   let n = 1;
@@ -205,11 +313,10 @@ export function decodeJsonTensor(
       let v: number;
       // Clinger's fast path: an integer below 2^53 was accumulated exactly (a value past it
       // rounds to 2^53 or more, so it cannot pass), 10^frac is exact up to 10^22, and one IEEE
-      // division of two exact doubles is correctly rounded. That covers the 16- and 17-digit
-      // fractions JSON writers print, without a string per number.
+      // division of two exact doubles is correctly rounded: up to 15 digits, without a string.
       if (simple && m < 2 ** 53 && frac <= 22) v = (neg ? -m : m) / POW10[frac]!;
       else {
-        v = Number(buf.toString('latin1', s, p));
+        v = otherNumber(body, buf, s, p, neg, frac, simple);
         if (Number.isNaN(v)) throw bad(`invalid number at byte ${s - start}`);
       }
       if (!Number.isFinite(v))

@@ -44,6 +44,38 @@ suite('JSON tensor data, decoded straight into typed buffers', () => {
     });
   });
 
+  test('16 to 19 digits, as JSON writers print doubles and float32s, and decimals a hair from a tie, decode as Number() reads them', () => {
+    let seed = 4242;
+    const rnd = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const texts: string[] = [];
+    const view = new DataView(new ArrayBuffer(8));
+    for (let i = 0; i < 20_000; i++) {
+      const x = (rnd() + rnd() * 2 ** -26) * 10 ** (Math.floor(rnd() * 12) - 6);
+      texts.push(JSON.stringify(x), JSON.stringify(Math.fround(x)));
+      // The midpoint between x and the next double up, exactly (2m + 1) / 2^(1 - E) for x = m 2^E,
+      // and the 19-digit decimals just below and just above it: each must round to its own side.
+      if (x < 0.01 || x > 1000) continue;
+      view.setFloat64(0, x);
+      const hiWord = view.getUint32(0);
+      const E = ((hiWord >>> 20) & 0x7ff) - 1075;
+      const m = (BigInt(hiWord & 0xfffff) << 32n) | BigInt(view.getUint32(4)) | (1n << 52n);
+      const k = 18 - Math.floor(Math.log10(x));
+      const n = ((2n * m + 1n) * 10n ** BigInt(k)) >> BigInt(1 - E);
+      for (const d of [n, n + 1n]) {
+        const digits = d.toString().padStart(k + 1, '0');
+        texts.push(`${digits.slice(0, digits.length - k)}.${digits.slice(digits.length - k)}`);
+      }
+    }
+    const f64 = dec(`[${texts.join(',')}]`, 'FP64', [texts.length]);
+    const f32 = dec(`[${texts.join(',')}]`, 'FP32', [texts.length]);
+    const a = new Float64Array(f64.buffer, f64.byteOffset, texts.length);
+    const b = new Float32Array(f32.buffer, f32.byteOffset, texts.length);
+    for (let i = 0; i < texts.length; i++) {
+      assert.equal(a[i], Number(texts[i]), texts[i]);
+      assert.equal(b[i], Math.fround(Number(texts[i])), texts[i]);
+    }
+  });
+
   test('every integer type is range-checked; INT64/UINT64 keep every digit past 2^53', () => {
     assert.deepEqual([...dec('[-128,127]', 'INT8', [2])], [128, 127]);
     refused('[128]', 'INT8', [1]);
