@@ -125,6 +125,24 @@ suite('JSON tensor data, decoded straight into typed buffers', () => {
     const r = data.get(0)!;
     assert.equal(body.subarray(r.start, r.end).toString(), '[[1,2],[3,4]]');
     assert.equal(data.size, 1);
+    // Flat data is found by searching for its ']'; anything in it that could hide a ']' (a string,
+    // a nested array or object) is walked instead, and a body cut short is refused either way.
+    const cases: [string, string][] = [
+      ['[1.5, 2e-3 ,3]', '"shape":[3]'],
+      ['["a]b","c"]', '"shape":[2]'],
+      ['[[1],[2]]', '"shape":[2,1]'],
+      ['[{"x":"]"}]', '"shape":[1]'],
+      ['[]', '"shape":[0]'],
+    ];
+    for (const [value, next] of cases) {
+      const text = `{"inputs":[{"data":${value},${next}},{"name":"b","data":[7],"shape":[1]}]}`;
+      const b = Buffer.from(text);
+      const got = scanInferJson(b, b.byteLength).data;
+      assert.equal(b.subarray(got.get(0)!.start, got.get(0)!.end).toString(), value, text);
+      assert.equal(b.subarray(got.get(1)!.start, got.get(1)!.end).toString(), '[7]', text);
+      const cut = b.indexOf(value) + value.length - 1;
+      assert.throws(() => scanInferJson(b, cut), ServeError, `cut at ${cut}: ${text}`);
+    }
     const deep = Buffer.from(`{"parameters":${'['.repeat(100_000)}${']'.repeat(100_000)}}`);
     assert.throws(() => scanInferJson(deep, deep.byteLength), /nesting/);
     const trailing = Buffer.from('{} {}');
