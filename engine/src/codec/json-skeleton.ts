@@ -75,15 +75,34 @@ export function scanInferJson(body: Uint8Array, end: number): JsonSkeleton {
       return;
     }
     if (first === 0x5b) {
-      // A flat array (a tensor's data, mostly): its first ']' ends it when no '[', '{' or '"'
-      // lies between. memchr finds each in about a microsecond where the loop below took 40 µs
-      // over a 784-value tensor. The first ']' lies within the array (it must close), and the
-      // other three are looked for only up to it: over a body the searches stay linear.
-      const close = buf.indexOf(0x5d, p + 1);
-      if (close !== -1 && close < end) {
-        const inner = buf.subarray(p + 1, close);
-        if (inner.indexOf(0x5b) === -1 && inner.indexOf(0x7b) === -1 && inner.indexOf(0x22) === -1) {
-          p = close + 1;
+      // An array of numbers, flat or nested (a tensor's data, mostly): its brackets are found with
+      // memchr (Buffer.indexOf), and once its end is known, so is that no '{' or '"' lies inside
+      // (one could hide a bracket); otherwise the walk below. 1.2 µs where the walk took 40 µs
+      // over a 784-value tensor. Each search stops at the next bracket, inside the array or just
+      // past its end (a bracket search past the last one goes on to the next '[' of the body, which
+      // the next data value begins with), so over a body the searches stay linear.
+      let depth = 1;
+      let at = p + 1;
+      // The next ']' and '[' at or after `at`: -1 none, -2 not looked for yet. Each is looked for
+      // again only once passed, so a row is read once for each.
+      let close = -2;
+      let open = -2;
+      while (depth > 0) {
+        if (close === -2 || (close !== -1 && close < at)) close = buf.indexOf(0x5d, at);
+        if (close === -1 || close >= end) break;
+        if (open === -2 || (open !== -1 && open < at)) open = buf.indexOf(0x5b, at);
+        if (open !== -1 && open < close) {
+          if (++depth > MAX_JSON_DEPTH) break;
+          at = open + 1;
+        } else {
+          depth--;
+          at = close + 1;
+        }
+      }
+      if (depth === 0) {
+        const inner = buf.subarray(p + 1, at - 1);
+        if (inner.indexOf(0x7b) === -1 && inner.indexOf(0x22) === -1) {
+          p = at;
           return;
         }
       }

@@ -126,12 +126,14 @@ suite('JSON tensor data, decoded straight into typed buffers', () => {
     const r = data.get(0)!;
     assert.equal(body.subarray(r.start, r.end).toString(), '[[1,2],[3,4]]');
     assert.equal(data.size, 1);
-    // Flat data is found by searching for its ']'; anything in it that could hide a ']' (a string,
-    // a nested array or object) is walked instead, and a body cut short is refused either way.
+    // Numeric data is found by searching for its brackets; anything in it that could hide one (a
+    // string, an object) is walked instead, and a body cut short is refused either way.
     const cases: [string, string][] = [
       ['[1.5, 2e-3 ,3]', '"shape":[3]'],
       ['["a]b","c"]', '"shape":[2]'],
       ['[[1],[2]]', '"shape":[2,1]'],
+      ['[ [[1, 2]] , [[3,4]] ]', '"shape":[2,1,2]'],
+      ['[[1],["]"]]', '"shape":[2,1]'],
       ['[{"x":"]"}]', '"shape":[1]'],
       ['[]', '"shape":[0]'],
     ];
@@ -144,10 +146,12 @@ suite('JSON tensor data, decoded straight into typed buffers', () => {
       const cut = b.indexOf(value) + value.length - 1;
       assert.throws(() => scanInferJson(b, cut), ServeError, `cut at ${cut}: ${text}`);
     }
-    // The searches for a flat array's end stop at it: a million data values in one input, with no
+    // The searches for an array's end stop near it: a million data values in one input, with no
     // '{' after them, scan in one pass (searches to the body's end would make this quadratic).
-    const many = Buffer.from(`{"inputs":[{${'"data":[1],'.repeat(1_000_000)}"name":"x"}]}`);
-    assert.equal(scanInferJson(many, many.byteLength).data.size, 1);
+    for (const value of ['[1]', '[[1]]']) {
+      const many = Buffer.from(`{"inputs":[{${`"data":${value},`.repeat(1_000_000)}"name":"x"}]}`);
+      assert.equal(scanInferJson(many, many.byteLength).data.size, 1);
+    }
     const deep = Buffer.from(`{"parameters":${'['.repeat(100_000)}${']'.repeat(100_000)}}`);
     assert.throws(() => scanInferJson(deep, deep.byteLength), /nesting/);
     const trailing = Buffer.from('{} {}');
