@@ -17,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
 import { writeCatalog } from '../e2e/dist/src/catalog.js';
 import { startServer } from '../e2e/dist/src/server-process.js';
+import { processCpuSeconds } from './proc-cpu.mjs';
 import { arg, fmt, machine, summarize } from './stats.mjs';
 
 const here = resolve(fileURLToPath(new URL('..', import.meta.url)));
@@ -33,10 +34,7 @@ if (!existsSync(join(repo, `m${String(N - 1).padStart(2, '0')}`))) {
 const builds = [{ name: 'this', root: here }, ...(base ? [{ name: 'base', root: resolve(base) }] : [])];
 const TOPICS = ['models', 'residency', 'queues', 'events', 'metrics'];
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const cpuSeconds = (pid) => {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(f[11]) + Number(f[12])) / 100;
-};
+const cpuSeconds = (pid) => processCpuSeconds(pid).procCpuS;
 const rssMiB = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024;
 
 /** `callers` closed-loop callers for `ms`, each request to the model `pick()` names. */

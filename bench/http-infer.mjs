@@ -7,10 +7,10 @@
 // Usage: npm run build && node bench/http-infer.mjs [CHECKOUT ...] [--rounds 4] [--windows 20]
 //          [--window-ms 1000]
 import http from 'node:http';
-import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { examplesDir, startServer } from '../e2e/dist/src/server-process.js';
+import { processCpuSeconds } from './proc-cpu.mjs';
 import { arg, bootstrap, fmt, machine, median, summarize } from './stats.mjs';
 
 const here = resolve(fileURLToPath(new URL('..', import.meta.url)));
@@ -19,10 +19,7 @@ const windowsPerPoint = Number(arg('windows', '20'));
 const rounds = Number(arg('rounds', '4'));
 const roots = process.argv.slice(2).filter((a, i, all) => !a.startsWith('--') && !all[i - 1]?.startsWith('--'));
 const checkouts = (roots.length > 0 ? roots : [here]).map((r) => resolve(r));
-const cpuSeconds = (pid) => {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(f[11]) + Number(f[12])) / 100;
-};
+const cpuSeconds = (pid) => processCpuSeconds(pid).procCpuS;
 const body = JSON.stringify({
   inputs: [{ name: 'x', shape: [1, 784], datatype: 'FP32', data: Array.from({ length: 784 }, (_, i) => (i % 7) / 7) }],
 });
