@@ -110,7 +110,7 @@ function longDecimal(body: Uint8Array, from: number, to: number, frac: number): 
  * |M / P| * 2^-100 of the quotient. Its rounding fl(q1 + q2) is then the quotient's unless their
  * sum lies within that distance of the midpoint between fl(q1 + q2) and its neighbour.
  */
-export function decimalQuotient(hi: number, lo: number, loDigits: number, frac: number): number {
+function decimalQuotient(hi: number, lo: number, loDigits: number, frac: number): number {
   const scale = POW10[loDigits]!;
   const a = hi * scale;
   const b = productError(hi, scale, a);

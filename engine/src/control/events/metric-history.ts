@@ -130,8 +130,7 @@ export class MetricHistory {
     if (this.#series.size > models.length) this.#forgetAllBut(new Set(models.map((m) => m.name)));
     for (const m of models) {
       let series = this.#series.get(m.name);
-      const dt = series ? (at - series.at) / 1000 : 0;
-      const rate = series && dt > 0 ? Math.max(0, m.requestsServed - series.served) / dt : 0;
+      let rate = 0;
       if (series === undefined) {
         series = {
           at,
@@ -142,9 +141,12 @@ export class MetricHistory {
           sampledAt: { s: undefined, m: undefined },
         };
         this.#series.set(m.name, series);
+      } else {
+        const dt = (at - series.at) / 1000;
+        if (dt > 0) rate = Math.max(0, m.requestsServed - series.served) / dt;
+        series.at = at;
+        series.served = m.requestsServed;
       }
-      series.at = at;
-      series.served = m.requestsServed;
       const [p50Ms, p99Ms] = this.#percentiles(m.name, series);
       const values: Values = {
         requestsPerSecond: rate,
@@ -255,8 +257,8 @@ export class MetricHistory {
    * stored because nothing had changed.
    */
   async samples(model: string, resolution: MetricResolution, sinceAt: number): Promise<MetricSample[]> {
-    const r = this.#resolutions[resolution];
-    const from = Math.max(0, sinceAt - r.toleranceMs);
+    const res = this.#resolutions[resolution];
+    const from = Math.max(0, sinceAt - res.toleranceMs);
     // Rows not yet written, taken first: a flush that starts meanwhile writes them, and the read
     // may then see them too (dropped below as the same sample).
     const unwritten = this.#pending.filter((r) => r.model === model && r.resolution === resolution && r.at >= from);
@@ -266,7 +268,7 @@ export class MetricHistory {
     rows.sort((a, b) => a.at - b.at);
     const distinct = rows.filter((r, i) => i === 0 || r.at !== rows[i - 1]!.at);
     const sampledAt = this.#series.get(model)?.sampledAt[resolution];
-    return fillSamples(distinct, r.stepMs, r.toleranceMs, sampledAt).filter((r) => r.at >= sinceAt);
+    return fillSamples(distinct, res.stepMs, res.toleranceMs, sampledAt).filter((r) => r.at >= sinceAt);
   }
 
   flush(at = Date.now(), prune = true): Promise<void> {
