@@ -95,7 +95,9 @@ suite('the feed sampler with and without clients', () => {
     ws.send(JSON.stringify({ type: 'subscribe', topics: ['models'] }));
     reads = 0;
     await sleep(300);
-    assert.ok(reads >= 5, `sampled while attached (${reads} reads in 15 periods)`);
+    // Every period at most; less often once a read of every model costs more than 1 % of a
+    // period (feed-reads.test.ts), which a 20 ms period and a slow host can reach.
+    assert.ok(reads >= 2, `sampled while attached (${reads} reads in 15 periods)`);
     assert.deepEqual(
       snapshots.map((p) => p.weight),
       [11],

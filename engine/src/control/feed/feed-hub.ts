@@ -2,6 +2,12 @@
  * The live feed's topics and clients. A sampler reads the engine through the ModelPort on a
  * timer and publishes what changed: so the engine never calls into the feed, and a burst of
  * changes between two ticks costs one delta, not one per change.
+ *
+ * Reading every model costs the serving thread in proportion to the repository (some 10-20 ms for
+ * a thousand), so a tick reads every model only as often as keeps that under FULL_READ_SHARE of
+ * the thread, and at least once per `loadMs`; the ticks between read only the models that the
+ * engine's events named since (an eviction, a load, a state, a policy, a drain). With a few
+ * dozen models every tick reads every model, as before.
  */
 import type { ModelPort, ModelView } from '../api/model-port.js';
 import { sameJson } from './same-json.js';
@@ -18,7 +24,12 @@ export interface FeedHubOptions {
   /** How often changes that only follow the load are published (queues, last use; default 1 s). */
   readonly loadMs?: number;
   readonly limits: FeedClientLimits;
+  /** The clock, ms (tests); performance.now by default. */
+  readonly now?: () => number;
 }
+
+/** The share of the serving thread that reading every model may take, tick after tick. */
+export const FULL_READ_SHARE = 0.01;
 
 const isObject = (x: unknown): x is object => typeof x === 'object' && x !== null;
 
@@ -48,6 +59,22 @@ export class FeedHub {
   readonly #clients = new Set<FeedClient>();
   readonly #limits: FeedClientLimits;
   readonly #timer: NodeJS.Timeout;
+  readonly #unfollow: () => void;
+  /** Models an event named since the last read of them; read at the next tick. */
+  readonly #named = new Set<string>();
+  /** An event named no model (it may concern any): the next tick reads every model. */
+  #allNamed = false;
+  readonly #sampleMs: number;
+  /** The longest time between two reads of every model. */
+  readonly #wholeAtLeastMs: number;
+  #wholeEveryMs: number;
+  #wholeAt = -Infinity;
+  readonly #now: () => number;
+  /**
+   * When the current read began: the paces' clock, so that reads of every model `loadMs` apart
+   * are that far apart for the paces too, however long the reads before a topic's turn took.
+   */
+  #readAt = 0;
 
   constructor(o: FeedHubOptions) {
     this.#port = o.port;
@@ -55,9 +82,13 @@ export class FeedHub {
     // Under load every sample changes the queues and the last-use times: without pacing each client
     // would get two messages per sample, and each visible console tab would render them.
     const everyMs = o.loadMs ?? 1000;
+    this.#now = o.now ?? (() => performance.now());
+    this.#sampleMs = o.sampleMs;
+    this.#wholeEveryMs = o.sampleMs;
+    this.#wholeAtLeastMs = Math.max(o.sampleMs, everyMs);
     const paces: Partial<Record<TopicName, TopicPace>> = {
-      queues: { everyMs, loadOnly: queueLoadOnly },
-      residency: { everyMs, loadOnly: residencyLoadOnly },
+      queues: { everyMs, loadOnly: queueLoadOnly, now: () => this.#readAt },
+      residency: { everyMs, loadOnly: residencyLoadOnly, now: () => this.#readAt },
     };
     for (const name of TOPICS) {
       const fanOut = (t: Topic, text: string) => this.#fanOut(t, text);
@@ -65,6 +96,14 @@ export class FeedHub {
       const keep = name === 'metrics' ? 300 : 50;
       this.#topics.set(name, new Topic(name, name !== 'events', fanOut, keep, paces[name] ?? null));
     }
+    this.#unfollow = o.port.subscribe((e) => {
+      // With nobody attached nothing is read, and the first client's attach reads every model.
+      if (this.#clients.size === 0) return;
+      if (e.model === null) this.#allNamed = true;
+      else this.#named.add(e.model);
+      // A rename's event names the new model; the old name goes from the topics too.
+      if (typeof e.data.from === 'string') this.#named.add(e.data.from);
+    });
     this.sample();
     // Only while someone listens: a sample reads every model (tens of ms on the serving thread for
     // a thousand), and with nobody to tell there is nothing to keep current. The first client to
@@ -72,7 +111,7 @@ export class FeedHub {
     // which is harmless: a delta upserts or removes whole entries, so resuming from that seq
     // replays, on top of the newer data, changes it already holds.
     this.#timer = setInterval(() => {
-      if (this.#clients.size > 0) this.sample();
+      if (this.#clients.size > 0) this.tick();
     }, o.sampleMs);
     this.#timer.unref();
   }
@@ -107,8 +146,17 @@ export class FeedHub {
     this.#clients.delete(c);
   }
 
-  /** Reads the engine once and publishes the changes (also called by tests to force a tick). */
+  /** What the timer runs while a client is attached (tests call it to force a tick). */
+  tick(): void {
+    if (this.#allNamed || this.#now() - this.#wholeAt >= this.#wholeEveryMs) this.sample();
+    else if (this.#named.size > 0) this.#sampleNamed();
+  }
+
+  /** Reads every model and publishes the changes (also called by tests to force a tick). */
   sample(): void {
+    const t0 = (this.#readAt = this.#now());
+    this.#named.clear();
+    this.#allNamed = false;
     const models = this.#port.models();
     const worker = this.#port.worker();
     this.topic('models').set(new Map(models.map((m) => [m.name, modelEntry(m)])));
@@ -116,6 +164,31 @@ export class FeedHub {
     for (const d of worker.devices) residency.set(`device:${d.ordinal}`, d);
     this.topic('residency').set(residency);
     this.topic('queues').set(new Map(models.map((m) => [m.name, m.queue])));
+    for (const c of this.#clients) c.maybeRecover();
+    const took = this.#now() - t0;
+    this.#wholeAt = t0;
+    this.#wholeEveryMs = Math.min(this.#wholeAtLeastMs, Math.max(this.#sampleMs, took / FULL_READ_SHARE));
+  }
+
+  /** Reads the models events named since the last tick, and the devices; publishes their changes. */
+  #sampleNamed(): void {
+    this.#readAt = this.#now();
+    const names = [...this.#named];
+    this.#named.clear();
+    const models = new Map<string, unknown>();
+    const residency = new Map<string, unknown>();
+    const queues = new Map<string, unknown>();
+    for (const name of names) {
+      const m = this.#port.model(name);
+      if (m === undefined) continue;
+      models.set(name, modelEntry(m));
+      residency.set(name, m.residency);
+      queues.set(name, m.queue);
+    }
+    for (const d of this.#port.worker().devices) residency.set(`device:${d.ordinal}`, d);
+    this.topic('models').patch(models, names);
+    this.topic('residency').patch(residency, names);
+    this.topic('queues').patch(queues, names);
     for (const c of this.#clients) c.maybeRecover();
   }
 
@@ -130,6 +203,7 @@ export class FeedHub {
 
   close(): void {
     clearInterval(this.#timer);
+    this.#unfollow();
     this.#clients.clear();
   }
 }

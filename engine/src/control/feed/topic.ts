@@ -83,23 +83,33 @@ export class Topic {
    * timed topic), a delta is sent even when nothing changed: it says the entries held at its instant.
    */
   set(items: ReadonlyMap<string, unknown>, stamp?: TopicStamp): void {
-    const upsert: Record<string, unknown> = {};
+    const gone: string[] = [];
+    for (const k of this.#state.keys()) if (!items.has(k)) gone.push(k);
+    this.#change(items, gone, true, stamp);
+  }
+
+  /**
+   * Changes some entries and leaves the others as they are: `items` are upserted where they
+   * differ, `gone` removed where held. Paced as set() is, except that its deltas do not restart
+   * the pace's interval: only set() sees every entry, so only its deltas carry all the load
+   * changes held back, and patches as frequent as the interval must not hold those back for good.
+   */
+  patch(items: ReadonlyMap<string, unknown>, gone: Iterable<string>): void {
     const remove: string[] = [];
-    let changed = false;
-    let loadOnly = true;
+    for (const k of gone) if (this.#state.has(k) && !items.has(k)) remove.push(k);
+    this.#change(items, remove, false);
+  }
+
+  #change(items: ReadonlyMap<string, unknown>, remove: string[], whole: boolean, stamp?: TopicStamp): void {
+    const upsert: Record<string, unknown> = {};
+    let changed = remove.length > 0;
+    let loadOnly = remove.length === 0;
     for (const [k, v] of items) {
       if (!this.#state.has(k)) loadOnly = false;
       else if (sameJson(this.#state.get(k), v)) continue;
       else if (loadOnly && this.#pace && !this.#pace.loadOnly(this.#state.get(k), v)) loadOnly = false;
       upsert[k] = v;
       changed = true;
-    }
-    for (const k of this.#state.keys()) {
-      if (!items.has(k)) {
-        remove.push(k);
-        changed = true;
-        loadOnly = false;
-      }
     }
     if (stamp !== undefined) {
       this.#stamps.push(stamp);
@@ -111,7 +121,7 @@ export class Topic {
     const now = this.#pace?.now?.() ?? performance.now();
     if (this.#pace && loadOnly && now - this.#lastEmitAt < this.#pace.everyMs) return;
     this.#apply(upsert, remove);
-    this.#lastEmitAt = now;
+    if (whole) this.#lastEmitAt = now;
     this.#emit({ upsert, remove } satisfies KeyedDelta);
   }
 

@@ -1,0 +1,230 @@
+// bench/feed-churn: what open consoles' live feeds cost the engine while a large repository churns.
+// One server per checkout (`hloserve serve`, dynamic mode, the console on) over a catalog of
+// --models small MLPs (e2e/src/catalog.ts, a weight budget of a tenth of them), eight HTTP callers
+// spread over every model by Zipf(1) (most requests evict and load weights: hundreds of lifecycle
+// events a second), and windows of --window-ms alternating between no feed open and --feeds feed
+// clients subscribed to every topic (in a child process, so the clients' own parsing is charged
+// to neither the server nor the callers). Per window: the server's CPU per request and requests
+// per second; the feed's messages and bytes per second per client. Pairs each window with feeds
+// to the window without beside it and prints the median of the differences with a bootstrap CI,
+// and the server's main (JS) thread's CPU, where the feed's work runs.
+// With --base, the other checkout's server runs in the same rounds (each round starts fresh
+// servers, one build after the other).
+// Usage: npm run build && node bench/feed-churn.mjs [--models 1000] [--feeds 4] [--windows 10]
+//          [--window-ms 4000] [--rounds 2] [--base /path/to/other/checkout] [--dir DIR]
+/* global fetch */
+import { fork } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { writeCatalog } from '../e2e/dist/src/catalog.js';
+import { startServer } from '../e2e/dist/src/server-process.js';
+import { processCpuSeconds } from './proc-cpu.mjs';
+import { arg, bootstrap, fmt, machine, median } from './stats.mjs';
+
+const here = resolve(fileURLToPath(new URL('..', import.meta.url)));
+const N = Number(arg('models', '1000'));
+const feeds = Number(arg('feeds', '4'));
+const windows = Number(arg('windows', '10'));
+const windowMs = Number(arg('window-ms', '4000'));
+const rounds = Number(arg('rounds', '2'));
+const base = arg('base', null);
+const work = arg('dir', join(tmpdir(), `hloserve-catalog-idle-${N}`));
+const repo = join(work, 'repo');
+const TOPICS = ['models', 'residency', 'queues', 'events', 'metrics'];
+
+async function main() {
+  if (!existsSync(join(repo, `m${String(N - 1).padStart(2, '0')}`))) {
+    rmSync(work, { recursive: true, force: true });
+    writeCatalog(repo, N);
+  }
+  const builds = [{ name: 'this', root: here }, ...(base ? [{ name: 'base', root: resolve(base) }] : [])];
+  console.log(
+    `# feed-churn: ${N} models, Zipf over 8 callers, ${feeds} feeds against none, ${windows} windows of ` +
+      `${windowMs} ms, ${rounds} rounds; ${machine()}`,
+  );
+  const results = new Map(builds.map((b) => [b.name, []]));
+  for (let round = 0; round < rounds; round++) {
+    const order = round % 2 === 0 ? builds : [...builds].reverse();
+    for (const b of order) {
+      const pairs = await measure(b);
+      results.get(b.name).push(...pairs);
+      console.log(`round ${round} ${b.name}: ${summary(pairs)}`);
+    }
+  }
+  for (const [name, pairs] of results) console.log(`all ${name}: ${summary(pairs)}`);
+}
+
+function summary(pairs) {
+  const d = (f) => pairs.map(f);
+  const ci = (xs) => {
+    const [lo, hi] = bootstrap(xs, median);
+    return `${fmt(median(xs), 1)} (CI ${fmt(lo, 1)} to ${fmt(hi, 1)})`;
+  };
+  return (
+    `${pairs.length} pairs; CPU per request without ${fmt(median(d((p) => p.without.cpuUs)), 1)} µs, ` +
+    `with ${fmt(median(d((p) => p.with.cpuUs)), 1)} µs, added ${ci(d((p) => p.with.cpuUs - p.without.cpuUs))} µs; ` +
+    `req/s without ${fmt(median(d((p) => p.without.perS)), 0)}, with ${fmt(median(d((p) => p.with.perS)), 0)}, ` +
+    `ratio ${ci(d((p) => (p.with.perS / p.without.perS) * 100))} %; main thread ms/s without ` +
+    `${fmt(median(d((p) => p.without.mainMsPerS)), 0)}, added ${ci(d((p) => p.with.mainMsPerS - p.without.mainMsPerS))}; per feed ` +
+    `${fmt(median(d((p) => p.with.msgsPerS)), 0)} msgs/s, ${fmt(median(d((p) => p.with.kibPerS)), 1)} KiB/s; ` +
+    `failed ${pairs.reduce((a, p) => a + p.with.failed + p.without.failed, 0)}`
+  );
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Eight closed-loop callers, each request's model drawn by Zipf(1) over the catalog. */
+function zipfLoad(http) {
+  const cdf = [];
+  let sum = 0;
+  for (let i = 0; i < N; i++) cdf.push((sum += 1 / (i + 1)));
+  let seed = 7;
+  const pick = () => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    const u = (seed / 2147483648) * sum;
+    let lo = 0;
+    let hi = N - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (cdf[mid] < u) lo = mid + 1;
+      else hi = mid;
+    }
+    return `m${String(lo).padStart(2, '0')}`;
+  };
+  const body = JSON.stringify({
+    inputs: [{ name: 'x', shape: [1, 256], datatype: 'FP32', data: new Array(256).fill(0.5) }],
+  });
+  const state = { running: true, done: 0, failed: 0 };
+  const callers = Array.from({ length: 8 }, async () => {
+    while (state.running) {
+      const r = await fetch(`${http}/v2/models/${pick()}/infer`, {
+        method: 'POST',
+        body,
+        headers: { 'content-type': 'application/json' },
+      });
+      await r.arrayBuffer();
+      if (r.status === 200) state.done++;
+      else state.failed++;
+    }
+  });
+  return { state, stop: async () => ((state.running = false), await Promise.all(callers)) };
+}
+
+async function openFeeds(port, token) {
+  const child = fork(fileURLToPath(import.meta.url), ['--feed-child', String(port), token, String(feeds)]);
+  await new Promise((r) => child.once('message', r));
+  const count = () =>
+    new Promise((r) => {
+      child.once('message', r);
+      child.send('count');
+    });
+  const close = () => new Promise((r) => (child.once('exit', r), child.send('close')));
+  return { count, close };
+}
+
+async function measure(build) {
+  const cache = join(work, `cache-feed-${build.name}`);
+  mkdirSync(cache, { recursive: true });
+  const s = await startServer(
+    {
+      HLOSERVE_MODEL_REPO: repo,
+      HLOSERVE_CACHE_DIR: cache,
+      HLOSERVE_MODEL_CONTROL_MODE: 'dynamic',
+      HLOSERVE_RUNTIME_WEIGHT_CACHE_BYTES: String(Math.floor((N * 540_000) / 10)),
+    },
+    1_800_000,
+    [],
+    join(build.root, 'engine', 'dist', 'bundle', 'cli.js'),
+  );
+  const http = `http://${s.httpUrl()}`;
+  while ((await fetch(`${http}/v2/health/ready`).catch(() => null))?.status !== 200) await sleep(100);
+  const pid = s.child.pid;
+  const tokenFile = join(cache, 'bench-token');
+  let token = existsSync(tokenFile) ? readFileSync(tokenFile, 'utf8') : null;
+  if (token === null) {
+    const setupToken = readFileSync(join(cache, 'console-setup-token'), 'utf8').trim();
+    const r = await fetch(`http://127.0.0.1:${s.ports.console}/api/v1/setup`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ setupToken, name: 'bench' }),
+    });
+    token = (await r.json()).data.token;
+    writeFileSync(tokenFile, token);
+  }
+  const load = zipfLoad(http);
+  // Every model touched once at least in the warm-up, so each window churns the same way.
+  await sleep(Math.max(10_000, windowMs * 2));
+  const window = async (withFeeds) => {
+    const f = withFeeds ? await openFeeds(s.ports.console, token) : null;
+    if (f) {
+      await sleep(1000); // the snapshots, then deltas only
+      await f.count();
+    }
+    const c0 = processCpuSeconds(pid);
+    const d0 = load.state.done;
+    const x0 = load.state.failed;
+    const t0 = performance.now();
+    await sleep(windowMs);
+    const s_ = (performance.now() - t0) / 1000;
+    const done = load.state.done - d0;
+    const c1 = processCpuSeconds(pid);
+    const cpu = c1.procCpuS - c0.procCpuS;
+    const got = f ? await f.count() : { messages: 0, bytes: 0 };
+    if (f) await f.close();
+    return {
+      cpuUs: (cpu / done) * 1e6,
+      mainMsPerS: ((c1.mainCpuS - c0.mainCpuS) / s_) * 1e3,
+      perS: done / s_,
+      failed: load.state.failed - x0,
+      msgsPerS: got.messages / s_ / feeds,
+      kibPerS: got.bytes / s_ / feeds / 1024,
+    };
+  };
+  const pairs = [];
+  for (let i = 0; i < windows; i++) {
+    // Alternate which half of the pair comes first, so a drift does not favour one side.
+    const first = await window(i % 2 === 0);
+    const second = await window(i % 2 !== 0);
+    pairs.push(i % 2 === 0 ? { with: first, without: second } : { with: second, without: first });
+  }
+  await load.stop();
+  await s.stop();
+  return pairs;
+}
+
+// The child: opens the feeds, counts what arrives, answers {messages, bytes} when asked.
+if (process.argv[2] === '--feed-child') {
+  const { default: WebSocket } = await import('ws');
+  const [port, token, count] = process.argv.slice(3);
+  let messages = 0;
+  let bytes = 0;
+  const sockets = await Promise.all(
+    Array.from({ length: Number(count) }, async () => {
+      const ws = new WebSocket(`ws://127.0.0.1:${port}/api/v1/stream`, ['hloserve.v1', `bearer.${token}`]);
+      ws.on('message', (d) => {
+        // What a console does with each message at least: parse it.
+        JSON.parse(d.toString());
+        messages++;
+        bytes += d.length;
+      });
+      await new Promise((r) => ws.once('open', r));
+      ws.send(JSON.stringify({ type: 'subscribe', topics: TOPICS }));
+      return ws;
+    }),
+  );
+  process.on('message', (m) => {
+    if (m === 'count') {
+      process.send({ messages, bytes });
+      messages = 0;
+      bytes = 0;
+    } else if (m === 'close') {
+      for (const ws of sockets) ws.close();
+      setTimeout(() => process.exit(0), 200);
+    }
+  });
+  process.send('open');
+} else {
+  await main();
+}
