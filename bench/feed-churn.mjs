@@ -69,6 +69,7 @@ function summary(pairs) {
     `ratio ${ci(d((p) => (p.with.perS / p.without.perS) * 100))} %; main thread ms/s without ` +
     `${fmt(median(d((p) => p.without.mainMsPerS)), 0)}, added ${ci(d((p) => p.with.mainMsPerS - p.without.mainMsPerS))}; per feed ` +
     `${fmt(median(d((p) => p.with.msgsPerS)), 0)} msgs/s, ${fmt(median(d((p) => p.with.kibPerS)), 1)} KiB/s; ` +
+    `the clients' process ${fmt(median(d((p) => p.with.clientMsPerS)), 1)} ms/s; ` +
     `failed ${pairs.reduce((a, p) => a + p.with.failed + p.without.failed, 0)}`
   );
 }
@@ -158,9 +159,10 @@ async function measure(build) {
   await sleep(Math.max(10_000, windowMs * 2));
   const window = async (withFeeds) => {
     const f = withFeeds ? await openFeeds(s.ports.console, token) : null;
+    let clientCpu0 = 0;
     if (f) {
       await sleep(1000); // the snapshots, then deltas only
-      await f.count();
+      clientCpu0 = (await f.count()).cpuS;
     }
     const c0 = processCpuSeconds(pid);
     const d0 = load.state.done;
@@ -171,7 +173,7 @@ async function measure(build) {
     const done = load.state.done - d0;
     const c1 = processCpuSeconds(pid);
     const cpu = c1.procCpuS - c0.procCpuS;
-    const got = f ? await f.count() : { messages: 0, bytes: 0 };
+    const got = f ? await f.count() : { messages: 0, bytes: 0, cpuS: 0 };
     if (f) await f.close();
     return {
       cpuUs: (cpu / done) * 1e6,
@@ -180,6 +182,7 @@ async function measure(build) {
       failed: load.state.failed - x0,
       msgsPerS: got.messages / s_ / feeds,
       kibPerS: got.bytes / s_ / feeds / 1024,
+      clientMsPerS: f ? ((got.cpuS - clientCpu0) / s_) * 1e3 : 0,
     };
   };
   const pairs = [];
@@ -216,7 +219,8 @@ if (process.argv[2] === '--feed-child') {
   );
   process.on('message', (m) => {
     if (m === 'count') {
-      process.send({ messages, bytes });
+      const cpu = process.cpuUsage();
+      process.send({ messages, bytes, cpuS: (cpu.user + cpu.system) / 1e6 });
       messages = 0;
       bytes = 0;
     } else if (m === 'close') {

@@ -128,19 +128,24 @@ describe('foldDevices', () => {
 
 describe('foldLog', () => {
   const e = (seq: number) => ({ seq });
+  const events = (...seqs: number[]) => delta('events', { items: seqs.map(e) });
   test('puts the newest first, deduplicated by seq', () => {
     const prev = [e(2), e(1)];
-    expect(foldLog(prev, delta('events', e(3)))).toEqual([e(3), e(2), e(1)]);
+    expect(foldLog(prev, events(3))).toEqual([e(3), e(2), e(1)]);
+    expect(foldLog(prev, events(3, 4, 5))).toEqual([e(5), e(4), e(3), e(2), e(1)]);
     expect(foldLog(prev, snapshot('events', { items: [e(1), e(2), e(3), e(4)] }))).toEqual([e(4), e(3), e(2), e(1)]);
   });
   test('keeps at most cap entries and returns the same array when nothing is new', () => {
-    expect(foldLog([e(2), e(1)], delta('events', e(3)), 2)).toEqual([e(3), e(2)]);
+    expect(foldLog([e(2), e(1)], events(3), 2)).toEqual([e(3), e(2)]);
+    expect(foldLog([e(2), e(1)], events(3, 4, 5), 2)).toEqual([e(5), e(4)]);
     const prev = [e(1)];
-    expect(foldLog(prev, delta('events', e(1)))).toBe(prev);
+    expect(foldLog(prev, events(1))).toBe(prev);
+    expect(foldLog(prev, events())).toBe(prev);
   });
   test('an entry older than the newest held goes in its place, not in front', () => {
-    expect(foldLog([e(5), e(3)], delta('events', e(4)))).toEqual([e(5), e(4), e(3)]);
-    expect(foldLog([], delta('events', e(4)))).toEqual([e(4)]);
+    expect(foldLog([e(5), e(3)], events(4))).toEqual([e(5), e(4), e(3)]);
+    expect(foldLog([e(5), e(3)], events(4, 6))).toEqual([e(6), e(5), e(4), e(3)]);
+    expect(foldLog([], events(4))).toEqual([e(4)]);
   });
 });
 

@@ -102,24 +102,37 @@ function filterKeys(msg: StreamMessage, keep: (key: string) => boolean): StreamM
   return { ...msg, data: { upsert: pick(d.upsert), remove: (d.remove ?? []).filter(keep) } };
 }
 
-/** A log topic (events): newest first, deduplicated by the entries' own seq, at most `cap`. */
+/**
+ * A log topic (events): newest first, deduplicated by the entries' own seq, at most `cap`. A
+ * snapshot's items and a delta's (the entries the engine stored together) come oldest first.
+ */
 export function foldLog<T extends { readonly seq: number }>(
   prev: readonly T[] | undefined,
   msg: StreamMessage,
   cap = 1000,
 ): readonly T[] {
-  const incoming = msg.kind === 'snapshot' ? [...(msg.data as LogSnapshot<T>).items] : [msg.data as T];
+  const incoming = (msg.data as LogSnapshot<T> | null)?.items ?? [];
   const list = prev ?? [];
-  // The usual delta: one entry newer than every one held. Put in front without the set and the
-  // sort below, which cost 83 µs an event at 1,000 held (600 events a second under churn).
-  const first = incoming[0];
-  if (incoming.length === 1 && first !== undefined && (list.length === 0 || first.seq > list[0]!.seq)) {
-    return [first, ...list.slice(0, cap - 1)];
+  // The usual delta: entries in order, all newer than every one held. Put in front without the
+  // set and the sort below, which cost 83 µs an event at 1,000 held (600 events a second under churn).
+  if (msg.kind === 'delta' && inOrderAfter(incoming, list[0]?.seq ?? -Infinity)) {
+    const fresh = incoming.length > cap ? incoming.slice(-cap) : incoming;
+    return [...fresh].reverse().concat(list.slice(0, cap - fresh.length));
   }
   const known = new Set(list.map((e) => e.seq));
   const fresh = incoming.filter((e) => !known.has(e.seq));
   if (fresh.length === 0) return list;
   return [...fresh, ...list].sort((a, b) => b.seq - a.seq).slice(0, cap);
+}
+
+/** True when the entries' seqs rise one after another, the first past `after`. */
+function inOrderAfter(entries: readonly { readonly seq: number }[], after: number): boolean {
+  let last = after;
+  for (const e of entries) {
+    if (!(e.seq > last)) return false;
+    last = e.seq;
+  }
+  return entries.length > 0;
 }
 
 export const noMetrics: MetricsState = { latest: new Map(), totals: [] };

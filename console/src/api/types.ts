@@ -187,7 +187,10 @@ export interface KeyedDelta<T> {
   readonly upsert: Readonly<Record<string, T>>;
   readonly remove: readonly string[];
 }
-/** A log topic (events): its snapshot holds the last few entries; each delta is one entry. */
+/**
+ * A log topic (events): its snapshot holds the last few entries, and each delta the entries the
+ * engine stored together, both oldest first.
+ */
 export interface LogSnapshot<T> {
   readonly items: readonly T[];
 }

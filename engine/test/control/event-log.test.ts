@@ -11,7 +11,16 @@ suite('event log (real Worker, SQLite)', () => {
 
   test('a burst is stored in its order, streamed in that order, and only the newest `kept` stay', async () => {
     const streamed: { seq: number; kind: string }[] = [];
-    const topic = new Topic('events', false, (_t, text) => streamed.push(JSON.parse(text).data), 5000);
+    let deltas = 0;
+    const topic = new Topic(
+      'events',
+      false,
+      (_t, text) => {
+        deltas++;
+        streamed.push(...(JSON.parse(text).data.items as { seq: number; kind: string }[]));
+      },
+      5000,
+    );
     const log = new EventLog(f.h.store, f.h.port, topic, createLogger('error'), 50);
     const burst = Array.from({ length: 300 }, (_, i) => ({ at: i, kind: `burst.${i}`, model: null, data: { i } }));
     const done = burst.map((e) => log.record(e));
@@ -23,6 +32,8 @@ suite('event log (real Worker, SQLite)', () => {
       burst.map((e) => e.kind),
     );
     for (let i = 1; i < mine.length; i++) assert.equal(mine[i]!.seq, mine[i - 1]!.seq + 1);
+    // Streamed as the store took them: a delta per batch (at most 64 events each), not per event.
+    assert.ok(deltas >= Math.ceil(300 / 64) && deltas < 50, `${deltas} deltas for 300 events`);
     const stored = await f.h.store.listEvents({ limit: 1000 });
     assert.ok(stored.length <= 50 + 5, `${stored.length} events left (50 kept, pruned in steps of 5)`);
     assert.equal(stored.at(-1)!.seq, mine.at(-1)!.seq, 'the newest are the ones kept');

@@ -75,7 +75,7 @@ export class EventLog {
       });
       return;
     }
-    batch.forEach((e, i) => this.topic.append({ seq: seqs[i], at: e.at, kind: e.kind, model: e.model, data: e.data }));
+    this.topic.append(batch.map((e, i) => ({ seq: seqs[i], at: e.at, kind: e.kind, model: e.model, data: e.data })));
     const through = seqs[seqs.length - 1]! - this.kept;
     if (through - this.#prunedThrough < Math.max(1, Math.min(PRUNE_STEP, Math.floor(this.kept / 10)))) return;
     try {

@@ -4,8 +4,8 @@
  * next snapshot. A timed keyed topic (metric ticks) is set at an instant, with a stamp (the
  * instant and figures about the whole): each setting sends a delta, even an empty one, carrying
  * its stamp, and the snapshot carries the last stamp and, as `recent`, the last few. A log
- * topic (events) sends each entry as a delta and keeps the last few as its snapshot. Each keeps a
- * bounded ring of recent deltas for resuming clients.
+ * topic (events) sends the entries appended together as one delta and keeps the last few as its
+ * snapshot. Each keeps a bounded ring of recent deltas for resuming clients.
  */
 import { sameJson } from './same-json.js';
 
@@ -24,6 +24,18 @@ export interface KeyedDelta {
 }
 
 const RING = 256;
+/**
+ * And at most this many characters of them: a metrics delta at a thousand busy models is some
+ * 70 kB, and 256 of those would hold 18 MB per topic for resuming clients, who resync instead.
+ */
+const RING_CHARS = 4 * 1024 * 1024;
+/** The most entries one log delta carries (a bound on a message, and on the ring's bytes). */
+export const LOG_DELTA_ITEMS = 64;
+
+/** A log topic's delta: entries appended together, oldest first. */
+export interface LogDelta {
+  readonly items: readonly unknown[];
+}
 
 /** What a timed topic's setting says about itself: its instant, and figures about the whole. */
 export interface TopicStamp {
@@ -51,6 +63,7 @@ export class Topic {
   readonly #keep: number;
   /** Recent deltas as serialized messages (each serialized once, whatever the fan-out). */
   readonly #ring: { seq: number; text: string }[] = [];
+  #ringChars = 0;
   readonly #publish: (topic: Topic, text: string) => void;
   readonly #pace: TopicPace | null;
   #lastEmitAt = -Infinity;
@@ -130,18 +143,27 @@ export class Topic {
     for (const k of remove) this.#state.delete(k);
   }
 
-  /** Appends one entry to a log topic. */
-  append(entry: unknown): void {
-    this.#log.push(entry);
-    if (this.#log.length > this.#keep) this.#log.shift();
-    this.#emit(entry);
+  /**
+   * Appends entries to a log topic, oldest first, as one delta `{items}` per LOG_DELTA_ITEMS: the
+   * event log stores events in batches, and under churn (hundreds a second) a message per event
+   * cost every client a send, a frame and a parse each.
+   */
+  append(entries: readonly unknown[]): void {
+    for (const e of entries) {
+      this.#log.push(e);
+      if (this.#log.length > this.#keep) this.#log.shift();
+    }
+    for (let i = 0; i < entries.length; i += LOG_DELTA_ITEMS)
+      this.#emit({ items: entries.slice(i, i + LOG_DELTA_ITEMS) } satisfies LogDelta);
   }
 
   #emit(data: unknown): void {
     this.#seq++;
     const text = JSON.stringify({ topic: this.name, seq: this.#seq, kind: 'delta', data } satisfies FeedMessage);
     this.#ring.push({ seq: this.#seq, text });
-    if (this.#ring.length > RING) this.#ring.shift();
+    this.#ringChars += text.length;
+    while (this.#ring.length > RING || (this.#ringChars > RING_CHARS && this.#ring.length > 1))
+      this.#ringChars -= this.#ring.shift()!.text.length;
     this.#publish(this, text);
   }
 
