@@ -9,17 +9,21 @@
 // to the window without beside it and prints the median of the differences with a bootstrap CI,
 // and the server's main (JS) thread's CPU, where the feed's work runs.
 // With --base, the other checkout's server runs in the same rounds (each round starts fresh
-// servers, one build after the other).
+// servers, one build after the other). With --profile the servers run under --cpu-prof, and the
+// time under the feed's own frames (its sampler, its fan-out, its snapshots) is printed per second
+// that feeds were open: the feed's share of the main thread, whatever the load around it does
+// (the profiler's overhead included).
 // Usage: npm run build && node bench/feed-churn.mjs [--models 1000] [--feeds 4] [--windows 10]
-//          [--window-ms 4000] [--rounds 2] [--base /path/to/other/checkout] [--dir DIR]
+//          [--window-ms 4000] [--rounds 2] [--base /path/to/other/checkout] [--dir DIR] [--profile]
 /* global fetch */
 import { fork } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { writeCatalog } from '../e2e/dist/src/catalog.js';
 import { startServer } from '../e2e/dist/src/server-process.js';
+import { SERVER_NODE_FLAGS } from '../engine/dist/src/node-flags.js';
 import { processCpuSeconds } from './proc-cpu.mjs';
 import { arg, bootstrap, fmt, machine, median } from './stats.mjs';
 
@@ -30,6 +34,7 @@ const windows = Number(arg('windows', '10'));
 const windowMs = Number(arg('window-ms', '4000'));
 const rounds = Number(arg('rounds', '2'));
 const base = arg('base', null);
+const profile = process.argv.includes('--profile');
 const work = arg('dir', join(tmpdir(), `hloserve-catalog-idle-${N}`));
 const repo = join(work, 'repo');
 const TOPICS = ['models', 'residency', 'queues', 'events', 'metrics'];
@@ -45,15 +50,22 @@ async function main() {
       `${windowMs} ms, ${rounds} rounds; ${machine()}`,
   );
   const results = new Map(builds.map((b) => [b.name, []]));
+  const feedMs = new Map(builds.map((b) => [b.name, []]));
   for (let round = 0; round < rounds; round++) {
     const order = round % 2 === 0 ? builds : [...builds].reverse();
     for (const b of order) {
-      const pairs = await measure(b);
+      const { pairs, feedMsPerS } = await measure(b, round);
       results.get(b.name).push(...pairs);
-      console.log(`round ${round} ${b.name}: ${summary(pairs)}`);
+      const prof = feedMsPerS === null ? '' : `; feed frames ${fmt(feedMsPerS, 1)} ms per second open`;
+      if (feedMsPerS !== null) feedMs.get(b.name).push(feedMsPerS);
+      console.log(`round ${round} ${b.name}: ${summary(pairs)}${prof}`);
     }
   }
-  for (const [name, pairs] of results) console.log(`all ${name}: ${summary(pairs)}`);
+  for (const [name, pairs] of results) {
+    const ms = feedMs.get(name);
+    const prof = ms.length ? `; feed frames ${ms.map((x) => fmt(x, 1)).join(', ')} ms per second open` : '';
+    console.log(`all ${name}: ${summary(pairs)}${prof}`);
+  }
 }
 
 function summary(pairs) {
@@ -125,9 +137,35 @@ async function openFeeds(port, token) {
   return { count, close };
 }
 
-async function measure(build) {
+/** The feed's own frames (FeedHub, FeedClient, Topic): the outermost of them on each stack. */
+const FEED_FRAMES = new Set(['sample', '#sampleNamed', '#fanOut', 'snapshotText', 'maybeRecover']);
+
+/** ms under FEED_FRAMES in the bundle's code, in a .cpuprofile. */
+function feedProfileMs(file) {
+  const p = JSON.parse(readFileSync(file, 'utf8'));
+  const byId = new Map(p.nodes.map((n) => [n.id, n]));
+  const parent = new Map();
+  for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const memo = new Map();
+  const underFeed = (id) => {
+    if (memo.has(id)) return memo.get(id);
+    const f = byId.get(id).callFrame;
+    const hit =
+      (FEED_FRAMES.has(f.functionName) && f.url.endsWith('cli.cjs')) || (parent.has(id) && underFeed(parent.get(id)));
+    memo.set(id, hit);
+    return hit;
+  };
+  let us = 0;
+  for (let i = 0; i < p.samples.length; i++) if (underFeed(p.samples[i])) us += p.timeDeltas[i] ?? 0;
+  return us / 1000;
+}
+
+async function measure(build, round) {
   const cache = join(work, `cache-feed-${build.name}`);
   mkdirSync(cache, { recursive: true });
+  const profDir = join(work, `prof-${build.name}-${round}`);
+  rmSync(profDir, { recursive: true, force: true });
+  const flags = profile ? [...SERVER_NODE_FLAGS, '--cpu-prof', `--cpu-prof-dir=${profDir}`] : SERVER_NODE_FLAGS;
   const s = await startServer(
     {
       HLOSERVE_MODEL_REPO: repo,
@@ -138,6 +176,7 @@ async function measure(build) {
     1_800_000,
     [],
     join(build.root, 'engine', 'dist', 'bundle', 'cli.js'),
+    flags,
   );
   const http = `http://${s.httpUrl()}`;
   while ((await fetch(`${http}/v2/health/ready`).catch(() => null))?.status !== 200) await sleep(100);
@@ -157,7 +196,9 @@ async function measure(build) {
   const load = zipfLoad(http);
   // Every model touched once at least in the warm-up, so each window churns the same way.
   await sleep(Math.max(10_000, windowMs * 2));
+  let feedOpenMs = 0;
   const window = async (withFeeds) => {
+    const opened = performance.now();
     const f = withFeeds ? await openFeeds(s.ports.console, token) : null;
     let clientCpu0 = 0;
     if (f) {
@@ -174,7 +215,10 @@ async function measure(build) {
     const c1 = processCpuSeconds(pid);
     const cpu = c1.procCpuS - c0.procCpuS;
     const got = f ? await f.count() : { messages: 0, bytes: 0, cpuS: 0 };
-    if (f) await f.close();
+    if (f) {
+      await f.close();
+      feedOpenMs += performance.now() - opened;
+    }
     return {
       cpuUs: (cpu / done) * 1e6,
       mainMsPerS: ((c1.mainCpuS - c0.mainCpuS) / s_) * 1e3,
@@ -193,8 +237,10 @@ async function measure(build) {
     pairs.push(i % 2 === 0 ? { with: first, without: second } : { with: second, without: first });
   }
   await load.stop();
-  await s.stop();
-  return pairs;
+  await s.stop('SIGINT');
+  if (!profile) return { pairs, feedMsPerS: null };
+  const file = readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'));
+  return { pairs, feedMsPerS: feedProfileMs(join(profDir, file)) / (feedOpenMs / 1000) };
 }
 
 // The child: opens the feeds, counts what arrives, answers {messages, bytes} when asked.
