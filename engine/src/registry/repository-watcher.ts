@@ -1,9 +1,8 @@
 import { type FSWatcher, watch } from 'node:fs';
-import { readdir, stat } from 'node:fs/promises';
-import { join } from 'node:path';
 import { clampTimerMs } from '@hloserve/common/timers';
 import type { Logger } from '../log.js';
-import { type BundleSignature, bundleSignature } from './bundle-signature.js';
+import type { BundleSignature } from './bundle-signature.js';
+import { RepositoryScanner } from './repository-scan.js';
 
 /** What the watcher asks of the worker; each settles when the operation has. */
 export interface WatcherActions {
@@ -35,7 +34,7 @@ type Observation = ReadonlyMap<string, BundleSignature>;
 /**
  * dynamic mode: keeps the loaded set equal to the repository. File events (fs.watch) trigger a
  * look soon after; a poll every model_poll_seconds catches what events miss (network file
- * systems, a watch that failed). A bundle is acted on only when its signature (every file's size
+ * systems, a watch that failed). Each look reads the bundles on the scanner's thread. A bundle is acted on only when its signature (every file's size
  * and mtime) is the same in two observations in a row, so a copy in progress is never loaded half
  * written: added -> load, changed -> reload, gone -> unload, a loaded model's directory under a
  * new name with the same content -> rename in place.
@@ -52,6 +51,8 @@ export class RepositoryWatcher {
   #scanning: Promise<void> | null = null;
   #again = false;
   #closed = false;
+  /** Reads the repository off the serving thread. */
+  readonly #scanner = new RepositoryScanner();
   /** Actions started by scans and not settled yet (tests and stop() wait on them). */
   readonly #pending = new Set<Promise<unknown>>();
 
@@ -85,6 +86,7 @@ export class RepositoryWatcher {
     if (this.#soon !== null) clearTimeout(this.#soon);
     await this.#scanning;
     await Promise.allSettled([...this.#pending]);
+    await this.#scanner.close();
   }
 
   /** Looks at the repository now and acts on what is stable (tests drive it directly). */
@@ -126,29 +128,8 @@ export class RepositoryWatcher {
     this.#soon.unref();
   }
 
-  async #observe(): Promise<Observation> {
-    const out = new Map<string, BundleSignature>();
-    const include = this.#o.include;
-    let names: string[];
-    try {
-      names = (await readdir(this.#o.repo, { withFileTypes: true }))
-        .filter((e) => e.isDirectory() && !e.name.startsWith('.'))
-        .map((e) => e.name);
-    } catch {
-      return out;
-    }
-    for (const name of names) {
-      if (include.length > 0 && !include.includes(name)) continue;
-      const dir = join(this.#o.repo, name);
-      const hasManifest = await stat(join(dir, 'manifest.yaml')).then(
-        () => true,
-        () => false,
-      );
-      if (!hasManifest) continue;
-      const sig = await bundleSignature(dir);
-      if (sig !== null) out.set(name, sig);
-    }
-    return out;
+  #observe(): Promise<Observation> {
+    return this.#scanner.observe(this.#o.repo, this.#o.include);
   }
 
   async #scanOnce(): Promise<void> {
