@@ -18,7 +18,7 @@ import WebSocket from 'ws';
 import { writeCatalog } from '../e2e/dist/src/catalog.js';
 import { startServer } from '../e2e/dist/src/server-process.js';
 import { processCpuSeconds } from './proc-cpu.mjs';
-import { arg, fmt, machine, summarize } from './stats.mjs';
+import { arg, fmt, machine, summarize, zipfCatalogPicker } from './stats.mjs';
 
 const here = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const N = Number(arg('models', '1000'));
@@ -67,22 +67,7 @@ const oneCaller = (http, ms) => callLoop(http, ms, 1, () => 'm00');
 
 /** Eight callers, each request's model drawn by Zipf(1) over the catalog (a fixed seed). */
 function zipf(http, ms) {
-  const cdf = [];
-  let sum = 0;
-  for (let i = 0; i < N; i++) cdf.push((sum += 1 / (i + 1)));
-  let seed = 7;
-  return callLoop(http, ms, 8, () => {
-    seed = (seed * 1103515245 + 12345) % 2147483648;
-    const u = (seed / 2147483648) * sum;
-    let lo = 0;
-    let hi = N - 1;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (cdf[mid] < u) lo = mid + 1;
-      else hi = mid;
-    }
-    return `m${String(lo).padStart(2, '0')}`;
-  });
+  return callLoop(http, ms, 8, zipfCatalogPicker(N));
 }
 
 /** A feed client subscribed to every topic, counting the bytes it receives per topic. */

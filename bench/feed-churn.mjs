@@ -25,7 +25,7 @@ import { writeCatalog } from '../e2e/dist/src/catalog.js';
 import { startServer } from '../e2e/dist/src/server-process.js';
 import { SERVER_NODE_FLAGS } from '../engine/dist/src/node-flags.js';
 import { processCpuSeconds } from './proc-cpu.mjs';
-import { arg, bootstrap, fmt, machine, median } from './stats.mjs';
+import { arg, bootstrap, fmt, machine, median, zipfCatalogPicker } from './stats.mjs';
 
 const here = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const N = Number(arg('models', '1000'));
@@ -90,22 +90,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** Eight closed-loop callers, each request's model drawn by Zipf(1) over the catalog. */
 function zipfLoad(http) {
-  const cdf = [];
-  let sum = 0;
-  for (let i = 0; i < N; i++) cdf.push((sum += 1 / (i + 1)));
-  let seed = 7;
-  const pick = () => {
-    seed = (seed * 1103515245 + 12345) % 2147483648;
-    const u = (seed / 2147483648) * sum;
-    let lo = 0;
-    let hi = N - 1;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (cdf[mid] < u) lo = mid + 1;
-      else hi = mid;
-    }
-    return `m${String(lo).padStart(2, '0')}`;
-  };
+  const pick = zipfCatalogPicker(N);
   const body = JSON.stringify({
     inputs: [{ name: 'x', shape: [1, 256], datatype: 'FP32', data: new Array(256).fill(0.5) }],
   });

@@ -106,3 +106,26 @@ export function bootstrap(xs, stat, n = 4000) {
   out.sort((a, b) => a - b);
   return [out[Math.floor(0.025 * n)], out[Math.floor(0.975 * n)]];
 }
+
+/**
+ * Model names of a catalog (m00, m01, ... as e2e/src/catalog.ts writes them) drawn by Zipf(1) over
+ * `n` models from a fixed seed: most draws are a few models, and most models are drawn seldom.
+ */
+export function zipfCatalogPicker(n) {
+  const cdf = [];
+  let sum = 0;
+  for (let i = 0; i < n; i++) cdf.push((sum += 1 / (i + 1)));
+  let seed = 7;
+  return () => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    const u = (seed / 2147483648) * sum;
+    let lo = 0;
+    let hi = n - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (cdf[mid] < u) lo = mid + 1;
+      else hi = mid;
+    }
+    return `m${String(lo).padStart(2, '0')}`;
+  };
+}

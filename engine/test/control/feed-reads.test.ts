@@ -58,6 +58,10 @@ function fakePort(n: number, costMs: number) {
   return { port, models, reads, emit, clock: () => now, advance: (ms: number) => (now += ms) };
 }
 
+/** A hub ticking every 250 ms of the fake clock, with no bound on its clients' buffers. */
+const hubOver = (f: ReturnType<typeof fakePort>) =>
+  new FeedHub({ port: f.port, sampleMs: 250, now: f.clock, limits: { highWaterBytes: 1e9, lowWaterBytes: 0 } });
+
 interface Msg {
   topic: string;
   kind: string;
@@ -82,12 +86,7 @@ const deltas = (got: Msg[], topic: string) => got.filter((m) => m.topic === topi
 suite('the feed sampler: reads of every model, and of the models events name', () => {
   test('a repository cheap to read is read whole at every tick', () => {
     const f = fakePort(20, 0.5);
-    const hub = new FeedHub({
-      port: f.port,
-      sampleMs: 250,
-      now: f.clock,
-      limits: { highWaterBytes: 1e9, lowWaterBytes: 0 },
-    });
+    const hub = hubOver(f);
     attach(hub);
     const before = f.reads.all;
     for (let i = 0; i < 8; i++) {
@@ -102,12 +101,7 @@ suite('the feed sampler: reads of every model, and of the models events name', (
   test('a costly repository is read whole once a second; between, only the named models, at once', () => {
     const f = fakePort(1000, 20); // 20 ms a read: at 1 % of the thread, once every 2 s; capped at 1 s
     assert.equal(FULL_READ_SHARE, 0.01);
-    const hub = new FeedHub({
-      port: f.port,
-      sampleMs: 250,
-      now: f.clock,
-      limits: { highWaterBytes: 1e9, lowWaterBytes: 0 },
-    });
+    const hub = hubOver(f);
     const got = attach(hub);
     const before = f.reads.all;
     // An eviction of m7: the next tick reads m7 alone and sends its change.
@@ -137,12 +131,7 @@ suite('the feed sampler: reads of every model, and of the models events name', (
 
   test('load changes of models no event names still come out once a second while patches go out every tick', () => {
     const f = fakePort(1000, 20);
-    const hub = new FeedHub({
-      port: f.port,
-      sampleMs: 250,
-      now: f.clock,
-      limits: { highWaterBytes: 1e9, lowWaterBytes: 0 },
-    });
+    const hub = hubOver(f);
     const got = attach(hub);
     // m1 is busy (its lease and last use move: load only); m2 is loaded or evicted at every tick
     // between reads of every model (named by its event, and not a load change: its residency delta
@@ -180,12 +169,7 @@ suite('the feed sampler: reads of every model, and of the models events name', (
 
   test('a model gone, or renamed, leaves the topics at the next tick; an event naming none reads every model', () => {
     const f = fakePort(1000, 20);
-    const hub = new FeedHub({
-      port: f.port,
-      sampleMs: 250,
-      now: f.clock,
-      limits: { highWaterBytes: 1e9, lowWaterBytes: 0 },
-    });
+    const hub = hubOver(f);
     const got = attach(hub);
     f.models.delete('m3');
     f.emit('model.unloaded', 'm3');
@@ -209,12 +193,7 @@ suite('the feed sampler: reads of every model, and of the models events name', (
 
   test('with no client attached, events are not gathered, and the first client reads every model', () => {
     const f = fakePort(1000, 20);
-    const hub = new FeedHub({
-      port: f.port,
-      sampleMs: 250,
-      now: f.clock,
-      limits: { highWaterBytes: 1e9, lowWaterBytes: 0 },
-    });
+    const hub = hubOver(f);
     f.emit('model.evicted', 'm9');
     const before = f.reads.all;
     attach(hub);
