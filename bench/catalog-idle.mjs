@@ -10,13 +10,13 @@
 // Usage: npm run build && node bench/catalog-idle.mjs [--models 1000] [--seconds 20] [--rounds 2]
 //          [--base /path/to/other/checkout]
 /* global fetch */
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
 import { writeCatalog } from '../e2e/dist/src/catalog.js';
-import { startServer } from '../e2e/dist/src/server-process.js';
+import { startCatalogServer } from './catalog-server.mjs';
 import { processCpuSeconds } from './proc-cpu.mjs';
 import { arg, fmt, machine, summarize, zipfCatalogPicker } from './stats.mjs';
 
@@ -97,34 +97,10 @@ async function measure(build) {
   const cache = join(work, `cache-${build.name}`);
   mkdirSync(cache, { recursive: true });
   const t0 = performance.now();
-  const s = await startServer(
-    {
-      HLOSERVE_MODEL_REPO: repo,
-      HLOSERVE_CACHE_DIR: cache,
-      HLOSERVE_MODEL_CONTROL_MODE: 'dynamic',
-      HLOSERVE_RUNTIME_WEIGHT_CACHE_BYTES: String(Math.floor((N * 540_000) / 10)),
-    },
-    1_800_000,
-    [],
-    join(build.root, 'engine', 'dist', 'bundle', 'cli.js'),
-  );
-  const http = `http://${s.httpUrl()}`;
-  while ((await fetch(`${http}/v2/health/ready`).catch(() => null))?.status !== 200) await sleep(100);
+  const { s, http, token } = await startCatalogServer({ root: build.root, repo, models: N, cache });
   const readyS = (performance.now() - t0) / 1e3;
   const pid = s.child.pid;
   const console_ = `http://127.0.0.1:${s.ports.console}`;
-  const tokenFile = join(cache, 'bench-token');
-  let token = existsSync(tokenFile) ? readFileSync(tokenFile, 'utf8') : null;
-  if (token === null) {
-    const setupToken = readFileSync(join(cache, 'console-setup-token'), 'utf8').trim();
-    const r = await fetch(`${console_}/api/v1/setup`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ setupToken, name: 'bench' }),
-    });
-    token = (await r.json()).data.token;
-    writeFileSync(tokenFile, token);
-  }
   await sleep(5000);
   const out = { readyS };
   let c = cpuSeconds(pid);

@@ -17,14 +17,14 @@
 //          [--window-ms 4000] [--rounds 2] [--base /path/to/other/checkout] [--dir DIR] [--profile]
 /* global fetch */
 import { fork } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { writeCatalog } from '../e2e/dist/src/catalog.js';
-import { startServer } from '../e2e/dist/src/server-process.js';
 import { SERVER_NODE_FLAGS } from '../engine/dist/src/node-flags.js';
 import { processCpuSeconds } from './proc-cpu.mjs';
+import { startCatalogServer } from './catalog-server.mjs';
 import { arg, bootstrap, fmt, machine, median, zipfCatalogPicker } from './stats.mjs';
 
 const here = resolve(fileURLToPath(new URL('..', import.meta.url)));
@@ -151,33 +151,8 @@ async function measure(build, round) {
   const profDir = join(work, `prof-${build.name}-${round}`);
   rmSync(profDir, { recursive: true, force: true });
   const flags = profile ? [...SERVER_NODE_FLAGS, '--cpu-prof', `--cpu-prof-dir=${profDir}`] : SERVER_NODE_FLAGS;
-  const s = await startServer(
-    {
-      HLOSERVE_MODEL_REPO: repo,
-      HLOSERVE_CACHE_DIR: cache,
-      HLOSERVE_MODEL_CONTROL_MODE: 'dynamic',
-      HLOSERVE_RUNTIME_WEIGHT_CACHE_BYTES: String(Math.floor((N * 540_000) / 10)),
-    },
-    1_800_000,
-    [],
-    join(build.root, 'engine', 'dist', 'bundle', 'cli.js'),
-    flags,
-  );
-  const http = `http://${s.httpUrl()}`;
-  while ((await fetch(`${http}/v2/health/ready`).catch(() => null))?.status !== 200) await sleep(100);
+  const { s, http, token } = await startCatalogServer({ root: build.root, repo, models: N, cache, nodeFlags: flags });
   const pid = s.child.pid;
-  const tokenFile = join(cache, 'bench-token');
-  let token = existsSync(tokenFile) ? readFileSync(tokenFile, 'utf8') : null;
-  if (token === null) {
-    const setupToken = readFileSync(join(cache, 'console-setup-token'), 'utf8').trim();
-    const r = await fetch(`http://127.0.0.1:${s.ports.console}/api/v1/setup`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ setupToken, name: 'bench' }),
-    });
-    token = (await r.json()).data.token;
-    writeFileSync(tokenFile, token);
-  }
   const load = zipfLoad(http);
   // Every model touched once at least in the warm-up, so each window churns the same way.
   await sleep(Math.max(10_000, windowMs * 2));
