@@ -27,9 +27,13 @@ export class RepositoryScanner {
     });
   }
 
+  /** Stops the thread; a scan under way fails (at once: its answer may already be on its way). */
   async close(): Promise<void> {
     const t = this.#thread;
     this.#thread = null;
+    const closed = new Error('the repository scan thread was closed');
+    for (const w of this.#waiting.values()) w.reject(closed);
+    this.#waiting.clear();
     if (t !== null) await t.terminate();
   }
 
@@ -44,8 +48,11 @@ export class RepositoryScanner {
       if ('error' in a) w.reject(new Error(a.error));
       else w.resolve(new Map(a.bundles));
     });
+    // Only the current thread's end fails the scans waiting: a closed one's came before (close),
+    // and those waiting now are its successor's.
     const fail = (err: Error) => {
-      if (this.#thread === t) this.#thread = null;
+      if (this.#thread !== t) return;
+      this.#thread = null;
       for (const w of this.#waiting.values()) w.reject(err);
       this.#waiting.clear();
     };
