@@ -94,6 +94,10 @@ if (!child) {
         `round ${r} background=${res.applied.padEnd(6)} nudge=${res.nudgeUs}us${variant.env === null ? '' : ` ${variant.env.name}`} ${row('alone', res.alone)} | ${row('during', res.during)} | B reloads ${res.during.background} (${fmt(res.during.reloadS, 1)} s each) | p99 ratio ${fmt(res.during.p99 / res.alone.p99, 2)} p90 ratio ${fmt(res.during.p90 / res.alone.p90, 2)} rps ratio ${fmt(res.during.rps / res.alone.rps, 2)}`,
       );
       const { slow, all } = res.during.where;
+      const w = res.during.inWarm;
+      console.log(
+        `  during B's warmup (${fmt(w.ms, 0)} ms per reload): A served ${fmt(w.n / cycles / Math.max(w.ms / 1e3, 1e-9), 0)}/s (alone ${fmt(res.alone.rps, 0)}/s), over alone's p99 ${fmt((1000 * w.slow) / Math.max(1, w.n), 0)} per 1000 (n=${w.n})`,
+      );
       console.log(
         `  slow during requests (over alone's p99) per 1000 by tenth of the reload: ${slow.map((x, i) => fmt((1000 * x) / Math.max(1, all[i]), 0)).join(' ')} | GC ms per s: during ${fmt(res.during.gcMsPerS, 1)}, alone ${fmt(res.alone.gcMsPerS, 1)}`,
       );
@@ -109,6 +113,7 @@ if (!child) {
 }
 
 const repo = mkdtempSync(join(tmpdir(), 'hlo-bench-lifecycle-'));
+const reloadPhases = [];
 cpSync(join(examplesDir, 'mlp'), join(repo, 'a'), { recursive: true });
 cpSync(join(examplesDir, 'mlp'), join(repo, 'b'), { recursive: true });
 const base = workerSettings(defaultConfig(repo));
@@ -122,7 +127,11 @@ const worker = await Worker.start({
     modelsInclude: ['a', 'b'],
     endpoints: benchEndpoints(base.endpoints),
   },
-  log: createLogger('warn'),
+  // Each reload's phases (the 'model reloaded' line, at info): where its warmup fell.
+  log: createLogger('info', {}, (line) => {
+    if (line.includes('"model reloaded"')) reloadPhases.push(JSON.parse(line));
+    else if (!line.includes('"level":"info"')) process.stderr.write(line);
+  }),
 });
 
 const x = new Uint8Array(new Float32Array(784).fill(0.25).buffer);
@@ -174,13 +183,18 @@ async function measureA(cycles, forSeconds = 0) {
   const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
   const t0 = performance.now();
   if (cycles === 0) await sleep(forSeconds * 1000);
+  const warmWindows = []; // each reload's warmup: [start, end], performance.now()
   for (let i = 0; i < cycles; i++) {
     const t = performance.now();
     reloading = true;
     const from = process.hrtime.bigint();
+    reloadPhases.length = 0;
     await worker.loadModel('b');
     windows.push([Number(from), Number(process.hrtime.bigint())]);
     perfWindows.push([t, performance.now()]);
+    // The warmup ends just before the swap, which is synchronous with the reload's end.
+    const warm = reloadPhases[0]?.warmupSeconds;
+    if (warm !== undefined) warmWindows.push([performance.now() - warm * 1000, performance.now()]);
     reloading = false;
     background++;
     reloadMs += performance.now() - t;
@@ -201,6 +215,17 @@ async function measureA(cycles, forSeconds = 0) {
     where.all[bin]++;
     if (samples.during[i] > aloneP99) where.slow[bin]++;
   });
+  // A's requests that started during B's warmup (its first runs of the new executables).
+  const inWarm = {
+    n: 0,
+    slow: 0,
+    ms: warmWindows.reduce((x, [a, b]) => x + b - a, 0) / Math.max(1, warmWindows.length),
+  };
+  duringStarts.forEach((t, i) => {
+    if (!warmWindows.some(([a, b]) => t >= a && t <= b)) return;
+    inWarm.n++;
+    if (samples.during[i] > aloneP99) inWarm.slow++;
+  });
   const inReload = (t) => perfWindows.some(([a, b]) => t >= a && t <= b);
   const gcMs = (during) => gcs.filter(([t]) => inReload(t) === during).reduce((x, [, d]) => x + d, 0);
   // Requests per second on each side: a reload that leaves serving fewer CPUs shows here.
@@ -214,6 +239,7 @@ async function measureA(cycles, forSeconds = 0) {
       background,
       reloadS: background ? reloadMs / background / 1e3 : 0,
       where,
+      inWarm,
       gcMsPerS: reloadMs > 0 ? gcMs(true) / (reloadMs / 1e3) : 0,
     },
     gcMsPerS: gcMs(false) / aloneS,

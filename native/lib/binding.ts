@@ -81,21 +81,21 @@ export interface NativeExecutable {
     memoryStats: NativeCompiledMemoryStats | null;
   };
   /**
-   * `lane.background` runs the call on the background threads (warmup), not the serving ones;
-   * `bound`'s buffers follow `args`.
+   * `lane.background` runs the call on the background threads (warmup), not the serving ones
+   * (on a serializing client only with `lane.besideOthers`); `bound`'s buffers follow `args`.
    */
   execute(
     args: Array<NativeBuffer | NativeHostArray>,
     deviceIndex: number,
     download: true,
-    lane?: { background: boolean },
+    lane?: { background: boolean; besideOthers?: boolean },
     bound?: NativeBoundArguments,
   ): Promise<NativeHostResult[]>;
   execute(
     args: Array<NativeBuffer | NativeHostArray>,
     deviceIndex: number,
     download: false,
-    lane?: { background: boolean },
+    lane?: { background: boolean; besideOthers?: boolean },
     bound?: NativeBoundArguments,
   ): Promise<NativeBuffer[]>;
   /**

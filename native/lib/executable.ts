@@ -22,6 +22,13 @@ export interface ExecuteOptions {
    * work nobody waits on, such as a new version's warmup while the current one serves.
    */
   background?: boolean;
+  /**
+   * With `background`: the program never waits on the client's pool from inside it
+   * (`mayWaitOnClientPool` says no), so on a client that runs one execution at a time
+   * (`cpuAsynchronous: false`) it runs beside the others on the background threads instead of
+   * taking its turn on the serving ones. Its first run then holds no other model's execution back.
+   */
+  besideOthers?: boolean;
   /** Arguments that follow `args`, read by the addon once (BoundArguments): a model's weights. */
   bound?: BoundArguments;
 }
@@ -29,6 +36,12 @@ export interface ExecuteOptions {
 type Prepared = [Array<NativeBuffer | NativeHostArray>, number, NativeBoundArguments | undefined];
 
 const BACKGROUND = { background: true } as const;
+const BACKGROUND_BESIDE = { background: true, besideOthers: true } as const;
+
+function laneOf(options: ExecuteOptions): { background: boolean; besideOthers?: boolean } | undefined {
+  if (!options.background) return undefined;
+  return options.besideOthers ? BACKGROUND_BESIDE : BACKGROUND;
+}
 
 function shapeMatches(expected: readonly number[], got: readonly number[]): boolean {
   return expected.length === got.length && expected.every((d, i) => d === -1 || d === got[i]);
@@ -74,7 +87,7 @@ export class Executable {
   /** Executes and downloads every output. Never blocks the event loop. */
   async run(args: readonly ExecuteArg[], options: ExecuteOptions = {}): Promise<HostArray[]> {
     const [nativeArgs, device, bound] = this.#prepare(args, options);
-    const lane = options.background ? BACKGROUND : undefined;
+    const lane = laneOf(options);
     const pending = this.#native.execute(nativeArgs, device, true, lane, bound);
     const out = await this.#race(pending, options.signal);
     return out.map((o) => ({ dtype: dtypeFromPjrt(o.type) ?? 'u8', shape: o.dims, data: o.data }));
@@ -102,7 +115,7 @@ export class Executable {
   /** Executes and leaves the outputs on the device. */
   async runToDevice(args: readonly ExecuteArg[], options: ExecuteOptions = {}): Promise<DeviceBuffer[]> {
     const [nativeArgs, device, bound] = this.#prepare(args, options);
-    const lane = options.background ? BACKGROUND : undefined;
+    const lane = laneOf(options);
     const pending = this.#native.execute(nativeArgs, device, false, lane, bound);
     const out = await this.#race(pending, options.signal);
     return out.map((b) => new DeviceBuffer(b, this.#memories));

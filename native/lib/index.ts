@@ -10,6 +10,7 @@ export {
 } from './runtime.js';
 export { Executable, type ExecuteArg, type ExecuteOptions } from './executable.js';
 export { DeviceBuffer } from './device-buffer.js';
+export { mayWaitOnClientPool } from './pool-waits.js';
 export { BoundArguments } from './bound-arguments.js';
 export { DeviceArena, type ArenaStats } from './device-arena.js';
 export { type HostArray, hostArray, checkHostArray, byteLengthOf, asFloat32 } from './host-array.js';

@@ -38,7 +38,8 @@ export interface RuntimeOptions {
    * plugin's FFT waits on its Eigen pool from inside that pool, and concurrent synchronous
    * executions of an FFT program stopped the client for good (bench/RESULTS.md, session 14). A
    * background execution (a warmup) then runs on the serving threads, so that it never holds the
-   * others back from a lowered thread; runInline answers null while another execution runs.
+   * others back from a lowered thread, unless it says `besideOthers` (a program that never waits
+   * on the pool: it runs beside them); runInline answers null while another execution runs.
    */
   cpuAsynchronous?: boolean;
   cuda?: CudaOptions;

@@ -63,6 +63,10 @@ Lane LaneOf(const Napi::Value& options) {
   return options.As<Napi::Object>().Get("background").ToBoolean() ? Lane::kBackground : Lane::kServing;
 }
 
+bool BesideOthersOf(const Napi::Value& options) {
+  return options.IsObject() && options.As<Napi::Object>().Get("besideOthers").ToBoolean();
+}
+
 Napi::Promise RunAsync(Napi::Env env, AsyncOp op, Lane lane) {
   AddonData* data = AddonData::Get(env);
   auto* p = new Pending{Napi::Promise::Deferred::New(env), std::move(op), {}};

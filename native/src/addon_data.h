@@ -62,4 +62,8 @@ Napi::Promise RunAsync(Napi::Env env, AsyncOp op, Lane lane = Lane::kServing);
 // The lane named by an options object's `background` flag (absent or not an object: serving).
 Lane LaneOf(const Napi::Value& options);
 
+// An options object's `besideOthers` flag: the program may run beside the client's other
+// executions (it never waits on the client's pool from inside it). Absent: false.
+bool BesideOthersOf(const Napi::Value& options);
+
 }  // namespace hlo

@@ -29,6 +29,9 @@ struct ExecuteJob {
   // the client is under way; otherwise set `busy` and do nothing (the caller runs it pooled).
   bool only_if_free = false;
   bool busy = false;
+  // A background execution of a program that never waits on the client's pool from inside it:
+  // runs beside the others without the gate (see Execute).
+  bool beside = false;
   // Results.
   std::vector<std::shared_ptr<BufferResource>> outputs;
   std::vector<OutputArray> arrays;
@@ -69,7 +72,7 @@ Status RunExecute(ExecuteJob& job) {
   // See ClientState::serialize_executions. Taken before the uploads: on the synchronous client
   // they are part of the execution's own work.
   std::unique_lock<std::mutex> gate(job.cs->execute_mu, std::defer_lock);
-  if (job.cs->serialize_executions) {
+  if (job.cs->serialize_executions && !job.beside) {
     if (!job.only_if_free) {
       gate.lock();
     } else if (!gate.try_lock()) {
@@ -427,8 +430,16 @@ Napi::Value ExecutableWrap::Execute(const Napi::CallbackInfo& info) {
   // execution gate while it computes, and at SCHED_IDLE it could starve there under load while a
   // serving execution waits behind it (what the asynchronous client does with a warmup too: it
   // computes on the plugin's own threads, in the device's one order, at normal priority).
+  //
+  // Unless the caller says the program never waits on the client's pool from inside it (no FFT,
+  // no custom call: `besideOthers`): then nothing can deadlock on it, and it runs on the
+  // background threads without the gate. A new version's first runs take milliseconds each (the
+  // plugin finishes preparing the program then), and under the gate every other model's
+  // executions waited behind them (bench/RESULTS.md, session 26).
   const bool asked_background = LaneOf(info[3]) != Lane::kServing;
-  const Lane lane = asked_background && !job->cs->serialize_executions ? Lane::kBackgroundRun : Lane::kServing;
+  job->beside = asked_background && job->cs->serialize_executions && BesideOthersOf(info[3]);
+  const Lane lane =
+      asked_background && (!job->cs->serialize_executions || job->beside) ? Lane::kBackgroundRun : Lane::kServing;
   if (!asked_background) NoteServingActivity();
   AsyncOp op;
   op.work = [job]() -> Status { return RunAndRelease(*job); };

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { after, before, suite, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { asFloat32, hostArray, Runtime } from '../lib/index.js';
-import { randomF32, SPECTRAL } from './programs.js';
+import { asFloat32, hostArray, mayWaitOnClientPool, Runtime } from '../lib/index.js';
+import { ADD, DOT, MLP, randomF32, SPECTRAL } from './programs.js';
 
 const lib = fileURLToPath(new URL('../lib/index.js', import.meta.url));
 const programs = fileURLToPath(new URL('./programs.js', import.meta.url));
@@ -88,4 +88,59 @@ suite('a synchronous CPU client (cpuAsynchronous: false)', () => {
     assert.deepEqual([...asFloat32(free[0]!)], [...asFloat32(want!)]);
     exe.dispose();
   });
+
+  test('a background execution said to run beside the others leaves the client free; any other holds it', async () => {
+    // A new version's warmup (its first runs take milliseconds) held every other model's
+    // executions back while it held the client (bench/RESULTS.md, session 26).
+    const long = await rt.compile(DOT(768, 768, 768));
+    const small = await rt.compile(ADD(4));
+    const longArgs = [
+      hostArray('f32', [768, 768], randomF32(768 * 768, 5)),
+      hostArray('f32', [768, 768], randomF32(768 * 768, 6)),
+    ];
+    const smallArgs = [hostArray('f32', [4], randomF32(4, 7)), hostArray('f32', [4], randomF32(4, 8))];
+    // The long program runs for tens of milliseconds, so it is still under way when runInline is
+    // tried 3 ms after its start.
+    const tries = async (besideOthers: boolean): Promise<{ busy: number; free: number }> => {
+      let busy = 0;
+      let free = 0;
+      for (let i = 0; i < 10; i++) {
+        const background = long.run(longArgs, { background: true, besideOthers });
+        // Give the background thread time to start (the event loop is held meanwhile).
+        const until = performance.now() + 3;
+        while (performance.now() < until);
+        if (small.runInline(smallArgs) === null) busy++;
+        else free++;
+        await background;
+      }
+      return { busy, free };
+    };
+    const t = performance.now();
+    await long.run(longArgs);
+    const longMs = performance.now() - t;
+    assert.ok(longMs > 10, `the long program took ${longMs} ms`);
+    const held = await tries(false);
+    assert.ok(held.busy > 0, `a plain background run never held the client (${JSON.stringify(held)})`);
+    const beside = await tries(true);
+    assert.equal(beside.busy, 0, `a background run beside the others held the client (${JSON.stringify(beside)})`);
+    long.dispose();
+    small.dispose();
+  });
+});
+
+test('mayWaitOnClientPool: an FFT or a custom call may wait on the pool; plain arithmetic does not', () => {
+  const bytes = (s: string): Uint8Array => new TextEncoder().encode(s);
+  assert.equal(mayWaitOnClientPool(bytes(SPECTRAL(1))), true);
+  assert.equal(mayWaitOnClientPool(bytes(MLP(4, 8, 16, 2))), false);
+  assert.equal(mayWaitOnClientPool(bytes(DOT(4, 4, 4))), false);
+  const call = `module {
+  func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = stablehlo.custom_call @some_target(%a) : (tensor<4xf32>) -> tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}`;
+  assert.equal(mayWaitOnClientPool(bytes(call)), true);
+  // A view into a larger buffer reads only its own bytes.
+  const whole = bytes(`fft${DOT(2, 2, 2)}`);
+  assert.equal(mayWaitOnClientPool(whole.subarray(3)), false);
 });

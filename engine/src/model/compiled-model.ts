@@ -4,6 +4,7 @@ import {
   type Executable,
   type HostArray,
   isMlirBytecode,
+  mayWaitOnClientPool,
   type ProgramSignature,
   Runtime,
 } from '@hloserve/native';
@@ -117,14 +118,18 @@ export class CompiledModel {
   readonly #types = new Map<number, string>();
   /** Cache-loaded size -> seconds of its recorded run, as the record stood when this version loaded. */
   readonly #recorded: ReadonlyMap<number, number>;
+  /** The executables whose warmups may run beside other models' executions (ExecuteOptions.besideOthers). */
+  readonly #besideOthers: ReadonlySet<Executable>;
 
   private constructor(
     src: ModelSource,
     executables: Map<number, Executable>,
     fromCache: ReadonlySet<number>,
     cache: ExecutableCache | null,
+    besideOthers: ReadonlySet<Executable>,
   ) {
     this.name = src.name;
+    this.#besideOthers = besideOthers;
     this.manifest = src.manifest;
     this.weights = src.weights;
     this.#executables = executables;
@@ -172,6 +177,7 @@ export class CompiledModel {
   ): Promise<CompiledModel> {
     const executables = new Map<number, Executable>();
     const fromCache = new Set<number>();
+    const besideOthers = new Set<Executable>();
     const one = async (batch: number, code: Uint8Array, onQueued?: () => void): Promise<void> => {
       signal?.throwIfAborted();
       const signature = isMlirBytecode(code) ? expectedSignature(src, batch) : undefined;
@@ -187,6 +193,7 @@ export class CompiledModel {
         const key = batch || declaredBatch(src, exe);
         executables.set(key, exe);
         if (cache?.loadedFromDisk(exe)) fromCache.add(key);
+        if (!mayWaitOnClientPool(code)) besideOthers.add(exe);
       } catch (err) {
         throw new ServeError(
           'HLO_ERR_BUNDLE_INVALID',
@@ -223,7 +230,7 @@ export class CompiledModel {
       for (const e of executables.values()) e.dispose();
       throw err;
     }
-    return new CompiledModel(src, executables, fromCache, cache ?? null);
+    return new CompiledModel(src, executables, fromCache, cache ?? null, besideOthers);
   }
 
   /**
@@ -268,7 +275,11 @@ export class CompiledModel {
     const bound = boundWeights(weights);
     const out = await exe.run(
       this.#args(inputs),
-      background ? { signal, background, bound } : signal ? { signal, bound } : { bound },
+      background
+        ? { signal, background, bound, besideOthers: this.#besideOthers.has(exe) }
+        : signal
+          ? { signal, bound }
+          : { bound },
     );
     return this.#named(out);
   }
@@ -312,7 +323,9 @@ export class CompiledModel {
   /**
    * Zero inputs at every size of `sizes` (default: every compiled size): proves each module runs with these weights, and times it.
    * On the addon's background threads, one size at a time, so a version warming beside one that
-   * serves never holds the serving threads.
+   * serves never holds the serving threads. On a client that runs one execution at a time, a
+   * program that may wait on the client's pool (an FFT) warms in its turn on the serving threads;
+   * any other runs beside the serving executions (a first run takes milliseconds).
    */
   async warmup(
     weights: readonly DeviceBuffer[],
