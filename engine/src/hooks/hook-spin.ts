@@ -9,8 +9,9 @@
  * The thread plans from the gap last seen between a lone call of that kind and the next ring (a
  * slowly decaying maximum of the gaps measured worse: one late call cost a dozen polls). A short
  * gap is polled through. A longer one, up to `wakeWithinMs`, is slept through on a timed wait that
- * ends `wakeBeforeMs` before the gap is over (hook threads set their timer slack to 1 µs for it;
- * the default 50 µs would end it late), then polled: the call finds the thread awake without a
+ * ends `wakeBeforeMs` before the gap is over, and sooner by how late this thread's timed waits have
+ * been ending (hook threads set their timer slack to 1 µs for it; the default 50 µs would end it
+ * late, and some hosts wake a thread tens of µs late even so), then polled: the call finds the thread awake without a
  * core held through the whole gap. That matters beside an execution: a thread polling through it
  * takes the core the execution computes on (bench/RESULTS.md, session 20: a pass-through hook's
  * added p50 at c=1 in process 50-52 µs against 60 polled or woken, 77 against 94 while the host
@@ -69,6 +70,14 @@ const STRETCH = 1.25;
 const SLACK_MS = 0.015;
 /** The shortest timed sleep worth a timer; a shorter gap is polled through. */
 const MIN_SLEEP_MS = 0.04;
+/**
+ * How late timed sleeps end is learned (a moving average, each sleep weighing LATE_WEIGHT, at most
+ * LATE_MAX_MS) and a sleep ends that much sooner. With 1 µs of timer slack one host ended them 5-10
+ * µs late, another 31-56 µs (p50; bench/RESULTS.md, session 26): there the 30 µs margin was gone,
+ * and the call found the thread still asleep.
+ */
+const LATE_WEIGHT = 1 / 8;
+const LATE_MAX_MS = 0.2;
 
 type Kind = 'preprocess' | 'postprocess';
 
@@ -85,6 +94,8 @@ export class SpinPolicy {
     preprocess: { gap: NaN, skips: 0, backoff: 0 },
     postprocess: { gap: NaN, skips: 0, backoff: 0 },
   };
+  /** How late the timed sleeps ended, averaged (ms). */
+  #late = 0;
   /** Polls made, answered, run out and cut short by a lost core (for tests and benchmarks). */
   readonly counts = { spins: 0, rung: 0, ranOut: 0, preempted: 0, skipped: 0 };
 
@@ -97,12 +108,23 @@ export class SpinPolicy {
     if (ms >= 0) this.#kinds[kind].gap = ms;
   }
 
+  /** A timed sleep that ran its course ended `ms` after it was due. */
+  sawLateSleep(ms: number): void {
+    this.#late += (Math.min(Math.max(ms, 0), LATE_MAX_MS) - this.#late) * LATE_WEIGHT;
+  }
+
+  /** How late timed sleeps end, as learned so far (ms). */
+  get lateSleepMs(): number {
+    return this.#late;
+  }
+
   /** What to do after a lone call of `kind` before sleeping until rung. */
   plan(kind: Kind): SpinPlan {
     const cap = kind === 'preprocess' ? this.#limits.afterPreMs : this.#limits.afterPostMs;
     if (!(cap > 0)) return SLEEP_AT_ONCE;
     const k = this.#kinds[kind];
-    const before = this.#limits.wakeBeforeMs ?? 0;
+    const margin = this.#limits.wakeBeforeMs ?? 0;
+    const before = margin > 0 ? margin + this.#late : 0;
     // A gap long enough to sleep through most of it, and not too long to foresee.
     const timed = before > 0 && k.gap - before >= MIN_SLEEP_MS && k.gap <= (this.#limits.wakeWithinMs ?? 0);
     // Unknown: one poll up to the cap finds out (the ring that ends it, or the wake, gives the gap).

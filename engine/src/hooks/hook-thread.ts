@@ -336,7 +336,10 @@ async function serveLanes(): Promise<void> {
 /** Sleeps on the doorbell for up to `ms` as a sleeping thread (a ring notifies); true when rung. */
 function sleepUnlessRung(bell: number, ms: number): boolean {
   Atomics.store(block.words, SLEEPING, 1);
-  if (Atomics.load(block.words, DOORBELL) === bell) Atomics.wait(block.words, DOORBELL, bell, ms);
+  if (Atomics.load(block.words, DOORBELL) === bell) {
+    const t = performance.now();
+    if (Atomics.wait(block.words, DOORBELL, bell, ms) === 'timed-out') spin.sawLateSleep(performance.now() - t - ms);
+  }
   Atomics.store(block.words, SLEEPING, 0);
   return Atomics.load(block.words, DOORBELL) !== bell;
 }

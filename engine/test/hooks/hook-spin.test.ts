@@ -86,6 +86,28 @@ suite('hook thread polling: the policy', () => {
     );
   });
 
+  test('timed sleeps end sooner by how late they have been ending on this thread', () => {
+    const timed: SpinLimits = { ...limits, wakeBeforeMs: 0.03, wakeWithinMs: 2, wakePollMs: 0.1 };
+    const p = new SpinPolicy(timed);
+    p.sawGap('postprocess', 0.4);
+    assert.ok(close(p.plan('postprocess').sleepMs, 0.37), 'nothing learned yet: the margin alone');
+    for (let i = 0; i < 200; i++) p.sawLateSleep(0.04);
+    assert.ok(Math.abs(p.lateSleepMs - 0.04) < 1e-6, `learned ${p.lateSleepMs}`);
+    const sooner = p.plan('postprocess');
+    assert.ok(Math.abs(sooner.sleepMs - (0.4 - 0.03 - 0.04)) < 1e-6, `slept ${sooner.sleepMs}`);
+    assert.ok(close(sooner.pollMs, 0.1));
+    // A gap no longer long enough to sleep through once the lateness is taken off is polled.
+    p.sawGap('preprocess', 0.1);
+    assert.deepEqual(p.plan('preprocess'), { sleepMs: 0, pollMs: 0.1 * 1.25 + 0.015 });
+    // One sleep that overslept by far moves the estimate by a bounded step; early ends count as on time.
+    const q = new SpinPolicy(timed);
+    q.sawLateSleep(50);
+    assert.ok(q.lateSleepMs <= 0.2 / 8 + 1e-12, `one long oversleep: ${q.lateSleepMs}`);
+    const r = new SpinPolicy(timed);
+    r.sawLateSleep(-1);
+    assert.equal(r.lateSleepMs, 0);
+  });
+
   test('each kind backs off alone, and a skip is spent only on a call that would have polled', () => {
     const p = new SpinPolicy(limits);
     p.ended('postprocess', 'ranOut');
