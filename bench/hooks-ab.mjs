@@ -105,6 +105,7 @@ async function closedLoop(worker, model, concurrency, forMs) {
   const ctx = { deadline: null };
   const req = request(model);
   const cpu0 = process.cpuUsage();
+  const wakes0 = worker.hookPoolCounters?.wakes ?? NaN;
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
       while (performance.now() < end) {
@@ -115,8 +116,11 @@ async function closedLoop(worker, model, concurrency, forMs) {
     }),
   );
   const cpu = process.cpuUsage(cpu0);
+  // Wake-ups of a sleeping hook thread per row (the pool's counter; a build without it: NaN).
+  const wakes = ((worker.hookPoolCounters?.wakes ?? NaN) - wakes0) / lat.length;
   lat.sort((a, b) => a - b);
   return {
+    wakes,
     p50: lat[Math.floor(lat.length / 2)] * 1000,
     rate: lat.length / (forMs / 1000),
     cpuPerRow: (cpu.user + cpu.system) / lat.length,
@@ -137,8 +141,9 @@ for (const c of concurrencies) {
     for (const b of builds)
       for (const m of models) {
         const k = `${b} ${m}`;
-        (res[k] ??= { p50: [], rate: [], added: [], ratio: [], cpu: [] }).p50.push(got[k].p50);
+        (res[k] ??= { p50: [], rate: [], added: [], ratio: [], cpu: [], wakes: [] }).p50.push(got[k].p50);
         res[k].cpu.push(got[k].cpuPerRow);
+        res[k].wakes.push(got[k].wakes);
         res[k].rate.push(got[k].rate);
         res[k].added.push(got[k].p50 - got[`${b} mlp`].p50);
         res[k].ratio.push(got[k].rate / got[`${b} mlp`].rate);
@@ -156,9 +161,10 @@ for (const c of concurrencies) {
         added: median(v.added),
         ratio: median(v.ratio),
         cpuPerRow: median(v.cpu),
+        wakesPerRow: median(v.wakes),
       };
       console.log(
-        `  c=${c} ${b.padEnd(12)} ${m.padEnd(11)} p50 ${row.p50.toFixed(0)} µs  added p50 ${row.added.toFixed(0)} µs  ${row.rate.toFixed(0)} rows/s (${(row.ratio * 100).toFixed(0)} % of plain), process CPU ${row.cpuPerRow.toFixed(0)} µs/row`,
+        `  c=${c} ${b.padEnd(12)} ${m.padEnd(11)} p50 ${row.p50.toFixed(0)} µs  added p50 ${row.added.toFixed(0)} µs  ${row.rate.toFixed(0)} rows/s (${(row.ratio * 100).toFixed(0)} % of plain), process CPU ${row.cpuPerRow.toFixed(0)} µs/row${m === 'mlp' || Number.isNaN(row.wakesPerRow) ? '' : `, hook thread woken ${row.wakesPerRow.toFixed(2)}/row`}`,
       );
       if (process.env.HOOKS_BENCH_JSON) console.log(JSON.stringify(row));
     }
