@@ -11,8 +11,8 @@
  * gap is polled through. A longer one, up to `wakeWithinMs`, is slept through on a timed wait that
  * ends `wakeBeforeMs` before the gap is over, and sooner by how late this thread's timed waits have
  * been ending (hook threads set their timer slack to 1 µs for it; the default 50 µs would end it
- * late, and some hosts wake a thread tens of µs late even so), then polled: the call finds the thread awake without a
- * core held through the whole gap. That matters beside an execution: a thread polling through it
+ * late, and some hosts wake a thread tens of µs late even so), then polled: the call finds the
+ * thread awake without a core held through the whole gap. That matters beside an execution: a thread polling through it
  * takes the core the execution computes on (bench/RESULTS.md, session 20: a pass-through hook's
  * added p50 at c=1 in process 50-52 µs against 60 polled or woken, 77 against 94 while the host
  * ran slower, and 10 % less CPU per request). A longer gap sleeps until rung.

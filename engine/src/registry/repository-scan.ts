@@ -31,10 +31,13 @@ export class RepositoryScanner {
   async close(): Promise<void> {
     const t = this.#thread;
     this.#thread = null;
-    const closed = new Error('the repository scan thread was closed');
-    for (const w of this.#waiting.values()) w.reject(closed);
-    this.#waiting.clear();
+    this.#failWaiting(new Error('the repository scan thread was closed'));
     if (t !== null) await t.terminate();
+  }
+
+  #failWaiting(err: Error): void {
+    for (const w of this.#waiting.values()) w.reject(err);
+    this.#waiting.clear();
   }
 
   #start(): Worker {
@@ -53,8 +56,7 @@ export class RepositoryScanner {
     const fail = (err: Error) => {
       if (this.#thread !== t) return;
       this.#thread = null;
-      for (const w of this.#waiting.values()) w.reject(err);
-      this.#waiting.clear();
+      this.#failWaiting(err);
     };
     t.on('error', fail);
     t.on('exit', (code) => fail(new Error(`the repository scan thread exited (code ${code})`)));
