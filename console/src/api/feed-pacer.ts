@@ -64,8 +64,8 @@ export class FeedPacer {
     this.#flushes++;
     this.#batch(() => {
       for (const w of writes) w();
+      for (const l of [...this.#listeners]) l();
     });
-    for (const l of [...this.#listeners]) l();
   }
 
   get pending(): number {
@@ -77,7 +77,11 @@ export class FeedPacer {
     return this.#flushes;
   }
 
-  /** Called after each flush that applied writes. */
+  /**
+   * Called after each flush that applied writes, its writes applied, inside the flush's batch: a
+   * listener that notifies through the batch (the banner's watermark) is heard with the writes'
+   * own notifications, in one render, so a flush costs the page one frame, not two.
+   */
   onFlush(listener: () => void): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);

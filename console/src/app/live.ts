@@ -2,7 +2,7 @@
  * Feeds a query key from a topic of the live feed: every message is folded into the cached value
  * with setQueryData, so REST answers and feed messages meet in one cache.
  */
-import { useQueryClient, type QueryKey } from '@tanstack/react-query';
+import { notifyManager, useQueryClient, type QueryKey } from '@tanstack/react-query';
 import { useEffect, useSyncExternalStore } from 'react';
 import type { StreamStatus } from '../api/stream.js';
 import type { StreamMessage } from '../api/types.js';
@@ -67,7 +67,12 @@ export function useStreamStatus(): LinkStatus {
   );
 }
 
-/** The highest seq seen, as of the last paced update (shown at the pace the data is). */
+/**
+ * The highest seq seen, as of the last paced update (shown at the pace the data is). Its change is
+ * scheduled with the flush's query notifications (TanStack delivers those in a later task): told
+ * at once, the banner would render and draw on its own, and the numbers a frame later.
+ */
+const onWatermark = (l: () => void) => pacer.onFlush(() => notifyManager.schedule(l));
 export function useWatermark(): number {
-  return useSyncExternalStore((l) => pacer.onFlush(l), shownWatermark);
+  return useSyncExternalStore(onWatermark, shownWatermark);
 }

@@ -4,6 +4,8 @@ import 'uplot/dist/uPlot.min.css';
 
 /** The shortest time between two redraws of a live chart (docs/console.md, "How the data stays live"). */
 export const CHART_REDRAW_MS = 5000;
+/** How early a due redraw is made, so that it lands on a render of new data (they come each second). */
+const CHART_EARLY_MS = 500;
 
 export interface SparklineProps {
   readonly label: string;
@@ -56,12 +58,15 @@ export default function UPlotChart({ label, x, series, height = 140, windowS = 3
     // Recreated only when the set of series changes; data flows through setData below.
   }, [names, height, windowS]);
   // New points are drawn at most every CHART_REDRAW_MS (the latest data then): a redraw repaints
-  // the whole canvas with its axes and labels, the costliest part of a live page's second.
+  // the whole canvas with its axes and labels, the costliest part of a live page's second. A redraw
+  // is made in the render that brought new data, so it shares that render's frame: one due within
+  // CHART_EARLY_MS is made now, and the timer draws only when no new data comes by then.
   const latest = useRef({ x, series });
   latest.current = { x, series };
   const pending = useRef<ReturnType<typeof setTimeout> | null>(null);
   useEffect(() => {
     const draw = () => {
+      if (pending.current !== null) clearTimeout(pending.current);
       pending.current = null;
       const d = latest.current;
       // An empty draw (the page before its history arrives) does not start the wait: the first
@@ -70,8 +75,8 @@ export default function UPlotChart({ label, x, series, height = 140, windowS = 3
       plot.current?.setData([[...d.x], ...d.series.map((s) => [...s.values])] as uPlot.AlignedData);
     };
     const wait = lastDraw.current + CHART_REDRAW_MS - performance.now();
-    if (wait <= 0) draw();
-    else pending.current ??= setTimeout(draw, wait);
+    if (wait <= CHART_EARLY_MS) draw();
+    else pending.current ??= setTimeout(draw, wait + CHART_EARLY_MS);
   }, [x, series]);
   useEffect(
     () => () => {
