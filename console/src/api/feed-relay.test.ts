@@ -45,12 +45,15 @@ class FakeSocket implements SocketLike {
 /** BroadcastChannel's shape: delivered later (a task), to every other channel of the same name. */
 class Bus {
   readonly channels = new Set<{ name: string; ch: ChannelLike; heard: number }>();
+  /** Posts per channel name, heard or not. */
+  readonly posts = new Map<string, number>();
   open(name: string): ChannelLike {
     const entry = { name, ch: null as unknown as ChannelLike, heard: 0 };
-    const channels = this.channels;
+    const { channels, posts } = this;
     entry.ch = {
       onmessage: null,
       postMessage(msg: unknown) {
+        posts.set(name, (posts.get(name) ?? 0) + 1);
         const copy = structuredClone(msg);
         for (const o of channels)
           if (o !== entry && o.name === name)
@@ -111,9 +114,12 @@ function tab(worker: string | null = null, token = 'tok-admin'): FeedRelay {
   });
 }
 
-/** Lets the channel's and the locks' tasks run. */
+/**
+ * Lets the channel's and the locks' tasks run. Each round moves the clock 4 ms: timers nested five
+ * deep wait at least that long (the HTML clamp, which the fake timers keep as browsers do).
+ */
 const settle = async () => {
-  for (let i = 0; i < 5; i++) await vi.advanceTimersByTimeAsync(0);
+  for (let i = 0; i < 5; i++) await vi.advanceTimersByTimeAsync(4);
 };
 
 const snap = (topic: string, seq: number, items: unknown[] = []): StreamMessage =>
@@ -211,6 +217,34 @@ describe('feed relay: one socket per browser', () => {
     expect(heard(mine)).toBe(0); // its topic channel closed with its last subscription
     expect([...bus.channels].filter((e) => e.name.includes('#') && e.heard > 0)).toHaveLength(0);
     expect(hidden.isLeader).toBe(false);
+  });
+
+  test('the leader posts a topic only while another tab holds it', async () => {
+    const a = tab();
+    const b = tab();
+    a.subscribe('models', () => {});
+    await settle();
+    const s = sockets[0]!;
+    s.open();
+    s.push(snap('models', 1));
+    s.push(delta('models', 2));
+    await settle();
+    const modelPosts = () => [...bus.posts].filter(([name]) => name.endsWith('#models')).reduce((n, [, k]) => n + k, 0);
+    expect(modelPosts()).toBe(0); // b holds nothing (hidden): no trip through the browser for it
+    const got: string[] = [];
+    const off = b.subscribe('models', (m) => got.push(`${m.kind}${m.seq}`));
+    await settle();
+    s.push(snap('models', 2));
+    s.push(delta('models', 3));
+    await settle();
+    expect(got).toEqual(['snapshot2', 'delta3']);
+    expect(modelPosts()).toBe(2);
+    off();
+    await vi.advanceTimersByTimeAsync(200); // the unsubscribe's debounce, then b's wish
+    s.push(delta('models', 4));
+    await settle();
+    expect(modelPosts()).toBe(2);
+    expect(got).toEqual(['snapshot2', 'delta3']);
   });
 
   test('a leader whose page hides (no topic left) hands the socket to a tab that shows one', async () => {

@@ -140,6 +140,12 @@ export class FeedRelay {
     /** Topics per tab (this one included): the wire holds their union. */
     readonly wants: Map<string, Set<string>>;
     readonly wire: Map<string, () => void>;
+    /**
+     * The wire's topics another tab holds: only those are posted. A post is a trip through the
+     * browser process even with no tab to hear it, and the usual leader is the one shown tab of
+     * many hidden ones, which hold nothing.
+     */
+    readonly relayed: Set<string>;
     readonly offStatus: () => void;
   } | null = null;
 
@@ -314,6 +320,7 @@ export class FeedRelay {
       client,
       wants: new Map([[this.#tab, new Set(this.#heldTopics())]]),
       wire: new Map<string, () => void>(),
+      relayed: new Set<string>(),
       offStatus: () => {},
     };
     this.#lead = lead;
@@ -359,7 +366,12 @@ export class FeedRelay {
     const lead = this.#lead;
     if (!lead) return;
     const union = new Set<string>();
-    for (const topics of lead.wants.values()) for (const t of topics) union.add(t);
+    lead.relayed.clear();
+    for (const [tab, topics] of lead.wants)
+      for (const t of topics) {
+        union.add(t);
+        if (tab !== this.#tab) lead.relayed.add(t);
+      }
     for (const [topic, off] of lead.wire)
       if (!union.has(topic)) {
         off();
@@ -373,7 +385,7 @@ export class FeedRelay {
       lead.wire.set(
         topic,
         lead.client.subscribe(topic, (msg) => {
-          this.#data.get(topic)?.postMessage(msg);
+          if (lead.relayed.has(topic)) this.#data.get(topic)?.postMessage(msg);
           this.#deliver(msg);
         }),
       );
