@@ -1,8 +1,8 @@
 // bench/console-tabs: what the console open in 20 tabs costs inference. The real engine on the
 // CPU plugin (mlp, fresh state) serves perf_analyzer at concurrency 16 over gRPC, in rounds that
 // alternate without and with 20 Chromium pages (Debian's chromium, playwright-core) open on the
-// console's live screens (overview, models, memory map, model detail, activity: 4 each), all
-// on the same machine. Per round: throughput, p50/p99, and the CPU seconds the engine and the
+// console's live screens (overview, models, memory map, model detail, activity: 4 each; the last
+// page, the one shown, the overview), all on the same machine. Per round: throughput, p50/p99, and the CPU seconds the engine and the
 // browser used in the window; at the end the ratio of the medians (with / without).
 // The pages live in a child process (perf_analyzer blocks this one while it measures).
 // Usage: npm run build && nice -n 10 node bench/console-tabs.mjs [--rounds 4] [--window-ms 3000]
@@ -46,8 +46,10 @@ if (process.argv[2] === '--tabs-child') {
   const executablePath = process.env.HLOSERVE_TEST_CHROMIUM ?? process.env.CHROMIUM ?? '/usr/bin/chromium';
   // Pages whose files come from a route have no address space of their own, and Chromium's
   // local-network checks would then refuse them the engine's loopback socket.
-  const args = ['--no-sandbox', ...(dist ? ['--disable-features=LocalNetworkAccessChecks'] : [])];
-  const background = kind === 'background' ? await launchBackground(chromium, executablePath, args) : null;
+  const local = dist ? ['LocalNetworkAccessChecks'] : [];
+  const background =
+    kind === 'background' ? await launchBackground(chromium, executablePath, ['--no-sandbox'], local) : null;
+  const args = ['--no-sandbox', ...local.map((f) => `--disable-features=${f}`)];
   const browser = background?.browser ?? (await chromium.launch({ executablePath, args }));
   const context = background?.context ?? (await browser.newContext({ viewport: { width: 1440, height: 900 } }));
   await context.addInitScript((t) => localStorage.setItem('hloserve.token', t), token);
@@ -76,7 +78,9 @@ if (process.argv[2] === '--tabs-child') {
       pages[i] = page;
       return;
     }
-    await page.goto(url + SCREENS[i % SCREENS.length]);
+    // The last page is the one in front (--background) or the one left shown (--hidden): the
+    // overview, the livest screen, whatever the count (session 27; before, the 20th was Activity's).
+    await page.goto(url + SCREENS[(count - 1 - i) % SCREENS.length]);
     const state = mode === 'nofeed' ? 'reconnecting' : 'live';
     await page.locator(`[data-testid="connection-banner"][data-state="${state}"]`).waitFor({ timeout: 60_000 });
     if (frozen !== '0') {
