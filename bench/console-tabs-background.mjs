@@ -17,7 +17,7 @@ import { join } from 'node:path';
 
 /**
  * Chromium on $DISPLAY with `args`, attached over CDP: its browser, default context, first tab and
- * close(). `disabledFeatures` join the ones turned off here (Chromium reads one --disable-features).
+ * close(), and its pid. `disabledFeatures` join the ones turned off here (Chromium reads one --disable-features).
  */
 export async function launchBackground(chromium, executablePath, args, disabledFeatures = []) {
   if (!process.env.DISPLAY) throw new Error('background tabs need $DISPLAY (bench --background starts Xvfb)');
@@ -76,7 +76,7 @@ export async function launchBackground(chromium, executablePath, args, disabledF
       process.stderr.write(`# tabs child: profile ${profile} left: ${err.message}\n`);
     }
   };
-  return { browser, context, firstPage, close };
+  return { browser, context, firstPage, close, pid: proc.pid };
 }
 
 /** Throws unless every page but the last says it is hidden and the last that it is shown. */
