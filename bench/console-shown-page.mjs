@@ -14,11 +14,11 @@
 // Needs Xvfb (`apt-get install xvfb`), as --background of console-tabs-paired.
 /* global document, localStorage, MutationObserver, window */
 import { readFileSync, readdirSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { chromium } from 'playwright-core';
 import { startServer } from '../e2e/dist/src/server-process.js';
 import { startConsoleEngine } from './console-engine.mjs';
+import { routeConsoleFiles } from './console-files-route.mjs';
 import { launchBackground } from './console-tabs-background.mjs';
 import { procTable } from './proc-cpu.mjs';
 import { sleep, startDisplay, startLoad } from './console-tabs-window.mjs';
@@ -73,26 +73,14 @@ async function main() {
   process.env.DISPLAY = display.display;
   const e = await startConsoleEngine(startServer);
   const load = startLoad(e);
-  // Pages whose files come from a route have no address space of their own: without this,
-  // Chromium's local-network checks refuse them the engine's loopback socket.
+  // The pages' files come through a route (./console-files-route.mjs): local-network checks off.
   const executablePath = process.env.HLOSERVE_TEST_CHROMIUM ?? process.env.CHROMIUM ?? '/usr/bin/chromium';
   const bg = await launchBackground(chromium, executablePath, ['--no-sandbox'], ['LocalNetworkAccessChecks']);
   const rows = [];
   try {
     await bg.context.addInitScript((t) => localStorage.setItem('hloserve.token', t), e.token);
     let dist = builds.this;
-    const types = { js: 'text/javascript', css: 'text/css', html: 'text/html', svg: 'image/svg+xml', png: 'image/png' };
-    const notApi = new RegExp(`^${e.consoleUrl.replace(/[.:/]/g, '\\$&')}/(?!api/)`);
-    await bg.context.route(notApi, async (route) => {
-      const path = new URL(route.request().url()).pathname;
-      const file = /\.[a-z0-9]+$/.test(path) ? path : '/index.html';
-      try {
-        const body = await readFile(join(dist, file));
-        await route.fulfill({ body, contentType: types[file.split('.').pop()] ?? 'application/octet-stream' });
-      } catch {
-        await route.fulfill({ status: 404, body: '' });
-      }
-    });
+    await routeConsoleFiles(bg.context, e.consoleUrl, () => dist);
     const page = bg.firstPage;
     let seed = Number(arg('seed', '1'));
     const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;

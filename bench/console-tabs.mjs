@@ -24,6 +24,7 @@ import { pathToFileURL } from 'node:url';
 import { grpcLoadArgs, runPerfAnalyzer } from '../e2e/dist/src/perf-analyzer.js';
 import { startServer } from '../e2e/dist/src/server-process.js';
 import { checkBackground, launchBackground } from './console-tabs-background.mjs';
+import { routeConsoleFiles } from './console-files-route.mjs';
 import { refuseWebSockets } from '../e2e/console/refused-socket.mjs';
 import { startConsoleEngine } from './console-engine.mjs';
 import { cpuSeconds } from './proc-cpu.mjs';
@@ -53,21 +54,7 @@ if (process.argv[2] === '--tabs-child') {
   const browser = background?.browser ?? (await chromium.launch({ executablePath, args }));
   const context = background?.context ?? (await browser.newContext({ viewport: { width: 1440, height: 900 } }));
   await context.addInitScript((t) => localStorage.setItem('hloserve.token', t), token);
-  if (dist) {
-    const { readFile } = await import('node:fs/promises');
-    const types = { js: 'text/javascript', css: 'text/css', html: 'text/html', svg: 'image/svg+xml', png: 'image/png' };
-    const notApi = new RegExp(`^${url.replace(/[.:/]/g, '\\$&')}/(?!api/)`);
-    await context.route(notApi, async (route) => {
-      const path = new URL(route.request().url()).pathname;
-      const file = /\.[a-z0-9]+$/.test(path) ? path : '/index.html';
-      try {
-        const body = await readFile(join(dist, file));
-        await route.fulfill({ body, contentType: types[file.split('.').pop()] ?? 'application/octet-stream' });
-      } catch {
-        await route.fulfill({ status: 404, body: '' });
-      }
-    });
-  }
+  if (dist) await routeConsoleFiles(context, url, () => dist);
   // A socket that never opens, as a refused connection does.
   if (mode === 'nofeed') await context.addInitScript(refuseWebSockets);
   const pages = [];
