@@ -105,6 +105,8 @@ test('upload a bundle, watch the steps, then infer on it from "Try it"', async (
   await d.tab('Performance');
   await expect(d.latencyHistogram()).toContainText(/[1-9]\d* requests? · p50/);
   await expect(d.batchHistogram()).toContainText(/[1-9]\d* rows served/);
+  // The charts' library loads on first use: shot before it, the two charts were blank boxes.
+  await expect(page.locator('.spark canvas')).toHaveCount(2);
   await shoot(page, 'detail-performance');
 
   await d.tab('Residency');
