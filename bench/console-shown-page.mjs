@@ -13,14 +13,14 @@
 //   (the spread that gives is what the method resolves).
 // Needs Xvfb (`apt-get install xvfb`), as --background of console-tabs-paired.
 /* global document, localStorage, MutationObserver, window */
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { chromium } from 'playwright-core';
 import { startServer } from '../e2e/dist/src/server-process.js';
 import { startConsoleEngine } from './console-engine.mjs';
 import { routeConsoleFiles } from './console-files-route.mjs';
 import { launchBackground } from './console-tabs-background.mjs';
-import { procTable } from './proc-cpu.mjs';
+import { procTable, threads, treePids } from './proc-cpu.mjs';
 import { sleep, startDisplay, startLoad } from './console-tabs-window.mjs';
 import { arg, fmt, machine, median } from './stats.mjs';
 
@@ -34,30 +34,22 @@ const builds = { this: thisDist, base: arg('base', null) ? join(resolve(arg('bas
 /** Run time (s) and voluntary switches of the processes under `root` (Chromium), summed per process type. */
 function chromiumByType(root) {
   const out = new Map();
-  const { parent } = procTable();
-  const under = (pid) => {
-    for (let p = pid; p > 1; p = parent.get(p) ?? 0) if (p === root) return true;
-    return false;
-  };
-  for (const pid of [...parent.keys()].filter(under)) {
+  const kindOf = new Map();
+  for (const pid of treePids(procTable(), root)) {
     try {
       const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
       const type = /--type=([a-z-]+)/.exec(cmd)?.[1] ?? 'browser';
-      const kind = type === 'utility' && /--utility-sub-type=network/.test(cmd) ? 'network' : type;
-      const o = out.get(kind) ?? { run: 0, vol: 0 };
-      for (const tid of readdirSync(`/proc/${pid}/task`)) {
-        try {
-          o.run += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]) / 1e9;
-          const st = readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8');
-          o.vol += Number(/voluntary_ctxt_switches:\s*(\d+)/.exec(st)?.[1] ?? 0);
-        } catch {
-          /* a thread that ended */
-        }
-      }
-      out.set(kind, o);
+      kindOf.set(pid, type === 'utility' && /--utility-sub-type=network/.test(cmd) ? 'network' : type);
     } catch {
       /* a process that ended */
     }
+  }
+  for (const [key, t] of threads([...kindOf.keys()])) {
+    const kind = kindOf.get(Number(key.slice(0, key.indexOf('/'))));
+    const o = out.get(kind) ?? { run: 0, vol: 0 };
+    o.run += t.run / 1e9;
+    o.vol += t.vol;
+    out.set(kind, o);
   }
   return out;
 }

@@ -3,11 +3,11 @@
 // CPU and scheduling from /proc). The statistics of paired windows are stats.mjs's.
 /* global fetch */
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { grpcLoadArgs, perfAnalyzerBinary, perfAnalyzerEnv } from '../e2e/dist/src/perf-analyzer.js';
-import { procTable, treeCpu } from './proc-cpu.mjs';
+import { procTable, threads, treeCpu, treePids } from './proc-cpu.mjs';
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -29,39 +29,6 @@ async function successCount(metricsUrl) {
   return n;
 }
 
-/**
- * Per thread of `pids`: run and run-queue wait (ns, schedstat) and voluntary / involuntary context
- * switches (status). A voluntary switch is a thread going to sleep, so each is one wake-up later.
- */
-function threads(pids) {
-  const out = new Map();
-  for (const pid of pids) {
-    let tids;
-    try {
-      tids = readdirSync(`/proc/${pid}/task`);
-    } catch {
-      continue;
-    }
-    for (const tid of tids) {
-      try {
-        const [run, wait] = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ').map(Number);
-        const st = readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8');
-        const num = (k) => Number(new RegExp(`${k}:\\s*(\\d+)`).exec(st)?.[1] ?? 0);
-        out.set(`${pid}/${tid}`, {
-          main: String(pid) === tid,
-          run,
-          wait,
-          vol: num('voluntary_ctxt_switches'),
-          invol: num('nonvoluntary_ctxt_switches'),
-        });
-      } catch {
-        /* a thread that ended */
-      }
-    }
-  }
-  return out;
-}
-
 /** Sums of the changes in `b` over `a` (threads new in `b` count from zero), over the threads `pick` keeps. */
 function threadDelta(a, b, pick = () => true) {
   const d = { run: 0, wait: 0, vol: 0, invol: 0 };
@@ -72,14 +39,6 @@ function threadDelta(a, b, pick = () => true) {
   }
   return d;
 }
-
-const treePids = (table, root) =>
-  root
-    ? [...table.cpu.keys()].filter((pid) => {
-        for (let p = pid; p > 1; p = table.parent.get(p) ?? 0) if (p === root) return true;
-        return false;
-      })
-    : [];
 
 /**
  * The tabs child of bench/console-tabs.mjs against engine `e`: `tabs` console pages (all but one

@@ -1,6 +1,6 @@
 // CPU time of process trees, from /proc: what the console benches charge to the engine, the
-import { readdirSync, readFileSync } from 'node:fs';
 // browser and the load generator.
+import { readdirSync, readFileSync } from 'node:fs';
 
 const USER_HZ = 100; // the clock ticks /proc/<pid>/stat counts in, on Linux
 
@@ -74,4 +74,46 @@ export function schedstatMs(pid) {
     }
   }
   return ns / 1e6;
+}
+
+/** The pids of `root` and its descendants in `table` (procTable's). */
+export const treePids = (table, root) =>
+  root
+    ? [...table.cpu.keys()].filter((pid) => {
+        for (let p = pid; p > 1; p = table.parent.get(p) ?? 0) if (p === root) return true;
+        return false;
+      })
+    : [];
+
+/**
+ * Per thread of `pids`: run and run-queue wait (ns, schedstat) and voluntary / involuntary context
+ * switches (status). A voluntary switch is a thread going to sleep, so each is one wake-up later.
+ */
+export function threads(pids) {
+  const out = new Map();
+  for (const pid of pids) {
+    let tids;
+    try {
+      tids = readdirSync(`/proc/${pid}/task`);
+    } catch {
+      continue;
+    }
+    for (const tid of tids) {
+      try {
+        const [run, wait] = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ').map(Number);
+        const st = readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8');
+        const num = (k) => Number(new RegExp(`${k}:\\s*(\\d+)`).exec(st)?.[1] ?? 0);
+        out.set(`${pid}/${tid}`, {
+          main: String(pid) === tid,
+          run,
+          wait,
+          vol: num('voluntary_ctxt_switches'),
+          invol: num('nonvoluntary_ctxt_switches'),
+        });
+      } catch {
+        /* a thread that ended */
+      }
+    }
+  }
+  return out;
 }
