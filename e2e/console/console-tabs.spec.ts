@@ -34,8 +34,7 @@ async function feedClients(): Promise<number> {
 
 /** The banner's watermark: the highest feed seq the page has applied. */
 async function seqOf(page: Page): Promise<number> {
-  const text = await page.getByTestId('connection-banner').locator('.muted').innerText();
-  return Number(/seq (\d+)/.exec(text)?.[1] ?? NaN);
+  return Number((await page.getByTestId('connection-banner').getAttribute('data-seq')) ?? NaN);
 }
 
 /** Every page's watermark moves on: the feed's messages reach each of them. */

@@ -58,9 +58,12 @@ export function ConnectionBanner() {
       aria-live="polite"
       data-testid="connection-banner"
       data-state={status.state}
+      data-seq={watermark}
     >
       <span className="dot" aria-hidden="true" />
-      <span>{text}</span>
+      {/* The seq is a tooltip, not text: a number drawn at the top of every screen would join each
+          update's repaint to the numbers lower down, one damaged area spanning both. */}
+      <span title={`highest stream sequence seen: ${watermark}`}>{text}</span>
       {worker !== null && (
         <span className="pill" data-testid="feed-worker">
           worker {worker}
@@ -71,9 +74,6 @@ export function ConnectionBanner() {
           Read-only (viewer token)
         </span>
       )}
-      <span className="muted" style={{ marginLeft: 'auto' }} title="highest stream sequence seen">
-        seq {watermark}
-      </span>
     </div>
   );
 }
