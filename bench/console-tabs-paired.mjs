@@ -26,9 +26,17 @@
 //   upper bound on a real browser's cost. Needs `apt-get install xvfb`; nothing else uses it.
 // Usage: npm run build && nice -n 10 node bench/console-tabs-paired.mjs [--cycles 20]
 //   [--window-ms 5000] [--settle-ms 4000] [--tabs 20] [--hidden | --background] [--control]
-//   [--build DIR] [--csv f] [--no-load]; or --from-csv f[,g...] to re-analyse runs (pooled).
+//   [--build DIR] [--csv f] [--no-load] [--steady [--open-settle-ms 60000]]; or --from-csv f[,g...]
+//   to re-analyse runs (pooled).
 // The budget's run: node bench/console-tabs-paired.mjs --cycles 12 --window-ms 5000 --settle-ms 4000
 //   --background (and --hidden, headless, beside it for the bound).
+// --steady: the tabs opened once, left to settle (--open-settle-ms, 60 s: for the first half
+//   minute 20 freshly opened tabs cost Chromium about twice what they cost later, session 28),
+//   then kept open for the whole run; a "without" window has the tabs child's whole process tree
+//   stopped (SIGSTOP: no CPU, no wake-ups) and a "with" window has it running again, each after the
+//   settle time. What the open tabs cost an operator who keeps them, not what opening them costs.
+//   The engine keeps the feed's one socket in both phases: its own feed work (0.2-0.3 % of its JS
+//   thread, session 27) is not in the difference.
 // --no-load: no inference; the engine's own CPU with and without the tabs, and the browser's by process type.
 // --build DIR: the engine and console of another built checkout (its e2e/dist, engine/dist,
 //   console/dist), to measure an earlier commit with the same method.
@@ -44,6 +52,7 @@ import {
   startDisplay,
   startLoad,
 } from './console-tabs-window.mjs';
+import { procTable, treePids } from './proc-cpu.mjs';
 import { arg, bootstrap, fmt, machine, mean, median } from './stats.mjs';
 
 const cycles = Number(arg('cycles', '20'));
@@ -56,6 +65,8 @@ const control = process.argv.includes('--control');
 const buildDir = arg('build', null);
 const csvPath = arg('csv', null);
 const noLoad = process.argv.includes('--no-load');
+const steady = process.argv.includes('--steady') && !control;
+const openSettleMs = Number(arg('open-settle-ms', '60000'));
 
 async function startEngine() {
   const serverProcess = buildDir
@@ -94,7 +105,7 @@ function writeCsv(windows) {
 async function main() {
   console.log(`# bench/console-tabs-paired, machine: ${machine()}`);
   console.log(
-    `# ${cycles} cycles, windows ${windowMs} ms, settle ${settleMs} ms, ${control ? 'CONTROL (no tabs in either phase)' : `${tabs} tabs${background ? ', background tabs of one headful window (Xvfb)' : hidden ? ', all but one told hidden (headless)' : ', all shown'}`}${buildDir ? `, build ${buildDir}` : ''}`,
+    `# ${cycles} cycles, windows ${windowMs} ms, settle ${settleMs} ms${steady ? `, tabs kept open (settled ${openSettleMs} ms; stopped in "without")` : ''}, ${control ? 'CONTROL (no tabs in either phase)' : `${tabs} tabs${background ? ', background tabs of one headful window (Xvfb)' : hidden ? ', all but one told hidden (headless)' : ', all shown'}`}${buildDir ? `, build ${buildDir}` : ''}`,
   );
   const display = background ? await startDisplay() : null;
   displayPid = display?.pid ?? 0;
@@ -107,11 +118,14 @@ async function main() {
   let seed = Number(arg('seed', '1'));
   const coin = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31 < 0.5;
   const phase = async (withTabsNow) => {
-    if (withTabsNow && !control) tabsChild = await openTabs(e, { tabs, hidden: hidden ? '1' : '0', display });
+    if (steady) signalTree(tabsChild.pid, withTabsNow ? 'SIGCONT' : 'SIGSTOP');
+    else if (withTabsNow && !control) tabsChild = await openTabs(e, { tabs, hidden: hidden ? '1' : '0', display });
     await sleep(settleMs);
     const m = await measure(e, load, tabsChild?.pid ?? 0);
-    await closeTabs(tabsChild);
-    tabsChild = null;
+    if (!steady) {
+      await closeTabs(tabsChild);
+      tabsChild = null;
+    }
     windows.push({ phase: withTabsNow ? 'with' : 'without', ...m });
     writeCsv(windows);
     const types = Object.entries(m.byType)
@@ -125,6 +139,10 @@ async function main() {
   };
   try {
     await sleep(10_000); // the generator's ramp, compiled sizes, learned costs
+    if (steady) {
+      tabsChild = await openTabs(e, { tabs, hidden: hidden ? '1' : '0', display });
+      await sleep(openSettleMs);
+    }
     console.log(
       '\n| window | phase | infer/s | engine cores | engine µs/req | browser cores | perf_analyzer cores | machine busy | load1 |',
     );
@@ -136,12 +154,25 @@ async function main() {
       await phase(!withFirst);
     }
   } finally {
+    // A stopped browser cannot quit.
+    if (steady && tabsChild) signalTree(tabsChild.pid, 'SIGCONT');
     await closeTabs(tabsChild);
     load?.kill('SIGTERM');
     await e.stop();
     await display?.stop();
   }
   report(windows);
+}
+
+/** Stops or resumes every process of the tabs child's tree (its driver and the browser). */
+function signalTree(root, signal) {
+  for (const pid of treePids(procTable(), root)) {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      /* a process that ended */
+    }
+  }
 }
 
 /** Each with-window and the without-windows next to it (one or two: every cycle holds one of each). */
