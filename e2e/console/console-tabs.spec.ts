@@ -4,7 +4,7 @@
  * context, as the tabs of one window, watch it.
  */
 import { expect, test, type BrowserContext, type Page } from '@playwright/test';
-import { ConsolePage } from './ConsolePage.js';
+import { ConsolePage, SetupPage } from './ConsolePage.js';
 import { adminToken, startEngine } from './engine.mjs';
 
 type Engine = Awaited<ReturnType<typeof startEngine>>;
@@ -83,7 +83,10 @@ test('closing the tab that holds the feed hands it to another within seconds; th
   await expect.poll(feedClients).toBe(0);
 });
 
-test('a tab signed in with another token gets a feed of its own', async ({ browser, request }) => {
+test("a sign-out or a sign-in in one tab is the whole browser's: the other tabs follow at once, on one feed", async ({
+  browser,
+  request,
+}) => {
   const created = await request.post(`${engine.consoleUrl}/api/v1/tokens`, {
     headers: { authorization: `Bearer ${admin}` },
     data: { name: 'tabs-viewer', scope: 'viewer' },
@@ -91,17 +94,23 @@ test('a tab signed in with another token gets a feed of its own', async ({ brows
   expect(created.status()).toBe(201);
   const viewer = ((await created.json()) as { data: { token: string } }).data.token;
   const context = await browser.newContext();
-  const [adminTab] = await openTabs(context, 1, admin);
-  const viewerTab = await context.newPage();
-  // This page's sign-in replaces the browser's stored token; the admin tab keeps the feed it opened.
-  await viewerTab.addInitScript((t) => localStorage.setItem('hloserve.token', t), viewer);
-  const c = new ConsolePage(viewerTab, engine.consoleUrl);
-  await c.open('/');
-  await c.expectLive();
-  await expect(viewerTab.getByTestId('read-only')).toBeVisible();
-  await expect.poll(feedClients).toBe(2);
-  await expectLiveUpdates([adminTab!, viewerTab]);
+  const [first, second] = (await openTabs(context, 2, admin)) as [Page, Page];
+  await expect.poll(feedClients).toBe(1);
+  await second.getByRole('button', { name: 'Sign out' }).click();
+  // The other tab shows no more of the engine than the one signed out.
+  for (const page of [first, second]) await expect(page.getByTestId('setup')).toBeVisible();
+  await first.getByRole('button', { name: 'I have an API token' }).click();
+  const setup = new SetupPage(first);
+  await setup.tokenInput().fill(viewer);
+  await setup.submit();
+  for (const page of [first, second]) {
+    await new ConsolePage(page, engine.consoleUrl).expectLive();
+    await expect(page.getByTestId('read-only')).toBeVisible();
+  }
+  await expect.poll(feedClients).toBe(1);
+  await expectLiveUpdates([first, second]);
   await context.close();
+  await expect.poll(feedClients).toBe(0);
 });
 
 test('a screen that shows no residency holds only its own topics; the shell still shows the control mode', async ({
