@@ -38,14 +38,12 @@ export function createTokenStore({ storage, watch }: TokenStorage): TokenStore {
   };
   watch?.((key) => {
     if (key !== null && key !== TOKEN_KEY) return;
-    const now = read();
-    if (held === undefined || now === held) {
-      held = now;
-      return;
-    }
-    held = now;
+    const was = held;
+    held = read();
+    // A tab that had not read the token yet has no one to tell.
+    if (was === undefined || was === held) return;
     signedOutBecause = null;
-    tell(now);
+    tell(held);
   });
   return {
     get() {
