@@ -1,4 +1,4 @@
-/** A paced feed topic: load-only changes at most once per interval, anything else at once. */
+/** A paced feed topic: load-only changes at the load turn, anything else at once. */
 import assert from 'node:assert/strict';
 import { suite, test } from 'node:test';
 import { queueLoadOnly, residencyLoadOnly } from '../../src/control/feed/feed-hub.js';
@@ -11,14 +11,19 @@ interface Sent {
 }
 
 function pacedTopic(loadOnly: (a: unknown, b: unknown) => boolean) {
-  let now = 0;
+  let due = false;
   const sent: Sent[] = [];
   const topic = new Topic('queues', true, (_t, text) => sent.push(JSON.parse(text) as Sent), 50, {
-    everyMs: 1000,
     loadOnly,
-    now: () => now,
+    due: () => due,
   });
-  return { topic, sent, advance: (ms: number) => (now += ms) };
+  /** Sets the topic as a load turn does. */
+  const turn = (items: ReadonlyMap<string, unknown>) => {
+    due = true;
+    topic.set(items);
+    due = false;
+  };
+  return { topic, sent, turn };
 }
 
 const queue = (depth: number) => ({ depth, rows: depth, inflight: 1, oldestWaitMs: depth * 2, deadlineMisses: 0 });
@@ -36,40 +41,52 @@ const residency = (o: Partial<Record<string, unknown>> = {}) => ({
 });
 
 suite('feed topic pacing', () => {
-  test('load-only changes are published at most once a second; the held change is not lost', () => {
-    const { topic, sent, advance } = pacedTopic(queueLoadOnly);
+  test('load-only changes are published only at the load turn; the held change is not lost', () => {
+    const { topic, sent, turn } = pacedTopic(queueLoadOnly);
     topic.set(new Map([['mlp', queue(0)]]));
     assert.equal(sent.length, 1, 'a new key publishes at once');
-    for (let i = 1; i <= 3; i++) {
-      advance(250);
-      topic.set(new Map([['mlp', queue(i)]]));
-    }
-    assert.equal(sent.length, 1, 'depth changes inside the second are held');
+    for (let i = 1; i <= 3; i++) topic.set(new Map([['mlp', queue(i)]]));
+    assert.equal(sent.length, 1, 'depth changes between turns are held');
     assert.match(topic.snapshotText(), /"depth":0/, 'the snapshot holds what was published, nothing newer');
-    advance(250);
-    topic.set(new Map([['mlp', queue(4)]]));
+    turn(new Map([['mlp', queue(4)]]));
     assert.equal(sent.length, 2);
     assert.deepEqual(sent[1]!.data.upsert, { mlp: queue(4) }, 'the delta carries the latest value');
     assert.equal(sent[1]!.seq, 2, 'seq still grows by one per delta');
-    // The load stops: the last change still comes out once the second has passed.
-    advance(250);
+    // The load stops: the last change still comes out at the next turn.
     topic.set(new Map([['mlp', queue(0)]]));
     assert.equal(sent.length, 2);
-    advance(800);
-    topic.set(new Map([['mlp', queue(0)]]));
+    turn(new Map([['mlp', queue(0)]]));
     assert.equal(sent.length, 3);
     assert.match(topic.snapshotText(), /"depth":0/);
+    turn(new Map([['mlp', queue(0)]]));
+    assert.equal(sent.length, 3, 'a turn with nothing changed sends nothing');
+  });
+
+  test('a patch is paced as a set is', () => {
+    const { topic, sent, turn } = pacedTopic(queueLoadOnly);
+    topic.set(new Map([['mlp', queue(0)]]));
+    topic.patch(new Map([['mlp', queue(2)]]), ['mlp']);
+    assert.equal(sent.length, 1);
+    topic.patch(new Map([['fno', queue(1)]]), ['fno']);
+    assert.equal(sent.length, 2, 'a key appearing is not load');
+    assert.deepEqual(Object.keys(sent[1]!.data.upsert), ['fno']);
+    turn(
+      new Map([
+        ['mlp', queue(2)],
+        ['fno', queue(1)],
+      ]),
+    );
+    assert.deepEqual(sent[2]!.data, { upsert: { mlp: queue(2) }, remove: [] });
   });
 
   test('a change beyond the load fields publishes at once, carrying the held load changes with it', () => {
-    const { topic, sent, advance } = pacedTopic(residencyLoadOnly);
+    const { topic, sent } = pacedTopic(residencyLoadOnly);
     topic.set(
       new Map([
         ['mlp', residency()],
         ['fno', residency()],
       ]),
     );
-    advance(100);
     topic.set(
       new Map([
         ['mlp', residency({ leases: 3, lastUsedAt: 1100 })],
@@ -77,7 +94,6 @@ suite('feed topic pacing', () => {
       ]),
     );
     assert.equal(sent.length, 1, 'a lease and a last use are load');
-    advance(100);
     topic.set(
       new Map([
         ['mlp', residency({ leases: 2, lastUsedAt: 1200 })],
@@ -86,7 +102,6 @@ suite('feed topic pacing', () => {
     );
     assert.equal(sent.length, 2, 'an eviction is published at once');
     assert.deepEqual(Object.keys(sent[1]!.data.upsert).sort(), ['fno', 'mlp']);
-    advance(100);
     topic.set(new Map([['mlp', residency({ leases: 2, lastUsedAt: 1200 })]]));
     assert.deepEqual(sent[2]!.data.remove, ['fno'], 'a key going away is published at once');
   });

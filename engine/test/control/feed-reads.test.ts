@@ -203,4 +203,49 @@ suite('the feed sampler: reads of every model, and of the models events name', (
     assert.deepEqual(f.reads.one, [], 'm9 was read with every model at the attach');
     hub.close();
   });
+
+  test('load changes and the load turn listeners (the metric tick) go out in the same turn, once a second', () => {
+    const f = fakePort(20, 0.5);
+    const hub = hubOver(f);
+    const got = attach(hub);
+    const turns: number[] = [];
+    const stop = hub.onLoadTurn(() => turns.push(got.length));
+    const loadAt: number[] = [];
+    for (let i = 1; i <= 16; i++) {
+      // m1 is busy at every tick: its last use and leases move (load only).
+      f.models.get('m1')!.residency.lastUsedAt = i;
+      f.models.get('m1')!.residency.leases = i % 3;
+      f.advance(250);
+      const before = got.length;
+      const turnsBefore = turns.length;
+      hub.tick();
+      const sentLoad = deltas(got.slice(before), 'residency').some((m) => 'm1' in m.data.upsert);
+      if (sentLoad) {
+        loadAt.push(i);
+        assert.equal(turns.length, turnsBefore + 1, `tick ${i}: the load change left with a turn`);
+        assert.equal(turns[turns.length - 1], got.length, 'the listener ran after the tick sent its deltas');
+      } else assert.equal(turns.length, turnsBefore, `tick ${i}: a turn sent the load change`);
+    }
+    assert.deepEqual(loadAt, [4, 8, 12, 16], 'every fourth tick of 250 ms');
+    stop();
+    f.advance(1000);
+    hub.tick();
+    assert.equal(turns.length, 4, 'a removed listener is not called');
+    hub.close();
+  });
+
+  test('the load turn comes with no client attached (the metric history stores without a console)', () => {
+    const f = fakePort(20, 0.5);
+    const hub = hubOver(f);
+    let turns = 0;
+    hub.onLoadTurn(() => turns++);
+    const before = f.reads.all;
+    for (let i = 0; i < 8; i++) {
+      f.advance(250);
+      hub.tick();
+    }
+    assert.equal(turns, 2);
+    assert.equal(f.reads.all, before, 'nothing is read for nobody');
+    hub.close();
+  });
 });

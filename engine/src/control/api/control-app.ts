@@ -53,13 +53,22 @@ export async function buildControlApp(o: ControlAppOptions): Promise<ControlApp>
   const now = o.now ?? Date.now;
   const tokens = new TokenService(o.store, now);
   const mutations = new AuditedMutations(o.store, now);
+  const metricIntervalMs = o.metricIntervalMs ?? 1000;
   const hub = new FeedHub({
     port: o.port,
     sampleMs: o.options.feed.sampleMs,
+    loadMs: metricIntervalMs > 0 ? metricIntervalMs : 1000,
     limits: { highWaterBytes: o.options.feed.highWaterBytes, lowWaterBytes: o.options.feed.highWaterBytes / 4 },
   });
   const events = new EventLog(o.store, o.port, hub.topic('events'), o.log);
-  const history = new MetricHistory(o.store, o.port, hub.topic('metrics'), o.log, o.metricIntervalMs ?? 1000);
+  const history = new MetricHistory(
+    o.store,
+    o.port,
+    hub.topic('metrics'),
+    o.log,
+    metricIntervalMs > 0 ? metricIntervalMs : 1000,
+    metricIntervalMs > 0 ? (tick) => hub.onLoadTurn(tick) : null,
+  );
   const desired = new DesiredState(o.store, o.port, now, o.log);
   const uploads = o.options.uploads ? new UploadService(o.store, o.options.uploads, now) : null;
   const context: ControlContext = {

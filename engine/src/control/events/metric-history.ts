@@ -108,7 +108,7 @@ export class MetricHistory {
   #pending: MetricSampleInsert[] = [];
   #minuteStart = 0;
   #ticks = 0;
-  readonly #timer: NodeJS.Timeout | null;
+  readonly #stopTicks: (() => void) | null;
   #writing: Promise<void> = Promise.resolve();
 
   constructor(
@@ -116,11 +116,17 @@ export class MetricHistory {
     private readonly port: ModelPort,
     private readonly topic: Topic,
     private readonly log: Logger,
-    intervalMs = 1000,
+    /** The seconds' step, ms: how often `ticks` calls. */
+    stepMs: number,
+    /**
+     * Calls its argument every `stepMs` and returns how to stop: the feed's load turn, so that a
+     * tick's metrics leave with the queue and residency changes of the same turn. Null: only
+     * explicit tick() calls (tests).
+     */
+    ticks: ((tick: () => void) => () => void) | null,
   ) {
-    this.#resolutions = { s: new Resolution(intervalMs > 0 ? intervalMs : 1000), m: new Resolution(MINUTE_MS) };
-    this.#timer = intervalMs > 0 ? setInterval(() => this.tick(Date.now()), intervalMs) : null;
-    this.#timer?.unref();
+    this.#resolutions = { s: new Resolution(stepMs), m: new Resolution(MINUTE_MS) };
+    this.#stopTicks = ticks?.(() => this.tick(Date.now())) ?? null;
   }
 
   tick(at: number): void {
@@ -290,7 +296,7 @@ export class MetricHistory {
   }
 
   close(): Promise<void> {
-    if (this.#timer) clearInterval(this.#timer);
+    this.#stopTicks?.();
     return this.flush();
   }
 }

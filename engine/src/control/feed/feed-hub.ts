@@ -5,9 +5,14 @@
  *
  * Reading every model costs the serving thread in proportion to the repository (some 10-20 ms for
  * a thousand), so a tick reads every model only as often as keeps that under FULL_READ_SHARE of
- * the thread, and at least once per `loadMs`; the ticks between read only the models that the
- * engine's events named since (an eviction, a load, a state, a policy, a drain). With a few
- * dozen models every tick reads every model, as before.
+ * the thread, and at every load turn; the ticks between read only the models that the engine's
+ * events named since (an eviction, a load, a state, a policy, a drain). With a few dozen models
+ * every tick reads every model.
+ *
+ * Changes that only follow the load (queue depths, last use) and the metric history's tick go
+ * out together at the load turn, once per `loadMs`: a client then gets one burst of messages a
+ * second, not two some hundreds of ms apart (each burst wakes a browser's network, IO and page
+ * threads, and a page that is shown schedules a frame for it).
  */
 import type { ModelPort, ModelView } from '../api/model-port.js';
 import { sameJson } from './same-json.js';
@@ -21,7 +26,7 @@ export interface FeedHubOptions {
   readonly port: ModelPort;
   /** How often state topics are sampled. */
   readonly sampleMs: number;
-  /** How often changes that only follow the load are published (queues, last use; default 1 s). */
+  /** How often the load turn comes: load-only changes, the metric tick (default 1 s). */
   readonly loadMs?: number;
   readonly limits: FeedClientLimits;
   /** The clock, ms (tests); performance.now by default. */
@@ -65,30 +70,29 @@ export class FeedHub {
   /** An event named no model (it may concern any): the next tick reads every model. */
   #allNamed = false;
   readonly #sampleMs: number;
-  /** The longest time between two reads of every model. */
-  readonly #wholeAtLeastMs: number;
+  readonly #loadMs: number;
   #wholeEveryMs: number;
   #wholeAt = -Infinity;
   readonly #now: () => number;
-  /**
-   * When the current read began: the paces' clock, so that reads of every model `loadMs` apart
-   * are that far apart for the paces too, however long the reads before a topic's turn took.
-   */
-  #readAt = 0;
+  /** When the last load turn came; the read that the constructor makes counts as one. */
+  #loadTurnAt: number;
+  /** A load turn's read is under way: the paced topics publish what they held. */
+  #inLoadTurn = false;
+  readonly #loadTurnListeners = new Set<() => void>();
 
   constructor(o: FeedHubOptions) {
     this.#port = o.port;
     this.#limits = o.limits;
     // Under load every sample changes the queues and the last-use times: without pacing each client
     // would get two messages per sample, and each visible console tab would render them.
-    const everyMs = o.loadMs ?? 1000;
+    this.#loadMs = o.loadMs ?? 1000;
     this.#now = o.now ?? (() => performance.now());
     this.#sampleMs = o.sampleMs;
     this.#wholeEveryMs = o.sampleMs;
-    this.#wholeAtLeastMs = Math.max(o.sampleMs, everyMs);
+    const due = () => this.#inLoadTurn;
     const paces: Partial<Record<TopicName, TopicPace>> = {
-      queues: { everyMs, loadOnly: queueLoadOnly, now: () => this.#readAt },
-      residency: { everyMs, loadOnly: residencyLoadOnly, now: () => this.#readAt },
+      queues: { loadOnly: queueLoadOnly, due },
+      residency: { loadOnly: residencyLoadOnly, due },
     };
     for (const name of TOPICS) {
       const fanOut = (t: Topic, text: string) => this.#fanOut(t, text);
@@ -105,15 +109,15 @@ export class FeedHub {
       if (typeof e.data.from === 'string') this.#named.add(e.data.from);
     });
     this.sample();
-    // Only while someone listens: a sample reads every model (tens of ms on the serving thread for
-    // a thousand), and with nobody to tell there is nothing to keep current. The first client to
-    // attach samples first. A position a route answered meanwhile (seq) is older than its data,
-    // which is harmless: a delta upserts or removes whole entries, so resuming from that seq
-    // replays, on top of the newer data, changes it already holds.
-    this.#timer = setInterval(() => {
-      if (this.#clients.size > 0) this.tick();
-    }, o.sampleMs);
+    this.#loadTurnAt = this.#now();
+    this.#timer = setInterval(() => this.tick(), o.sampleMs);
     this.#timer.unref();
+  }
+
+  /** Runs `f` at every load turn, after the feed's own reads (the metric history's tick); returns its removal. */
+  onLoadTurn(f: () => void): () => void {
+    this.#loadTurnListeners.add(f);
+    return () => this.#loadTurnListeners.delete(f);
   }
 
   topic(name: TopicName): Topic {
@@ -146,15 +150,36 @@ export class FeedHub {
     this.#clients.delete(c);
   }
 
-  /** What the timer runs while a client is attached (tests call it to force a tick). */
+  /**
+   * What the timer runs every `sampleMs` (tests call it to force a tick). Reads only while someone
+   * listens: a read of every model costs tens of ms of the serving thread at a thousand models, and
+   * with nobody to tell there is nothing to keep current; the first client to attach reads first.
+   * A position a route answered meanwhile (seq) is older than its data, which is harmless: a delta
+   * upserts or removes whole entries, so resuming from that seq replays, on top of the newer data,
+   * changes it already holds.
+   */
   tick(): void {
-    if (this.#allNamed || this.#now() - this.#wholeAt >= this.#wholeEveryMs) this.sample();
-    else if (this.#named.size > 0) this.#sampleNamed();
+    const now = this.#now();
+    // Half a tick's grace: the turn lands on the tick nearest a whole `loadMs`, not the one after.
+    const loadTurn = now - this.#loadTurnAt >= this.#loadMs - this.#sampleMs / 2;
+    if (loadTurn) this.#loadTurnAt = now;
+    if (this.#clients.size > 0) {
+      if (loadTurn) {
+        this.#inLoadTurn = true;
+        try {
+          this.sample();
+        } finally {
+          this.#inLoadTurn = false;
+        }
+      } else if (this.#allNamed || now - this.#wholeAt >= this.#wholeEveryMs) this.sample();
+      else if (this.#named.size > 0) this.#sampleNamed();
+    }
+    if (loadTurn) for (const f of this.#loadTurnListeners) f();
   }
 
   /** Reads every model and publishes the changes (also called by tests to force a tick). */
   sample(): void {
-    const t0 = (this.#readAt = this.#now());
+    const t0 = this.#now();
     this.#named.clear();
     this.#allNamed = false;
     const models = this.#port.models();
@@ -167,12 +192,12 @@ export class FeedHub {
     for (const c of this.#clients) c.maybeRecover();
     const took = this.#now() - t0;
     this.#wholeAt = t0;
-    this.#wholeEveryMs = Math.min(this.#wholeAtLeastMs, Math.max(this.#sampleMs, took / FULL_READ_SHARE));
+    // The load turn reads every model anyway: a longer interval than its own means only load turns.
+    this.#wholeEveryMs = Math.min(this.#loadMs, Math.max(this.#sampleMs, took / FULL_READ_SHARE));
   }
 
   /** Reads the models events named since the last tick, and the devices; publishes their changes. */
   #sampleNamed(): void {
-    this.#readAt = this.#now();
     const names = [...this.#named];
     this.#named.clear();
     const models = new Map<string, unknown>();

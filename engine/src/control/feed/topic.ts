@@ -45,13 +45,13 @@ export interface TopicStamp {
 
 /**
  * How a keyed topic paces changes that only follow the load (queue depths, last-used times): those
- * are published at most once per `everyMs`; any other change publishes at once, with them.
+ * are published only when `due()` says so (the feed's load turn, once a second); any other change
+ * publishes at once, carrying the held load changes with it.
  */
 export interface TopicPace {
-  readonly everyMs: number;
   /** True when going from `prev` to `next` changes nothing but load fields. */
   readonly loadOnly: (prev: unknown, next: unknown) => boolean;
-  readonly now?: () => number;
+  readonly due: () => boolean;
 }
 
 export class Topic {
@@ -66,7 +66,6 @@ export class Topic {
   #ringChars = 0;
   readonly #publish: (topic: Topic, text: string) => void;
   readonly #pace: TopicPace | null;
-  #lastEmitAt = -Infinity;
   /** On a timed topic, the stamps of the last settings, oldest first. */
   readonly #stamps: TopicStamp[] = [];
 
@@ -91,29 +90,24 @@ export class Topic {
 
   /**
    * Replaces the keyed state; publishes one delta when anything changed. On a paced topic, a
-   * change of load fields alone inside the pace's interval is not taken in: the next call sees it
-   * again (the state and the deltas stay consistent, the delta just comes later). With a stamp (a
-   * timed topic), a delta is sent even when nothing changed: it says the entries held at its instant.
+   * change of load fields alone is not taken in until the pace is due: the next call sees it again
+   * (the state and the deltas stay consistent, the delta just comes later). With a stamp (a timed
+   * topic), a delta is sent even when nothing changed: it says the entries held at its instant.
    */
   set(items: ReadonlyMap<string, unknown>, stamp?: TopicStamp): void {
     const gone: string[] = [];
     for (const k of this.#state.keys()) if (!items.has(k)) gone.push(k);
-    this.#change(items, gone, true, stamp);
+    this.#change(items, gone, stamp);
   }
 
-  /**
-   * Changes some entries and leaves the others as they are: `items` are upserted where they
-   * differ, `gone` removed where held. Paced as set() is, except that its deltas do not restart
-   * the pace's interval: only set() sees every entry, so only its deltas carry all the load
-   * changes held back, and patches as frequent as the interval must not hold those back for good.
-   */
+  /** Changes some entries and leaves the others as they are: `items` are upserted where they differ, `gone` removed where held. Paced as set() is. */
   patch(items: ReadonlyMap<string, unknown>, gone: Iterable<string>): void {
     const remove: string[] = [];
     for (const k of gone) if (this.#state.has(k) && !items.has(k)) remove.push(k);
-    this.#change(items, remove, false);
+    this.#change(items, remove);
   }
 
-  #change(items: ReadonlyMap<string, unknown>, remove: string[], whole: boolean, stamp?: TopicStamp): void {
+  #change(items: ReadonlyMap<string, unknown>, remove: string[], stamp?: TopicStamp): void {
     const upsert: Record<string, unknown> = {};
     let changed = remove.length > 0;
     let loadOnly = remove.length === 0;
@@ -131,10 +125,8 @@ export class Topic {
       return this.#emit({ ...stamp, upsert, remove } satisfies KeyedDelta);
     }
     if (!changed) return;
-    const now = this.#pace?.now?.() ?? performance.now();
-    if (this.#pace && loadOnly && now - this.#lastEmitAt < this.#pace.everyMs) return;
+    if (this.#pace && loadOnly && !this.#pace.due()) return;
     this.#apply(upsert, remove);
-    if (whole) this.#lastEmitAt = now;
     this.#emit({ upsert, remove } satisfies KeyedDelta);
   }
 
