@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { suite, test } from 'node:test';
@@ -13,12 +13,14 @@ suite('plugin resolution and loading', () => {
   test('a fresh state directory (HLOSERVE_CACHE_DIR) keeps the installed plugin', () => {
     const installed = resolvePlugin('cpu');
     const saved = process.env.HLOSERVE_CACHE_DIR;
-    process.env.HLOSERVE_CACHE_DIR = mkdtempSync(join(tmpdir(), 'hlo-fresh-state-'));
+    const fresh = mkdtempSync(join(tmpdir(), 'hlo-fresh-state-'));
+    process.env.HLOSERVE_CACHE_DIR = fresh;
     try {
       assert.equal(resolvePlugin('cpu'), installed);
     } finally {
       if (saved === undefined) delete process.env.HLOSERVE_CACHE_DIR;
       else process.env.HLOSERVE_CACHE_DIR = saved;
+      rmSync(fresh, { recursive: true, force: true });
     }
   });
 
@@ -47,7 +49,8 @@ suite('plugin resolution and loading', () => {
 
   test('EXPECTED FAILURE - a missing plugin says what to run', () => {
     const saved = process.env.HLOSERVE_PLUGIN_DIR;
-    process.env.HLOSERVE_PLUGIN_DIR = mkdtempSync(join(tmpdir(), 'hlo-empty-plugins-'));
+    const empty = mkdtempSync(join(tmpdir(), 'hlo-empty-plugins-'));
+    process.env.HLOSERVE_PLUGIN_DIR = empty;
     try {
       assert.throws(
         () => resolvePlugin('cpu'),
@@ -56,12 +59,14 @@ suite('plugin resolution and loading', () => {
     } finally {
       if (saved === undefined) delete process.env.HLOSERVE_PLUGIN_DIR;
       else process.env.HLOSERVE_PLUGIN_DIR = saved;
+      rmSync(empty, { recursive: true, force: true });
     }
     assert.throws(() => resolvePlugin('/nonexistent/plugin.so'), PluginLoadError);
   });
 
-  test('EXPECTED FAILURE - a file that is not a PJRT plugin is refused, the process lives on', async () => {
+  test('EXPECTED FAILURE - a file that is not a PJRT plugin is refused, the process lives on', async (t) => {
     const dir = mkdtempSync(join(tmpdir(), 'hlo-bad-plugin-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
     const notElf = join(dir, 'broken.so');
     writeFileSync(notElf, 'this is not a shared library');
     await assert.rejects(
