@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { suite, test } from 'node:test';
@@ -217,8 +217,9 @@ suite('decodeRequest', () => {
     );
   });
 
-  test('shared memory: inputs are read from the region, outputs written into it', async () => {
+  test('shared memory: inputs are read from the region, outputs written into it', async (t) => {
     const root = mkdtempSync(join(tmpdir(), 'hlo-codec-shm-'));
+    t.after(() => rmSync(root, { recursive: true, force: true }));
     writeFileSync(join(root, 'obj'), Buffer.alloc(64));
     const shm = new SharedMemoryRegistry(root);
     shm.register('r', '/obj', 0, 64);

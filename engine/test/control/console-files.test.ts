@@ -7,17 +7,19 @@ import Fastify from 'fastify';
 import { consoleFiles } from '../../src/control/api/console-files.js';
 
 suite("the console's files on the console port", () => {
-  const dist = mkdtempSync(join(tmpdir(), 'hloserve-console-dist-'));
-  mkdirSync(join(dist, 'assets'));
+  // dist and the file beside it that must never be served share a temp dir, removed as one.
+  const root = mkdtempSync(join(tmpdir(), 'hloserve-console-dist-'));
+  const dist = join(root, 'dist');
+  mkdirSync(join(dist, 'assets'), { recursive: true });
   writeFileSync(join(dist, 'index.html'), '<!doctype html><title>hloserve</title>');
   writeFileSync(join(dist, 'assets', 'app-1a2b.js'), 'console.log(1)');
   writeFileSync(join(dist, 'manifest.webmanifest'), '{}');
-  writeFileSync(join(tmpdir(), 'outside-dist.txt'), 'secret');
+  writeFileSync(join(root, 'outside-dist.txt'), 'secret');
   const app = Fastify();
   consoleFiles(app, dist);
   after(async () => {
     await app.close();
-    rmSync(dist, { recursive: true, force: true });
+    rmSync(root, { recursive: true, force: true });
   });
 
   test('hashed assets are served and cached for good; other files are revalidated', async () => {

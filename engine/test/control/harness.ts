@@ -1,5 +1,5 @@
 /** A control app over a real Worker (the CPU plugin, the example mlp) and a real SQLite store. */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { after, before } from 'node:test';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -127,14 +127,17 @@ export interface MlpControl {
  */
 export function mlpControlFixture(): MlpControl {
   const f = {} as MlpControl;
+  let dir: string | undefined;
   before(async () => {
+    dir = tempDir();
     f.worker = await startMlpWorker();
-    f.h = await startControl(f.worker, tempDir());
+    f.h = await startControl(f.worker, dir);
     f.admin = await adminToken(f.h);
   });
   after(async () => {
     await f.h?.close();
     await f.worker?.stop(false);
+    if (dir) rmSync(dir, { recursive: true, force: true });
   });
   return f;
 }

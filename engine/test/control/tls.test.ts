@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { request as httpsRequest, type RequestOptions } from 'node:https';
 import { request as httpRequest } from 'node:http';
 import { join, resolve } from 'node:path';
@@ -104,6 +104,7 @@ suite('TLS on every listener', () => {
   });
   after(async () => {
     await server?.stop(false);
+    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   test('gRPC: a TLS client that trusts the CA is served, a plaintext one is refused', async () => {
@@ -196,6 +197,9 @@ suite('TLS material', () => {
   before(() => {
     dir = tempDir();
     certs = makeTestCerts(dir);
+  });
+  after(() => {
+    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   const bad = (tls: { certFile: string; keyFile: string; clientCaFile: string | null }, pattern: RegExp) =>

@@ -38,7 +38,10 @@ suite('ExecutableCache on the CPU plugin', () => {
   before(async () => {
     rt = await Runtime.create();
   });
-  after(() => rt.dispose());
+  after(async () => {
+    rt.dispose();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
   beforeEach(async () => {
     if (dir) await rm(dir, { recursive: true, force: true });
     dir = await mkdtemp(join(tmpdir(), 'hloserve-xc-'));

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, suite, test } from 'node:test';
@@ -11,6 +11,7 @@ import { checkCallTensors, checkHookTensors, toHostTensor, type HookTensors } fr
 
 const dir = mkdtempSync(join(tmpdir(), 'hloserve-hooks-'));
 const cache = join(dir, 'cache');
+after(() => rmSync(dir, { recursive: true, force: true }));
 
 async function hook(file: string, source: string): Promise<string> {
   const path = join(dir, file);

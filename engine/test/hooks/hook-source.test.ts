@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,8 +7,9 @@ import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { prepareHookSource } from '../../src/hooks/hook-source.js';
 
-test('a TypeScript hook is transpiled off the serving thread, once per content, across starts', async () => {
+test('a TypeScript hook is transpiled off the serving thread, once per content, across starts', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'hloserve-hook-source-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
   const cache = join(dir, 'cache');
   const path = join(dir, 'model.ts');
   writeFileSync(path, 'export function preprocess(t: unknown): unknown { return t; }\n');

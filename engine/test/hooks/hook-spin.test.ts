@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { suite, test } from 'node:test';
+import { after, suite, test } from 'node:test';
 import { HookPool, type HookCall } from '../../src/hooks/hook-pool.js';
 import { DOORBELL, epochMs, LaneBlock, SLEEPING } from '../../src/hooks/hook-lanes.js';
 import { NO_SPIN, SpinPolicy, spinWhile, type SpinLimits } from '../../src/hooks/hook-spin.js';
@@ -176,6 +176,7 @@ suite('hook thread polling: the doorbell', () => {
 
 suite('hook thread polling: the pool', () => {
   const dir = mkdtempSync(join(tmpdir(), 'hloserve-hook-spin-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
   const x = (): HookTensors => ({ x: { dtype: 'f32', shape: [1, 3], data: new Float32Array([1, 2, 3]) } });
   const context = { model: 'm', requestId: 'r', parameters: {}, deadline: null };
   const pass = async (): Promise<string> => {
