@@ -17,7 +17,9 @@ import { adminToken, startEngine } from './engine.mjs';
 type Engine = Awaited<ReturnType<typeof startEngine>>;
 let engine: Engine;
 let token: string | null = null;
-const work = mkdtempSync(join(tmpdir(), 'hloserve-try-it-e2e-'));
+// Made in beforeAll, not on import: Playwright also imports the file to list its tests, and that
+// process never runs afterAll to remove it.
+let work: string;
 const shots = join(import.meta.dirname, 'artifacts', 'screenshots-detail');
 const MODEL = 'mlp-tried';
 
@@ -26,13 +28,14 @@ test.describe.configure({ mode: 'serial' });
 test.beforeAll(async () => {
   test.setTimeout(240_000);
   mkdirSync(shots, { recursive: true });
+  work = mkdtempSync(join(tmpdir(), 'hloserve-try-it-e2e-'));
   engine = await startEngine({ env: { HLOSERVE_MODEL_CONTROL_MODE: 'dynamic', HLOSERVE_MODEL_POLL_SECONDS: '1' } });
   token = await adminToken(engine);
 });
 
 test.afterAll(async () => {
   await engine?.stop();
-  rmSync(work, { recursive: true, force: true });
+  if (work) rmSync(work, { recursive: true, force: true });
 });
 
 /** The mlp bundle as a tar with its files at the top level; `description` marks the copy. */

@@ -16,20 +16,23 @@ const rows = (n: number) => `${n} of ${n} models`;
 type Engine = Awaited<ReturnType<typeof startEngine>>;
 let engine: Engine;
 let token: string | null = null;
-const work = mkdtempSync(join(tmpdir(), 'hloserve-upload-e2e-'));
+// Made in beforeAll, not on import: Playwright also imports the file to list its tests, and that
+// process never runs afterAll to remove it.
+let work: string;
 const shots = join(import.meta.dirname, 'artifacts', 'screenshots-engine');
 
 test.describe.configure({ mode: 'serial' });
 
 test.beforeAll(async () => {
   test.setTimeout(240_000);
+  work = mkdtempSync(join(tmpdir(), 'hloserve-upload-e2e-'));
   engine = await startEngine({ env: { HLOSERVE_MODEL_CONTROL_MODE: 'dynamic', HLOSERVE_MODEL_POLL_SECONDS: '1' } });
   token = await adminToken(engine);
 });
 
 test.afterAll(async () => {
   await engine?.stop();
-  rmSync(work, { recursive: true, force: true });
+  if (work) rmSync(work, { recursive: true, force: true });
 });
 
 test('upload a bundle: progress, validate, install, load, and the table shows it live', async ({ page }) => {

@@ -1,7 +1,7 @@
 import { suite, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { repoRoot } from '../src/server-process.js';
@@ -32,12 +32,13 @@ suite('test set-up (scripts/setup-tests.mjs)', () => {
     assert.match(protoc.stdout, /^libprotoc \d+/);
   });
 
-  test('EXPECTED FAILURE - what the user must provide stops the set-up at once with what to do', () => {
+  test('EXPECTED FAILURE - what the user must provide stops the set-up at once with what to do', (t) => {
     const noPython = setup(['python'], { ...process.env, HLOSERVE_PYTHON: join(tmpdir(), 'no-such-python3') });
     assert.equal(noPython.status, 2, noPython.stderr);
     assert.match(noPython.stderr, /^setup-tests: the tests need Python 3/m);
     // No chromium and no apt-get on PATH: the one message names the package to install.
     const emptyPath = mkdtempSync(join(tmpdir(), 'hloserve-empty-path-'));
+    t.after(() => rmSync(emptyPath, { recursive: true, force: true }));
     const { HLOSERVE_TEST_CHROMIUM: _, ...rest } = process.env;
     const noChromium = setup(['chromium'], { ...rest, PATH: emptyPath });
     assert.equal(noChromium.status, 2, noChromium.stderr);
