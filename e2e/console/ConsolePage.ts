@@ -72,6 +72,13 @@ export class ModelsPage {
   scroller(): Locator {
     return this.page.getByTestId('model-scroller');
   }
+  /** A model's "Last used" cell (the row's last). */
+  lastUsed(name: string): Locator {
+    return this.rows()
+      .filter({ has: this.page.getByRole('link', { name, exact: true }) })
+      .getByRole('cell')
+      .last();
+  }
 }
 
 /** One model's page: its actions, the residency summary, and the tabs. */

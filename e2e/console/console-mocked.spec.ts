@@ -125,6 +125,21 @@ test('2,000 models: the table scrolls and filters, keeping only visible rows in 
   await expect(models.rowCount()).toHaveText(/^\d+ of 2000 models$/);
 });
 
+test('an idle table keeps "last used" current: no feed update comes, the text still moves on', async ({ page }) => {
+  const api = new FakeControlApi({ models: 10 });
+  // bert was used 3 s before the page opens; the fake feed then sends nothing more.
+  const bert = api.models.find((m) => m.name === 'bert')!;
+  bert.residency = { ...bert.residency!, lastUsedAt: Date.now() - 3000 };
+  await api.install(page);
+  const c = new ConsolePage(page, server.url);
+  await c.open('/models', TOKENS.admin);
+  const cell = new ModelsPage(page).lastUsed('bert');
+  await expect(cell).toHaveText(/^\d+s ago$/);
+  const seconds = async () => Number(/^(\d+)s ago$/.exec((await cell.textContent()) ?? '')?.[1]);
+  const first = await seconds();
+  await expect.poll(seconds, { timeout: 10_000 }).toBeGreaterThanOrEqual(first + 3);
+});
+
 test('the keyboard moves through the model rows and opens one', async ({ page }) => {
   const api = new FakeControlApi({ models: 50 });
   await api.install(page);

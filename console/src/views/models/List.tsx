@@ -1,15 +1,26 @@
 import { useVirtualizer } from '@tanstack/react-virtual';
-import { memo, useDeferredValue, useMemo, useRef, useState, type KeyboardEvent } from 'react';
+import { memo, useCallback, useDeferredValue, useEffect, useMemo, useRef, useState, type KeyboardEvent } from 'react';
 import type { MetricsState, ModelAction, Scope } from '../../api/types.js';
 import { useControlMode, useMetrics, useModelAction, useModels } from '../../app/data.js';
 import { canOperate, modelActionVerdict } from '../../app/permissions.js';
 import { Link, navigate } from '../../app/router.js';
 import { useSession } from '../../app/session.js';
-import { formatAgo, formatBytes, formatMs, formatRate } from '../../components/format.js';
+import { agoChangesInMs, formatAgo, formatBytes, formatMs, formatRate } from '../../components/format.js';
 import { QueryState } from '../../components/QueryState.js';
-import { defaultQuery, filterRows, sortRows, toRow, type ModelRow, type SortKey, type TableQuery } from './filter.js';
+import {
+  defaultQuery,
+  filterRows,
+  sortRows,
+  toRows,
+  type ModelRow,
+  type RowCache,
+  type SortKey,
+  type TableQuery,
+} from './filter.js';
 
 const ROW_HEIGHT = 36;
+/** The shortest time from a render to one for the clock alone. */
+const AGO_TICK_MS = 1500;
 const columns: readonly { key: SortKey; label: string; num?: boolean }[] = [
   { key: 'name', label: 'Model' },
   { key: 'state', label: 'State' },
@@ -36,7 +47,8 @@ export function ModelList() {
   const controlMode = useControlMode();
   const [query, setQuery] = useState<TableQuery>(defaultQuery);
   const deferred = useDeferredValue(query);
-  const all = useMemo(() => (models.data ?? []).map((m) => toRow(m, latest?.get(m.name))), [models.data, latest]);
+  const [rowCache] = useState<RowCache>(() => new WeakMap());
+  const all = useMemo(() => toRows(models.data ?? [], latest, rowCache), [models.data, latest, rowCache]);
   const sorted = useMemo(() => sortRows(all, query.sort, query.desc), [all, query.sort, query.desc]);
   const rows = useMemo(() => filterRows(sorted, deferred), [sorted, deferred]);
   const [selected, setSelected] = useState<ReadonlySet<string>>(new Set());
@@ -49,14 +61,19 @@ export function ModelList() {
     overscan: 12,
   });
   const [active, setActive] = useState(0);
+  const shown = virtual.getVirtualItems();
+  const now = useAgoClock(shown.map((v) => rows[v.index]!.lastUsed));
 
-  const toggle = (name: string) =>
-    setSelected((s) => {
-      const n = new Set(s);
-      if (n.has(name)) n.delete(name);
-      else n.add(name);
-      return n;
-    });
+  const toggle = useCallback(
+    (name: string) =>
+      setSelected((s) => {
+        const n = new Set(s);
+        if (n.has(name)) n.delete(name);
+        else n.add(name);
+        return n;
+      }),
+    [],
+  );
   const sortBy = (key: SortKey) => setQuery((q) => ({ ...q, sort: key, desc: q.sort === key ? !q.desc : false }));
 
   // Arrow keys move through rows, Enter opens one, Space selects it: the table works without a mouse.
@@ -170,7 +187,7 @@ export function ModelList() {
               ))}
             </div>
             <div style={{ height: virtual.getTotalSize(), position: 'relative' }}>
-              {virtual.getVirtualItems().map((v) => {
+              {shown.map((v) => {
                 const r = rows[v.index]!;
                 return (
                   <Row
@@ -182,6 +199,7 @@ export function ModelList() {
                     selected={selected.has(r.name)}
                     operate={operate}
                     onToggle={toggle}
+                    now={now}
                   />
                 );
               })}
@@ -194,16 +212,61 @@ export function ModelList() {
   );
 }
 
-const Row = memo(function Row(props: {
-  row: ModelRow;
-  top: number;
-  index: number;
-  active: boolean;
-  selected: boolean;
-  operate: boolean;
-  onToggle: (name: string) => void;
-}) {
-  const { row: r, top, index, active, selected, operate, onToggle } = props;
+/**
+ * The time the shown rows' "last used" is told against, taken at each render. When no feed update
+ * renders the table before one of them would read differently (an idle engine), a timer does, at
+ * the soonest AGO_TICK_MS after the last render: longer than the feed's second, so that under load
+ * the clock never renders between two updates (a busy row's "0s ago" would read "1s ago" for the
+ * half second until the next), and each row's text changing at its own phase does not render the
+ * table once per row.
+ */
+function useAgoClock(lastUsed: readonly (number | null)[]): number {
+  const now = Date.now();
+  const [, rerender] = useState(0);
+  let next = Infinity;
+  for (const ms of lastUsed) if (ms) next = Math.min(next, agoChangesInMs(ms, now));
+  useEffect(() => {
+    if (next === Infinity) return;
+    const t = setTimeout(() => rerender((n) => n + 1), Math.max(next, AGO_TICK_MS));
+    return () => clearTimeout(t);
+  });
+  return now;
+}
+
+interface RowProps {
+  readonly row: ModelRow;
+  readonly top: number;
+  readonly index: number;
+  readonly active: boolean;
+  readonly selected: boolean;
+  readonly operate: boolean;
+  readonly onToggle: (name: string) => void;
+  /** The time "last used" is told against. */
+  readonly now: number;
+}
+
+const lastUsedText = (r: ModelRow, now: number) => (r.lastUsed === null ? '–' : formatAgo(r.lastUsed, now));
+
+/**
+ * A row renders again only when it shows something else: most rows of a large repository are idle
+ * between two updates, and their row objects are reused (toRows), so only the clock could change
+ * them, and only when their "last used" reads differently.
+ */
+function sameRow(a: RowProps, b: RowProps): boolean {
+  return (
+    a.row === b.row &&
+    a.top === b.top &&
+    a.index === b.index &&
+    a.active === b.active &&
+    a.selected === b.selected &&
+    a.operate === b.operate &&
+    a.onToggle === b.onToggle &&
+    lastUsedText(a.row, a.now) === lastUsedText(b.row, b.now)
+  );
+}
+
+const Row = memo(function Row(props: RowProps) {
+  const { row: r, top, index, active, selected, operate, onToggle, now } = props;
   return (
     <div
       className={`vrow${active ? ' active' : ''}`}
@@ -266,11 +329,11 @@ const Row = memo(function Row(props: {
         {r.evictions ?? '–'}
       </span>
       <span role="cell" className="num" title={r.lastUsed ? new Date(r.lastUsed).toISOString() : undefined}>
-        {r.lastUsed === null ? '–' : formatAgo(r.lastUsed)}
+        {lastUsedText(r, now)}
       </span>
     </div>
   );
-});
+}, sameRow);
 
 function BulkBar(props: {
   chosen: readonly ModelRow[];

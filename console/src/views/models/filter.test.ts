@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import type { ModelView, ModelResidencyView } from '../../api/types.js';
-import { defaultQuery, selectRows, toRow } from './filter.js';
+import { defaultQuery, selectRows, toRow, toRows, type RowCache } from './filter.js';
 
 const res = (extra: Partial<ModelResidencyView> = {}): ModelResidencyView => ({
   floor: 'unpinned',
@@ -72,5 +72,28 @@ describe('selectRows', () => {
     expect(used[0]!.lastUsed).toBe(5000);
     const recentFirst = { ...defaultQuery, sort: 'lastUsed' as const, desc: true };
     expect(selectRows(used, recentFirst).map((m) => m.name)).toEqual(['c', 'a', 'b']);
+  });
+});
+
+describe('toRows', () => {
+  test('a model and sample unchanged since the last update keep their row object; a changed one gets a new row', () => {
+    const cache: RowCache = new WeakMap();
+    const a = model('a');
+    const b = model('b');
+    const s1 = sample(1);
+    const first = toRows([a, b], new Map([['a', s1]]), cache);
+    // The next update: b's queue changed (the fold made a new object), a's sample is the same one.
+    const b2 = { ...b, queue: { depth: 3, rows: 3, inflight: 1, oldestWaitMs: 1, deadlineMisses: 0 } };
+    const second = toRows([a, b2], new Map([['a', s1]]), cache);
+    expect(second[0]).toBe(first[0]);
+    expect(second[1]).not.toBe(first[1]);
+    expect(second[1]!.queueDepth).toBe(3);
+    // A new sample for a (same model object) makes a new row with it.
+    const third = toRows([a, b2], new Map([['a', sample(7)]]), cache);
+    expect(third[0]).not.toBe(second[0]);
+    expect(third[0]!.requestsPerSecond).toBe(7);
+    expect(third[1]).toBe(second[1]);
+    // A sample that goes away is a change too.
+    expect(toRows([a, b2], new Map(), cache)[0]!.requestsPerSecond).toBeNull();
   });
 });

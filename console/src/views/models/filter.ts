@@ -44,6 +44,29 @@ export function toRow(m: ModelView, sample: MetricValues | undefined): ModelRow 
   };
 }
 
+/** What each model's row was made from: a model unchanged since keeps its row object. */
+export type RowCache = WeakMap<ModelView, { readonly sample: MetricValues | undefined; readonly row: ModelRow }>;
+
+/**
+ * The table's rows. A feed update makes new objects only for the models it changed (the cache's
+ * folds keep the others), so their rows are reused: the rows on screen that did not change are the
+ * same objects, and their memoised components skip the render.
+ */
+export function toRows(
+  models: readonly ModelView[],
+  latest: ReadonlyMap<string, MetricValues> | undefined,
+  cache: RowCache,
+): ModelRow[] {
+  return models.map((m) => {
+    const sample = latest?.get(m.name);
+    const made = cache.get(m);
+    if (made !== undefined && made.sample === sample) return made.row;
+    const row = toRow(m, sample);
+    cache.set(m, { sample, row });
+    return row;
+  });
+}
+
 export type SortKey = Exclude<keyof ModelRow, 'model' | 'haystack'>;
 
 export interface TableQuery {
