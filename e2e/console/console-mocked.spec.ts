@@ -140,6 +140,26 @@ test('an idle table keeps "last used" current: no feed update comes, the text st
   await expect.poll(seconds, { timeout: 10_000 }).toBeGreaterThanOrEqual(first + 3);
 });
 
+test("the live update interval is the browser's: chosen in Settings, every tab follows, a reload keeps it", async ({
+  page,
+  context,
+}) => {
+  const api = new FakeControlApi({ models: 10 });
+  await api.install(page);
+  // A viewer may choose it: it changes this browser, not the engine.
+  await new ConsolePage(page, server.url).open('/settings', TOKENS.viewer);
+  const choice = page.getByTestId('live-interval');
+  await expect(choice).toHaveValue('1000');
+  const other = await context.newPage();
+  await api.install(other);
+  await new ConsolePage(other, server.url).open('/settings');
+  await expect(other.getByTestId('live-interval')).toHaveValue('1000');
+  await choice.selectOption('5000');
+  await expect(other.getByTestId('live-interval')).toHaveValue('5000');
+  await page.reload();
+  await expect(page.getByTestId('live-interval')).toHaveValue('5000');
+});
+
 test('the keyboard moves through the model rows and opens one', async ({ page }) => {
   const api = new FakeControlApi({ models: 50 });
   await api.install(page);

@@ -73,4 +73,31 @@ describe('FeedPacer', () => {
     pacer.enqueue(write('b'), true);
     expect(heard).toHaveBeenCalledTimes(1);
   });
+  test('a new interval holds writes longer or lets them go sooner, from the last flush', () => {
+    const { pacer, applied, write } = make();
+    pacer.enqueue(write('a'));
+    vi.advanceTimersByTime(100);
+    pacer.enqueue(write('b'));
+    pacer.setIntervalMs(5000);
+    vi.advanceTimersByTime(1000);
+    expect(applied, 'held past the old interval').toEqual(['a']);
+    vi.advanceTimersByTime(3900);
+    expect(applied, 'applied 5 s after the last flush').toEqual(['a', 'b']);
+    // Steady writes every 500 ms: one flush each 5 s.
+    for (let t = 0; t < 10_000; t += 500) {
+      pacer.enqueue(write(String(t)));
+      vi.advanceTimersByTime(500);
+    }
+    expect(pacer.flushes).toBeLessThanOrEqual(4);
+    vi.advanceTimersByTime(1500);
+    pacer.enqueue(write('c'));
+    pacer.setIntervalMs(1000);
+    expect(applied.at(-1), 'more than a second since the last flush: at once').toBe('c');
+    pacer.enqueue(write('d'));
+    pacer.setIntervalMs(2000);
+    vi.advanceTimersByTime(1999);
+    expect(applied.at(-1)).toBe('c');
+    vi.advanceTimersByTime(1);
+    expect(applied.at(-1)).toBe('d');
+  });
 });

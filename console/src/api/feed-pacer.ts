@@ -21,7 +21,7 @@ export interface FeedPacerOptions {
 }
 
 export class FeedPacer {
-  readonly #intervalMs: number;
+  #intervalMs: number;
   readonly #batch: (run: () => void) => void;
   readonly #now: () => number;
   readonly #setTimer: (fn: () => void, ms: number) => unknown;
@@ -43,8 +43,24 @@ export class FeedPacer {
   /** Holds a cache write until the next flush; `now` flushes at once (a snapshot). */
   enqueue(write: () => void, now = false): void {
     this.#pending.push(write);
+    if (now) return this.flush();
+    this.#flushWhenDue();
+  }
+
+  /**
+   * A new shortest time between two flushes (the Settings screen's choice): held writes are
+   * applied when the new interval since the last flush ends, at once if it already has.
+   */
+  setIntervalMs(ms: number): void {
+    this.#intervalMs = ms;
+    if (this.#timer !== null) this.#clearTimer(this.#timer);
+    this.#timer = null;
+    if (this.#pending.length > 0) this.#flushWhenDue();
+  }
+
+  #flushWhenDue(): void {
     const wait = this.#lastFlush + this.#intervalMs - this.#now();
-    if (now || wait <= 0) return this.flush();
+    if (wait <= 0) return this.flush();
     this.#timer ??= this.#setTimer(() => {
       this.#timer = null;
       this.flush();

@@ -20,14 +20,14 @@ export interface TokenStore {
   subscribe(listener: Listener): () => void;
 }
 
-/** What the store reads and watches: the storage, and another tab's changes to it. */
-export interface TokenStorage {
+/** What a per-browser store reads and watches: the storage, and another tab's changes to it. */
+export interface WatchedStorage {
   readonly storage: () => Pick<Storage, 'getItem' | 'setItem' | 'removeItem'> | null;
   /** Calls `changed` with the key another tab wrote (null: it cleared the storage). */
   readonly watch?: (changed: (key: string | null) => void) => void;
 }
 
-export function createTokenStore({ storage, watch }: TokenStorage): TokenStore {
+export function createTokenStore({ storage, watch }: WatchedStorage): TokenStore {
   const listeners = new Set<Listener>();
   let signedOutBecause: string | null = null;
   /** undefined until first read. */
@@ -66,7 +66,8 @@ export function createTokenStore({ storage, watch }: TokenStorage): TokenStore {
   };
 }
 
-function browserStorage(): Storage | null {
+/** The browser's localStorage, or null where it is refused (a private window's policy, a test). */
+export function browserStorage(): Storage | null {
   try {
     return typeof localStorage === 'undefined' ? null : localStorage;
   } catch {
@@ -74,10 +75,13 @@ function browserStorage(): Storage | null {
   }
 }
 
-export const tokenStore: TokenStore = createTokenStore({
+/** This browser's localStorage and its `storage` events (other tabs' writes). */
+export const localWatchedStorage: WatchedStorage = {
   storage: browserStorage,
   watch:
     typeof addEventListener === 'function'
       ? (changed) => addEventListener('storage', (e) => e.storageArea === browserStorage() && changed(e.key))
       : undefined,
-});
+};
+
+export const tokenStore: TokenStore = createTokenStore(localWatchedStorage);

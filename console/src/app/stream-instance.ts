@@ -3,7 +3,8 @@ import { FeedPacer } from '../api/feed-pacer.js';
 import { feedScope, FeedRelay, webLock, type ChannelLike, type LockManagerLike } from '../api/feed-relay.js';
 import { routes } from '../api/routes.js';
 import { StreamClient, type SocketLike } from '../api/stream.js';
-import { tokenStore } from '../api/token-store.js';
+import { createLiveIntervalStore } from '../api/live-interval-store.js';
+import { localWatchedStorage, tokenStore } from '../api/token-store.js';
 import { currentWorker, withWorker } from '../api/worker-choice.js';
 import { onLocationChange } from './router.js';
 
@@ -45,11 +46,13 @@ if (relay) {
 }
 
 /**
- * How often live data may reach the screen: feed messages are folded into the cache together, at
- * most once a second (docs/console.md, "Live updates"). One render a second per visible tab.
+ * How often live data may reach the screen, this browser's choice (Settings; every second unless
+ * changed): feed messages are folded into the cache together, at most once per interval
+ * (docs/console.md, "Live updates"). One render per interval per visible tab.
  */
-export const FEED_RENDER_MS = 1000;
-export const pacer = new FeedPacer({ intervalMs: FEED_RENDER_MS, batch: (run) => notifyManager.batch(run) });
+export const liveInterval = createLiveIntervalStore(localWatchedStorage);
+export const pacer = new FeedPacer({ intervalMs: liveInterval.get(), batch: (run) => notifyManager.batch(run) });
+liveInterval.subscribe((ms) => pacer.setIntervalMs(ms));
 
 // The banner's "seq" moves with the flushes, not with every message.
 let watermark = 0;

@@ -1,8 +1,10 @@
-import { useState, type FormEvent } from 'react';
+import { useState, useSyncExternalStore, type FormEvent } from 'react';
+import { LIVE_INTERVALS_MS, type LiveIntervalMs } from '../api/live-interval-store.js';
 import type { CreatedToken, Scope } from '../api/types.js';
 import { useCreateToken, useRevokeToken, useSettings, useTokens } from '../app/data.js';
 import { canManageTokens } from '../app/permissions.js';
 import { useSession } from '../app/session.js';
+import { liveInterval } from '../app/stream-instance.js';
 import { formatAgo, formatTime } from '../components/format.js';
 import { QueryState } from '../components/QueryState.js';
 import { storeSummary } from './store-summary.js';
@@ -55,6 +57,7 @@ export function Settings() {
           )}
         </QueryState>
       </section>
+      <LiveUpdates />
       <section className="panel">
         <h2>Your token</h2>
         <p>
@@ -63,6 +66,39 @@ export function Settings() {
       </section>
       {admin ? <Tokens /> : <p className="muted panel">Tokens are managed with an admin token.</p>}
     </>
+  );
+}
+
+const intervalLabel = (ms: LiveIntervalMs) => (ms === 1000 ? 'every second' : `every ${ms / 1000} s`);
+
+/** This browser's live update interval: every tab of it follows. */
+function LiveUpdates() {
+  const ms = useSyncExternalStore(liveInterval.subscribe, liveInterval.get);
+  return (
+    <section className="panel">
+      <h2>This browser</h2>
+      <div className="row">
+        <label className="field">
+          Live updates
+          <select
+            value={ms}
+            onChange={(e) => liveInterval.set(Number(e.target.value) as LiveIntervalMs)}
+            data-testid="live-interval"
+          >
+            {LIVE_INTERVALS_MS.map((v) => (
+              <option key={v} value={v}>
+                {intervalLabel(v)}
+              </option>
+            ))}
+          </select>
+        </label>
+      </div>
+      <p className="muted">
+        How often live numbers reach the screens of this browser, all its tabs. Less often costs the browser less CPU: a
+        shown page spends almost all of it drawing updates. Charts redraw every 5 s whatever this says; a screen opened
+        or a reconnect shows its data at once.
+      </p>
+    </section>
   );
 }
 
