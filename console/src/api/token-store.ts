@@ -67,7 +67,7 @@ export function createTokenStore({ storage, watch }: WatchedStorage): TokenStore
 }
 
 /** The browser's localStorage, or null where it is refused (a private window's policy, a test). */
-export function browserStorage(): Storage | null {
+function browserStorage(): Storage | null {
   try {
     return typeof localStorage === 'undefined' ? null : localStorage;
   } catch {
