@@ -26,8 +26,8 @@
 //   upper bound on a real browser's cost. Needs `apt-get install xvfb`; nothing else uses it.
 // Usage: npm run build && nice -n 10 node bench/console-tabs-paired.mjs [--cycles 20]
 //   [--window-ms 5000] [--settle-ms 4000] [--tabs 20] [--hidden | --background] [--control]
-//   [--build DIR] [--csv f] [--no-load] [--steady [--open-settle-ms 60000]]; or --from-csv f[,g...]
-//   to re-analyse runs (pooled).
+//   [--build DIR] [--csv f] [--no-load] [--steady [--open-settle-ms 60000]] [--live-interval-ms N];
+//   or --from-csv f[,g...] to re-analyse runs (pooled).
 // The budget's run: node bench/console-tabs-paired.mjs --cycles 12 --window-ms 5000 --settle-ms 4000
 //   --background (and --hidden, headless, beside it for the bound).
 // --steady: the tabs opened once, left to settle (--open-settle-ms, 60 s: for the first half
@@ -37,6 +37,8 @@
 //   settle time. What the open tabs cost an operator who keeps them, not what opening them costs.
 //   The engine keeps the feed's one socket in both phases: its own feed work (0.2-0.3 % of its JS
 //   thread, session 27) is not in the difference.
+// --live-interval-ms N: the tabs' browser set to update live data every N ms (Settings, "This
+//   browser": 1000, 2000 or 5000), instead of the console's default (every second).
 // --no-load: no inference; the engine's own CPU with and without the tabs, and the browser's by process type.
 // --build DIR: the engine and console of another built checkout (its e2e/dist, engine/dist,
 //   console/dist), to measure an earlier commit with the same method.
@@ -67,6 +69,7 @@ const csvPath = arg('csv', null);
 const noLoad = process.argv.includes('--no-load');
 const steady = process.argv.includes('--steady') && !control;
 const openSettleMs = Number(arg('open-settle-ms', '60000'));
+const liveIntervalMs = arg('live-interval-ms', null);
 
 async function startEngine() {
   const serverProcess = buildDir
@@ -105,7 +108,7 @@ function writeCsv(windows) {
 async function main() {
   console.log(`# bench/console-tabs-paired, machine: ${machine()}`);
   console.log(
-    `# ${cycles} cycles, windows ${windowMs} ms, settle ${settleMs} ms${steady ? `, tabs kept open (settled ${openSettleMs} ms; stopped in "without")` : ''}, ${control ? 'CONTROL (no tabs in either phase)' : `${tabs} tabs${background ? ', background tabs of one headful window (Xvfb)' : hidden ? ', all but one told hidden (headless)' : ', all shown'}`}${buildDir ? `, build ${buildDir}` : ''}`,
+    `# ${cycles} cycles, windows ${windowMs} ms, settle ${settleMs} ms${steady ? `, tabs kept open (settled ${openSettleMs} ms; stopped in "without")` : ''}, ${control ? 'CONTROL (no tabs in either phase)' : `${tabs} tabs${background ? ', background tabs of one headful window (Xvfb)' : hidden ? ', all but one told hidden (headless)' : ', all shown'}`}${buildDir ? `, build ${buildDir}` : ''}${liveIntervalMs ? `, live updates every ${liveIntervalMs} ms` : ''}`,
   );
   const display = background ? await startDisplay() : null;
   displayPid = display?.pid ?? 0;
@@ -119,7 +122,8 @@ async function main() {
   const coin = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31 < 0.5;
   const phase = async (withTabsNow) => {
     if (steady) signalTree(tabsChild.pid, withTabsNow ? 'SIGCONT' : 'SIGSTOP');
-    else if (withTabsNow && !control) tabsChild = await openTabs(e, { tabs, hidden: hidden ? '1' : '0', display });
+    else if (withTabsNow && !control)
+      tabsChild = await openTabs(e, { tabs, hidden: hidden ? '1' : '0', display, liveIntervalMs });
     await sleep(settleMs);
     const m = await measure(e, load, tabsChild?.pid ?? 0);
     if (!steady) {
@@ -140,7 +144,7 @@ async function main() {
   try {
     await sleep(10_000); // the generator's ramp, compiled sizes, learned costs
     if (steady) {
-      tabsChild = await openTabs(e, { tabs, hidden: hidden ? '1' : '0', display });
+      tabsChild = await openTabs(e, { tabs, hidden: hidden ? '1' : '0', display, liveIntervalMs });
       await sleep(openSettleMs);
     }
     console.log(

@@ -43,13 +43,15 @@ function threadDelta(a, b, pick = () => true) {
 /**
  * The tabs child of bench/console-tabs.mjs against engine `e`: `tabs` console pages (all but one
  * hidden when `hidden` is '1'), or what `mode` opens instead ('none', 'blank', 'nofeed'), with
- * another build's console files from `dist`; resolves once every page is live.
+ * another build's console files from `dist`, and the browser's live update interval set to
+ * `liveIntervalMs` (Settings' choice; the console's default when null); resolves once every page is live.
  */
-export function openTabs(e, { tabs, hidden, mode = 'console', dist = '', display = null }) {
+export function openTabs(e, { tabs, hidden, mode = 'console', dist = '', display = null, liveIntervalMs = null }) {
   return new Promise((resolve_, reject) => {
     const argv = [join(import.meta.dirname, 'console-tabs.mjs'), '--tabs-child', e.consoleUrl, e.token];
     argv.push(String(tabs), hidden, '0', 'parallel', mode, dist, display ? 'background' : 'headless');
-    const env = display ? { ...process.env, DISPLAY: display.display } : process.env;
+    const env = { ...process.env, ...(display ? { DISPLAY: display.display } : {}) };
+    if (liveIntervalMs !== null) env.HLOSERVE_BENCH_LIVE_INTERVAL_MS = String(liveIntervalMs);
     const child = spawn(process.execPath, argv, { stdio: ['pipe', 'pipe', 'inherit'], env });
     child.stdout.on('data', (d) => String(d).includes('ready') && resolve_(child));
     child.once('exit', (code) => reject(new Error(`tabs child exited ${code} before ready`)));

@@ -54,6 +54,9 @@ if (process.argv[2] === '--tabs-child') {
   const browser = background?.browser ?? (await chromium.launch({ executablePath, args }));
   const context = background?.context ?? (await browser.newContext({ viewport: { width: 1440, height: 900 } }));
   await context.addInitScript((t) => localStorage.setItem('hloserve.token', t), token);
+  // The browser's live update interval (Settings), as openTabs' liveIntervalMs sets it.
+  const interval = process.env.HLOSERVE_BENCH_LIVE_INTERVAL_MS;
+  if (interval) await context.addInitScript((ms) => localStorage.setItem('hloserve.liveIntervalMs', ms), interval);
   if (dist) await routeConsoleFiles(context, url, () => dist);
   // A socket that never opens, as a refused connection does.
   if (mode === 'nofeed') await context.addInitScript(refuseWebSockets);
