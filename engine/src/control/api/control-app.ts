@@ -53,11 +53,13 @@ export async function buildControlApp(o: ControlAppOptions): Promise<ControlApp>
   const now = o.now ?? Date.now;
   const tokens = new TokenService(o.store, now);
   const mutations = new AuditedMutations(o.store, now);
+  // 0 turns the metric ticks off; the feed's load turn still comes once a second.
   const metricIntervalMs = o.metricIntervalMs ?? 1000;
+  const loadMs = metricIntervalMs > 0 ? metricIntervalMs : 1000;
   const hub = new FeedHub({
     port: o.port,
     sampleMs: o.options.feed.sampleMs,
-    loadMs: metricIntervalMs > 0 ? metricIntervalMs : 1000,
+    loadMs,
     limits: { highWaterBytes: o.options.feed.highWaterBytes, lowWaterBytes: o.options.feed.highWaterBytes / 4 },
   });
   const events = new EventLog(o.store, o.port, hub.topic('events'), o.log);
@@ -66,7 +68,7 @@ export async function buildControlApp(o: ControlAppOptions): Promise<ControlApp>
     o.port,
     hub.topic('metrics'),
     o.log,
-    metricIntervalMs > 0 ? metricIntervalMs : 1000,
+    loadMs,
     metricIntervalMs > 0 ? (tick) => hub.onLoadTurn(tick) : null,
   );
   const desired = new DesiredState(o.store, o.port, now, o.log);

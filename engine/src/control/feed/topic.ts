@@ -100,7 +100,10 @@ export class Topic {
     this.#change(items, gone, stamp);
   }
 
-  /** Changes some entries and leaves the others as they are: `items` are upserted where they differ, `gone` removed where held. Paced as set() is. */
+  /**
+   * Changes some entries and leaves the others as they are: `items` are upserted where they
+   * differ, `gone` removed where held. Paced as set() is.
+   */
   patch(items: ReadonlyMap<string, unknown>, gone: Iterable<string>): void {
     const remove: string[] = [];
     for (const k of gone) if (this.#state.has(k) && !items.has(k)) remove.push(k);
