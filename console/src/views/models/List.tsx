@@ -253,16 +253,8 @@ const lastUsedText = (r: ModelRow, now: number) => (r.lastUsed === null ? '–' 
  * them, and only when their "last used" reads differently.
  */
 function sameRow(a: RowProps, b: RowProps): boolean {
-  return (
-    a.row === b.row &&
-    a.top === b.top &&
-    a.index === b.index &&
-    a.active === b.active &&
-    a.selected === b.selected &&
-    a.operate === b.operate &&
-    a.onToggle === b.onToggle &&
-    lastUsedText(a.row, a.now) === lastUsedText(b.row, b.now)
-  );
+  for (const k of Object.keys(a) as (keyof RowProps)[]) if (k !== 'now' && a[k] !== b[k]) return false;
+  return lastUsedText(a.row, a.now) === lastUsedText(b.row, b.now);
 }
 
 const Row = memo(function Row(props: RowProps) {
