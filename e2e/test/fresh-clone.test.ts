@@ -58,9 +58,28 @@ function runLine(command: string, cwd: string, env: NodeJS.ProcessEnv, logFile: 
       log.end();
       const seconds = (performance.now() - t0) / 1000;
       if (serves ? listening : code === 0) resolve({ command, seconds });
-      else reject(new Error(`'${command}' failed (exit ${code ?? signal}); log: ${logFile}`));
+      else
+        log.on('close', () =>
+          reject(
+            new Error(
+              `'${command}' failed (exit ${code ?? signal}); log: ${logFile}\n${whatFailed(readFileSync(logFile, 'utf8'))}`,
+            ),
+          ),
+        );
     });
   });
+}
+
+/**
+ * The part of a replay's log that says what failed: the test runner's summary of failing tests when
+ * there is one, else the log's end. The replay's directory is gone with the CI machine, so the
+ * error has to carry it.
+ */
+export function whatFailed(log: string, maxLines = 60): string {
+  const lines = log.split('\n');
+  const summary = lines.findLastIndex((l) => /failing tests:|\d+ failed$/.test(l.trim()));
+  const from = summary >= 0 ? summary : Math.max(0, lines.length - maxLines);
+  return lines.slice(from, from + maxLines).join('\n');
 }
 
 test('a fresh clone passes with exactly the README commands', { skip, timeout: 50 * 60_000 }, async () => {
@@ -102,4 +121,22 @@ test('a fresh clone passes with exactly the README commands', { skip, timeout: 5
     `fresh clone at ${head.slice(0, 12)}: ${ran.map((r) => `${r.command}: ${r.seconds.toFixed(0)} s`).join('; ')}`,
   );
   rmSync(work, { recursive: true, force: true });
+});
+
+test("a failed replay's error carries the inner run's failing tests, or the log's end", () => {
+  const nodeLog = [
+    '$ npm test',
+    'ℹ pass 3',
+    'ℹ fail 1',
+    '',
+    '✖ failing tests:',
+    '',
+    'test at a.test.js:1:1',
+    '✖ it broke',
+  ];
+  assert.match(whatFailed(nodeLog.join('\n')), /^✖ failing tests:[\s\S]*✖ it broke$/);
+  const specLog = ['Running 2 tests', '  1 failed', '    [chromium] › a.spec.ts:3:1 › the page draws', '  1 passed'];
+  assert.match(whatFailed(specLog.join('\n')), /^ {2}1 failed\n.*the page draws/);
+  const other = Array.from({ length: 100 }, (_, i) => `line ${i}`).join('\n');
+  assert.equal(whatFailed(other, 3), 'line 97\nline 98\nline 99');
 });
