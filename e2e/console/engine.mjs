@@ -59,6 +59,7 @@ async function startEngine(o = {}) {
   );
   const logs = [];
   const exited = new Promise((r) => child.once('exit', () => r()));
+  // An engine that never listens is killed, and its directory (unless the caller's) goes with it.
   const ports = await new Promise((res, rej) => {
     const timer = setTimeout(
       () =>
@@ -88,6 +89,11 @@ ${logs.join('\n')}`),
 ${logs.join('\n')}`),
       ),
     );
+  }).catch(async (err) => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+    await exited;
+    if (!o.dir) rmSync(dir, { recursive: true, force: true });
+    throw err;
   });
   return {
     consoleUrl: `http://127.0.0.1:${ports.console}`,

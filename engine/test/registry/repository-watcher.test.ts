@@ -92,8 +92,9 @@ suite('RepositoryWatcher (dynamic mode)', () => {
     await watcher.close();
   });
 
-  test('a rename seen across two looks (old name gone one look before the new one settles) is still a rename', async () => {
+  test('a rename seen across two looks (old name gone one look before the new one settles) is still a rename', async (t) => {
     const root = mkdtempSync(join(tmpdir(), 'hlo-watch-root-'));
+    t.after(() => rmSync(root, { recursive: true, force: true }));
     const repo2 = join(root, 'repo');
     mkdirSync(repo2);
     bundle(repo2, 'e');
@@ -110,7 +111,6 @@ suite('RepositoryWatcher (dynamic mode)', () => {
     await scan();
     assert.deepEqual(actions, ['rename e f']);
     await watcher.close();
-    rmSync(root, { recursive: true, force: true });
   });
 
   test('a directory recreated under a new name with other content is an unload and a load, not a rename', async () => {
