@@ -153,11 +153,11 @@ async function main() {
       engines.push(await startConsoleEngine(startBefore, 'before'));
     }
 
-    const perf = (e) => {
+    const perf = async (e) => {
       const args = grpcLoadArgs('mlp', e.server.grpcUrl(), 16);
       const t0 = performance.now();
       const engine0 = cpuSeconds(e.server.child.pid);
-      const p = runPerfAnalyzer([...args, '-p', windowMs, '-s', '100', '-r', '10']);
+      const p = await runPerfAnalyzer([...args, '-p', windowMs, '-s', '100', '-r', '10']);
       if (p.status !== 0) throw new Error(`perf_analyzer failed:\n${p.output}`);
       const seconds = (performance.now() - t0) / 1000;
       return { ...p.rows.get(16), engineCpu: (cpuSeconds(e.server.child.pid) - engine0) / seconds, seconds };
@@ -187,16 +187,16 @@ async function main() {
       console.log(
         `| ${round} | ${x.engine} | ${x.tabs} | ${fmt(x.throughput)} | ${x.p50} | ${x.p99} | ${fmt(x.engineCpu, 2)} | ${fmt((1e6 * x.engineCpu) / x.throughput, 0)} | ${fmt(x.browserCpu, 2)} |`,
       );
-    for (const e of engines) perf(e); // warm: compiled sizes, learned costs, the first feed samples
+    for (const e of engines) await perf(e); // warm: compiled sizes, learned costs, the first feed samples
     for (let i = 1; i <= rounds; i++) {
       // Alternate which build goes first, so a drift over the round does not favour one.
       for (const e of i % 2 ? engines : [...engines].reverse()) {
-        rows.push({ engine: e.label, tabs: 0, ...perf(e), browserCpu: 0 });
+        rows.push({ engine: e.label, tabs: 0, ...(await perf(e)), browserCpu: 0 });
         print(i, rows.at(-1));
         const child = await openTabs(e);
         const b0 = cpuSeconds(child.pid);
         const t0 = performance.now();
-        const p = perf(e);
+        const p = await perf(e);
         const browserCpu = (cpuSeconds(child.pid) - b0) / ((performance.now() - t0) / 1000);
         rows.push({ engine: e.label, tabs, ...p, browserCpu });
         print(i, rows.at(-1));

@@ -60,9 +60,9 @@ try {
   const viewer = (await post('/tokens', { name: 'bench', scope: 'viewer' }, admin)).token;
   const operator = (await post('/tokens', { name: 'bench', scope: 'operator' }, admin)).token;
 
-  const perf = () => {
+  const perf = async () => {
     const args = grpcLoadArgs('mlp', server.grpcUrl(), 16);
-    const r = runPerfAnalyzer([...args, '-p', windowMs, '-s', '100', '-r', '10']);
+    const r = await runPerfAnalyzer([...args, '-p', windowMs, '-s', '100', '-r', '10']);
     if (r.status !== 0) throw new Error(`perf_analyzer failed:\n${r.output}`);
     return r.rows.get(16);
   };
@@ -77,15 +77,15 @@ try {
     });
 
   const rows = [];
-  perf(); // warm
+  await perf(); // warm
   for (const clients of [0, 20, 0, 20]) {
     if (clients === 0) {
-      rows.push({ clients, ...perf(), rate: 0, resyncs: 0 });
+      rows.push({ clients, ...(await perf()), rate: 0, resyncs: 0 });
       continue;
     }
     const feed = feedClients(clients, (Number(windowMs) / 1000) * 14);
     await new Promise((r) => setTimeout(r, 1500));
-    const p = perf();
+    const p = await perf();
     const f = await feed;
     rows.push({ clients, ...p, rate: f.messages / f.seconds, resyncs: f.resyncs });
   }

@@ -87,8 +87,8 @@ function startGateway(workers, extra = [], cli = DEFAULT_CLI) {
 
 // A fixed request count, not perf_analyzer's stability search, which a busy 2-core VM rarely
 // satisfies; direct and gateway runs alternate so drift hits both alike.
-function perf(url, c) {
-  const r = runPerfAnalyzer([...grpcLoadArgs('mlp', url, c), '--request-count', String(c === 1 ? 2000 : 6000)]);
+async function perf(url, c) {
+  const r = await runPerfAnalyzer([...grpcLoadArgs('mlp', url, c), '--request-count', String(c === 1 ? 2000 : 6000)]);
   if (r.status !== 0) throw new Error(`perf_analyzer failed:\n${r.output}`);
   return r.rows.get(c);
 }
@@ -121,7 +121,7 @@ if (!skipLatency) {
           const url = via === 'direct' ? worker.grpcUrl() : `127.0.0.1:${(via === 'gateway' ? gw : base).ports.grpc}`;
           const proc = via === 'gateway' ? gw.child : via === 'baseline' ? base.child : null;
           const before = proc ? cpuMs(proc.pid) : 0;
-          const row = perf(url, c);
+          const row = await perf(url, c);
           // perf_analyzer's request count plus its few warm-up calls: close enough per request.
           const cpu = proc ? ((cpuMs(proc.pid) - before) * 1000) / (c === 1 ? 2000 : 6000) : null;
           rows.push({ c, via, ...row, cpu });
@@ -346,7 +346,7 @@ if (!process.argv.includes('--skip-measured-spread')) {
                 const c = Math.max(1, Math.round(w / 2));
                 const child = spawn(process.execPath, [
                   '-e',
-                  `import('${join(repoRoot, 'e2e', 'dist', 'src', 'perf-analyzer.js')}').then(({grpcLoadArgs,runPerfAnalyzer})=>{const r=runPerfAnalyzer([...grpcLoadArgs('${m}','${url}',${c}),'--request-count','${counts[m]}']);process.exit(r.status??1)})`,
+                  `import('${join(repoRoot, 'e2e', 'dist', 'src', 'perf-analyzer.js')}').then(async ({grpcLoadArgs,runPerfAnalyzer})=>{const r=await runPerfAnalyzer([...grpcLoadArgs('${m}','${url}',${c}),'--request-count','${counts[m]}']);process.exit(r.status??1)})`,
                 ]);
                 child.once('exit', resolve);
               }),

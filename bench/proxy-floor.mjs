@@ -17,7 +17,7 @@ import { createServer, connect } from 'node:net';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { SERVER_NODE_FLAGS } from '../engine/dist/src/node-flags.js';
-import { grpcLoadArgs, runPerfAnalyzer } from '../e2e/dist/src/perf-analyzer.js';
+import { grpcLoadArgs, runPerfAnalyzerCounted } from '../e2e/dist/src/perf-analyzer.js';
 import { repoRoot, startServer } from '../e2e/dist/src/server-process.js';
 import { schedstatMs } from './proc-cpu.mjs';
 import { arg, fmt, machine } from './stats.mjs';
@@ -87,20 +87,15 @@ function startGateway(worker, cli, pinCpu, flags = []) {
 
 const COUNT = { 1: 2000, 16: 6000 };
 
-/**
- * perf_analyzer in --request-count mode now and then never returns after its last answer (its
- * main thread sleeps in InferenceProfiler::Measure with every request answered and its worker
- * threads gone; seen three times in session 15, the gateway with nothing in flight): such a run
- * is cut after a minute and made again, at most twice.
- */
-function perf(url, c) {
+// A stalled --request-count run is cut after a minute and made again (runPerfAnalyzerCounted).
+async function perf(url, c) {
   const args = [...grpcLoadArgs('mlp', url, c), '--request-count', String(COUNT[c])];
-  for (let attempt = 0; ; attempt++) {
-    const r = runPerfAnalyzer(args, 60_000);
-    if (r.status === 0) return r.rows.get(c);
-    if (r.status !== null || attempt === 2) throw new Error(`perf_analyzer failed:\n${r.output}`);
-    process.stderr.write(`perf_analyzer stalled against ${url} at c=${c}; running it again\n`);
-  }
+  const r = await runPerfAnalyzerCounted(args, {
+    stallMs: 60_000,
+    onStall: () => process.stderr.write(`perf_analyzer stalled against ${url} at c=${c}; running it again\n`),
+  });
+  if (r.status !== 0) throw new Error(`perf_analyzer failed:\n${r.output}`);
+  return r.rows.get(c);
 }
 
 async function main() {
@@ -134,7 +129,7 @@ async function main() {
           const p = proxies.get(via);
           const url = p ? `127.0.0.1:${p.port}` : target;
           const before = p ? schedstatMs(p.pid) : 0;
-          const row = perf(url, c);
+          const row = await perf(url, c);
           const cpu = p ? ((schedstatMs(p.pid) - before) * 1000) / COUNT[c] : null;
           rows.push({ c, round: r, via, ...row, cpu });
           process.stderr.write(`c=${c} round ${r} ${via}: p50 ${row.p50} µs\n`);

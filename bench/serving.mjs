@@ -50,7 +50,7 @@ const rows = [];
 try {
   for (const m of models) {
     for (const c of [1, 16]) {
-      const r = runPerfAnalyzer([...grpcLoadArgs(m, server.grpcUrl(), c), '-p', windowMs, '-s', '20', '-r', '6']);
+      const r = await runPerfAnalyzer([...grpcLoadArgs(m, server.grpcUrl(), c), '-p', windowMs, '-s', '20', '-r', '6']);
       if (r.status !== 0) throw new Error(`perf_analyzer failed:\n${r.output}`);
       const row = r.rows.get(c);
       const serverAvg =

@@ -1,6 +1,6 @@
-import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { runCaptured } from './run-captured.js';
 import { repoRoot } from './server-process.js';
 
 /** One concurrency's summary line: throughput infer/s, p50 and p99 in µs. */
@@ -60,8 +60,42 @@ export function parsePerfSummary(output: string): Map<number, PerfRow> {
 }
 
 /** Runs Triton's perf_analyzer and parses its per-concurrency summary. */
-export function runPerfAnalyzer(args: readonly string[], timeoutMs = 300_000): PerfResult {
-  const r = spawnSync(perfAnalyzerBinary(), args, { encoding: 'utf8', timeout: timeoutMs, env: perfAnalyzerEnv() });
-  const output = `${r.stdout ?? ''}${r.stderr ?? ''}`;
+export async function runPerfAnalyzer(args: readonly string[], timeoutMs = 300_000): Promise<PerfResult> {
+  const r = await runCaptured(perfAnalyzerBinary(), args, { timeoutMs, env: perfAnalyzerEnv() });
+  const output = `${r.stdout}${r.stderr}`;
   return { status: r.status, output, rows: parsePerfSummary(output) };
+}
+
+export interface CountedOptions {
+  /** How long a run may take before it counts as stalled. */
+  stallMs?: number;
+  /** How many stalled runs are made again. */
+  retries?: number;
+  /**
+   * The server's requests in flight, read after a stall: 0 says the stall was perf_analyzer's own
+   * and the run is made again; anything else (more, or NaN: unread), and the result (killed:
+   * status null) is returned as it is.
+   * Without it every stall is made again.
+   */
+  inFlight?: () => Promise<number>;
+  /** Told of each stall made again. */
+  onStall?: (inFlight: number | null) => void;
+}
+
+/**
+ * perf_analyzer with --request-count. In that mode it now and then never returns after its last
+ * answer: its worker threads gone, its main thread asleep in its measurement loop, the server
+ * with nothing in flight (bench/RESULTS.md, session 15; once in a CI run through the gateway). A
+ * test must tell that from a server that lost an answer, which `inFlight` does.
+ */
+export async function runPerfAnalyzerCounted(args: readonly string[], o: CountedOptions = {}): Promise<PerfResult> {
+  const { stallMs = 120_000, retries = 2 } = o;
+  for (let attempt = 0; ; attempt++) {
+    const r = await runPerfAnalyzer(args, stallMs);
+    if (r.status !== null || attempt === retries) return r;
+    const inFlight = o.inFlight ? await o.inFlight() : null;
+    if (inFlight !== null && inFlight !== 0)
+      return { ...r, output: `${r.output}\nperf_analyzer stalled with ${inFlight} requests in flight at the server` };
+    o.onStall?.(inFlight);
+  }
 }

@@ -2,6 +2,7 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { runCaptured } from './run-captured.js';
 import { SERVER_NODE_FLAGS } from '@hloserve/engine/node-flags';
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -104,7 +105,7 @@ export function testPython(): string {
 }
 
 /** Runs a script of e2e/python and parses the JSON it prints last. Fails loudly without tritonclient. */
-export function runPython<T>(script: string, args: readonly string[], timeoutMs = 300_000): T {
+export async function runPython<T>(script: string, args: readonly string[], timeoutMs = 300_000): Promise<T> {
   const python = testPython();
   const probe = spawnSync(python, ['-c', 'import tritonclient.grpc, tritonclient.http, numpy'], { encoding: 'utf8' });
   if (probe.status !== 0) {
@@ -112,13 +113,15 @@ export function runPython<T>(script: string, args: readonly string[], timeoutMs 
       `the e2e tests need Triton's Python client: run them with npm test (scripts/setup-tests.mjs sets it up)\n${probe.stderr}`,
     );
   }
-  const r = spawnSync(python, [join(pythonDir, script), ...args], {
-    encoding: 'utf8',
-    timeout: timeoutMs,
-    cwd: pythonDir,
-    maxBuffer: 64 * 2 ** 20,
-  });
+  const r = await runCaptured(python, [join(pythonDir, script), ...args], { timeoutMs, cwd: pythonDir });
   if (r.status !== 0) throw new Error(`${script} exited ${r.status}:\n${r.stderr}\n${r.stdout}`);
   const last = r.stdout.trim().split('\n').pop() ?? '';
   return JSON.parse(last) as T;
+}
+
+/** One unlabelled gauge or counter from a metrics port (Prometheus text), NaN when it is absent. */
+export async function readMetric(metricsPort: number, name: string): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+  return line === undefined ? NaN : Number(line.slice(name.length + 1));
 }

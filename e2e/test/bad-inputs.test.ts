@@ -22,13 +22,15 @@ suite('malformed requests get the right status and never stop the server', () =>
       HLOSERVE_ENDPOINTS_MAX_RECV_MSG_BYTES: String(MAX_RECV),
       HLOSERVE_ENDPOINTS_MAX_JSON_BYTES: String(MAX_JSON),
     });
-    cases = runPython<{ cases: Case[] }>('bad_inputs.py', [
-      server.grpcUrl(),
-      server.httpUrl(),
-      'mlp',
-      String(MAX_RECV),
-      String(MAX_JSON),
-    ]).cases;
+    cases = (
+      await runPython<{ cases: Case[] }>('bad_inputs.py', [
+        server.grpcUrl(),
+        server.httpUrl(),
+        'mlp',
+        String(MAX_RECV),
+        String(MAX_JSON),
+      ])
+    ).cases;
   });
   after(async () => {
     assert.equal(await server.stop(), 0);

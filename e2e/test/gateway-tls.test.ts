@@ -75,8 +75,8 @@ suite('two workers behind the gateway with TLS from node.yaml', () => {
     }
   });
 
-  test("Triton's Python clients with ssl match the reference over gRPC and HTTP; plaintext is refused", () => {
-    const report = runPython<{ checks: { name: string; ok: boolean; detail: string }[] }>('infer_bundle.py', [
+  test("Triton's Python clients with ssl match the reference over gRPC and HTTP; plaintext is refused", async () => {
+    const report = await runPython<{ checks: { name: string; ok: boolean; detail: string }[] }>('infer_bundle.py', [
       `localhost:${server.ports.grpc}`,
       `localhost:${server.ports.http}`,
       join(examplesDir, 'mlp'),

@@ -12,7 +12,7 @@ suite('tritonclient against the bundles with hooks and the meta model', () => {
   let report: Report;
   before(async () => {
     server = await startServer();
-    report = runPython<Report>('infer_hooks.py', [server.grpcUrl(), server.httpUrl(), examplesDir]);
+    report = await runPython<Report>('infer_hooks.py', [server.grpcUrl(), server.httpUrl(), examplesDir]);
   });
   after(async () => {
     assert.equal(await server.stop(), 0, 'SIGTERM must drain and exit 0');

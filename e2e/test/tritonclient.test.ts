@@ -12,7 +12,7 @@ suite("Triton's own Python clients against hloserve on the example models", () =
   let report: Report;
   before(async () => {
     server = await startServer();
-    report = runPython<Report>('infer_examples.py', [server.grpcUrl(), server.httpUrl(), examplesDir]);
+    report = await runPython<Report>('infer_examples.py', [server.grpcUrl(), server.httpUrl(), examplesDir]);
   });
   after(async () => {
     assert.equal(await server.stop(), 0, 'SIGTERM must drain and exit 0');

@@ -116,7 +116,7 @@ suite('an uploaded bundle is served to tritonclient', () => {
     assert.equal(done.status, 200, await done.clone().text());
     assert.equal(((await done.json()) as { data: { state: string } }).data.state, 'installed');
 
-    const report = runPython<Report>('infer_bundle.py', [
+    const report = await runPython<Report>('infer_bundle.py', [
       server.grpcUrl(),
       server.httpUrl(),
       join(examplesDir, 'mlp'),
