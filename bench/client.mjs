@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { InferenceClient, tensor } from '../client/dist/src/index.js';
+import { runCaptured } from '../e2e/dist/src/run-captured.js';
 import { repoRoot, startServer } from '../e2e/dist/src/server-process.js';
 import { arg, fmt, machine, summarize } from './stats.mjs';
 
@@ -60,11 +61,12 @@ async function withTs(opts, c) {
   }
 }
 
-function drivePython(url, c, secs) {
-  const r = spawnSync(
+// Not spawnSync: this process reads the server's log pipes, which must not fill while it waits.
+async function drivePython(url, c, secs) {
+  const r = await runCaptured(
     python,
     [join(repoRoot, 'bench', 'client_tritonclient.py'), url, 'mlp', 'x', '1', '784', String(c), String(secs)],
-    { encoding: 'utf8', maxBuffer: 256 * 2 ** 20 },
+    { timeoutMs: (secs + 120) * 1000 },
   );
   if (r.status !== 0) throw new Error(`client_tritonclient.py exited ${r.status}: ${r.stderr}`);
   const j = JSON.parse(r.stdout.trim().split('\n').pop());
