@@ -112,8 +112,9 @@ async function main() {
   );
   const display = background ? await startDisplay() : null;
   displayPid = display?.pid ?? 0;
-  const e = await startEngine();
-  const load = noLoad ? null : startLoad(e);
+  // Set inside the try below, so that a start that fails half-way leaves nothing running.
+  let e = null;
+  let load = null;
   let tabsChild = null;
   const windows = [];
   // Which phase comes first in each cycle is drawn (seeded): other work on the machine that comes
@@ -142,6 +143,8 @@ async function main() {
     );
   };
   try {
+    e = await startEngine();
+    load = noLoad ? null : startLoad(e);
     await sleep(10_000); // the generator's ramp, compiled sizes, learned costs
     if (steady) {
       tabsChild = await openTabs(e, { tabs, hidden: hidden ? '1' : '0', display, liveIntervalMs });
@@ -162,7 +165,7 @@ async function main() {
     if (steady && tabsChild) signalTree(tabsChild.pid, 'SIGCONT');
     await closeTabs(tabsChild);
     load?.kill('SIGTERM');
-    await e.stop();
+    await e?.stop();
     await display?.stop();
   }
   report(windows);
