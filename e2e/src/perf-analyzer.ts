@@ -73,9 +73,8 @@ export interface CountedOptions {
   retries?: number;
   /**
    * The server's requests in flight, read after a stall: 0 says the stall was perf_analyzer's own
-   * and the run is made again; anything else (more, or NaN: unread), and the result (killed:
-   * status null) is returned as it is.
-   * Without it every stall is made again.
+   * and the run is made again; anything else (more, or NaN: unread) returns the killed run (status
+   * null) as it is. Without it every stall is made again.
    */
   inFlight?: () => Promise<number>;
   /** Told of each stall made again. */

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { setClampedTimeout } from '@hloserve/common/timers';
 
 export interface Captured {
   /** The exit code; null when it was killed (its time ran out, or a signal). */
@@ -26,7 +27,7 @@ export function runCaptured(command: string, args: readonly string[], o: RunOpti
     const err: Buffer[] = [];
     child.stdout.on('data', (b: Buffer) => out.push(b));
     child.stderr.on('data', (b: Buffer) => err.push(b));
-    const timer = setTimeout(() => child.kill('SIGKILL'), o.timeoutMs);
+    const timer = setClampedTimeout(() => child.kill('SIGKILL'), o.timeoutMs);
     child.once('error', (e) => {
       clearTimeout(timer);
       reject(e);
