@@ -33,13 +33,13 @@ export function runCaptured(command: string, args: readonly string[], o: RunOpti
       reject(e);
     });
     // 'close', not 'exit': the pipes are read to their end.
-    child.once('close', (code) =>
+    child.once('close', (code) => {
+      clearTimeout(timer);
       resolve({
         status: code,
         stdout: Buffer.concat(out).toString('utf8'),
         stderr: Buffer.concat(err).toString('utf8'),
-      }),
-    );
-    child.once('close', () => clearTimeout(timer));
+      });
+    });
   });
 }

@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -107,7 +107,10 @@ export function testPython(): string {
 /** Runs a script of e2e/python and parses the JSON it prints last. Fails loudly without tritonclient. */
 export async function runPython<T>(script: string, args: readonly string[], timeoutMs = 300_000): Promise<T> {
   const python = testPython();
-  const probe = spawnSync(python, ['-c', 'import tritonclient.grpc, tritonclient.http, numpy'], { encoding: 'utf8' });
+  // A Python that cannot start at all (not found) fails with the same advice as one without the client.
+  const probe = await runCaptured(python, ['-c', 'import tritonclient.grpc, tritonclient.http, numpy'], {
+    timeoutMs: 60_000,
+  }).catch((err: Error) => ({ status: null, stderr: err.message }));
   if (probe.status !== 0) {
     throw new Error(
       `the e2e tests need Triton's Python client: run them with npm test (scripts/setup-tests.mjs sets it up)\n${probe.stderr}`,
