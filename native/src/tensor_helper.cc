@@ -34,22 +34,26 @@ void ReadBytes(const Napi::Value& v, const std::string& field, const uint8_t** d
   Napi::Env env = v.Env();
   if (!v.IsTypedArray() && !v.IsDataView())
     throw Napi::TypeError::New(env, field + " must be a TypedArray, Buffer or DataView");
-  Napi::ArrayBuffer ab;
+  // The view's own data pointer, not its buffer's: napi_get_arraybuffer_info refuses a
+  // SharedArrayBuffer ("Invalid argument"), and a view over one is as good an input as any.
+  void* p = nullptr;
+  napi_value buffer = nullptr;
   size_t offset = 0;
+  napi_status st;
   if (v.IsTypedArray()) {
-    auto ta = v.As<Napi::TypedArray>();
-    ab = ta.ArrayBuffer();
-    offset = ta.ByteOffset();
-    *length = ta.ByteLength();
+    napi_typedarray_type type;
+    size_t count = 0;
+    st = napi_get_typedarray_info(env, v, &type, &count, &p, &buffer, &offset);
+    *length = v.As<Napi::TypedArray>().ByteLength();
   } else {
-    auto dv = v.As<Napi::DataView>();
-    ab = dv.ArrayBuffer();
-    offset = dv.ByteOffset();
-    *length = dv.ByteLength();
+    st = napi_get_dataview_info(env, v, length, &p, &buffer, &offset);
   }
-  if (ab.IsDetached()) throw Napi::TypeError::New(env, field + " is backed by a detached ArrayBuffer");
-  *data = static_cast<const uint8_t*>(ab.Data()) + offset;
-  keep->push_back(Napi::Persistent(ab.As<Napi::Object>()));
+  NAPI_THROW_IF_FAILED_VOID(env, st);
+  bool detached = false;
+  NAPI_THROW_IF_FAILED_VOID(env, napi_is_detached_arraybuffer(env, buffer, &detached));
+  if (detached) throw Napi::TypeError::New(env, field + " is backed by a detached ArrayBuffer");
+  *data = static_cast<const uint8_t*>(p);
+  keep->push_back(Napi::Persistent(Napi::Object(env, buffer)));
 }
 
 int ReadType(const Napi::Value& v, const std::string& field) {

@@ -62,6 +62,30 @@ suite('numerics on the real CPU plugin (float64 reference, relative error < 1e-5
     for (const w of weights) w.dispose();
   });
 
+  test('inputs viewed over a SharedArrayBuffer (at an offset) run as any other: run, runInline, upload', async () => {
+    const n = 64;
+    const a = randomF32(n, 21);
+    const b = randomF32(n, 22);
+    const shared = new SharedArrayBuffer(4 * (2 * n + 8));
+    const sa = new Float32Array(shared, 16, n);
+    const sb = new Float32Array(shared, 16 + 4 * n, n);
+    sa.set(a);
+    sb.set(b);
+    const exe = await rt.compile(ADD(n));
+    const want = Float64Array.from(a, (x, i) => x + b[i]!);
+    const args = [hostArray('f32', [n], sa), hostArray('f32', [n], sb)];
+    const [pooled] = await exe.run(args);
+    assert.ok(maxRelError(asFloat32(pooled!), want) < 1e-5);
+    const inline = exe.runInline(args);
+    assert.ok(inline !== null);
+    assert.ok(maxRelError(asFloat32(inline[0]!), want) < 1e-5);
+    const onDevice = await rt.upload(hostArray('f32', [n], sa));
+    const [viaDevice] = await exe.run([onDevice, hostArray('f32', [n], sb)]);
+    assert.ok(maxRelError(asFloat32(viaDevice!), want) < 1e-5);
+    onDevice.dispose();
+    exe.dispose();
+  });
+
   test('runInline: the same outputs as run(), on the calling thread; a disposed argument throws at once', async () => {
     const [b, i, h, o] = [1, 8, 16, 3];
     const x = randomF32(b * i, 12);
