@@ -10,6 +10,10 @@
 // figure on a loaded machine). Prints one JSON line per build and concurrency too. --image adds
 // classify-image (PNG bytes decoded in preprocess, top-3 in postprocess: calls by message) to the
 // rotation; its "added" and "% of plain" are against mlp, so only its own p50 and rate compare.
+// --split also times, per build and model, the pool's round trip of each hook call (handed over
+// to answered, on the engine's thread) and the program's own run on the event loop's thread (a
+// lone request runs inline): where a hooked request's added time goes (bench/RESULTS.md, session
+// 31). It wraps two methods of each build's classes, so take the p50s of a run without it.
 //
 //   cp -r engine/dist engine/dist-before   # built at the older commit; then build the newer one
 //   node bench/hooks-ab.mjs dist dist-before [--rounds 20] [--ms 400] [--c16]
@@ -27,6 +31,7 @@ const flag = (name, fallback) => {
 };
 const rounds = flag('--rounds', 20);
 const ms = flag('--ms', 400);
+const split = args.includes('--split');
 const builds = args.filter((a, i) => !a.startsWith('--') && !(i > 0 && ['--rounds', '--ms'].includes(args[i - 1])));
 if (builds.length === 0) throw new Error('usage: node bench/hooks-ab.mjs <build under engine/> ...');
 const concurrencies = args.includes('--c16-only') ? [16] : args.includes('--c16') ? [1, 16] : [1];
@@ -49,8 +54,35 @@ if (models.includes('classify-image'))
   cpSync(join(examples, 'classify-image'), join(repo, 'classify-image'), { recursive: true });
 
 const workers = {};
+// --split: per "build model", the hook calls' round trips by function and the inline runs (ms).
+const splits = {};
+const splitOf = (b, model) => (splits[`${b} ${model}`] ??= { preprocess: [], postprocess: [], inline: [] });
+async function wrapForSplit(b, load) {
+  const { HookPool } = await load('hooks/hook-pool.js');
+  const { CompiledModel } = await load('model/compiled-model.js');
+  const run = HookPool.prototype.run;
+  HookPool.prototype.run = function (call) {
+    const t = performance.now();
+    const p = run.call(this, call);
+    const times = splitOf(b, call.context.model)[call.fn];
+    if (times)
+      p.then(
+        () => times.push(performance.now() - t),
+        () => {},
+      );
+    return p;
+  };
+  const runInline = CompiledModel.prototype.runInline;
+  CompiledModel.prototype.runInline = function (...a) {
+    const t = performance.now();
+    const out = runInline.apply(this, a);
+    if (out !== null) splitOf(b, this.name).inline.push(performance.now() - t);
+    return out;
+  };
+}
 for (const b of builds) {
   const load = (path) => import(pathToFileURL(join(here, '..', 'engine', b, 'src', path)).href);
+  if (split) await wrapForSplit(b, load);
   const { defaultConfig, workerSettings } = await load('config/node-config.js');
   const { createLogger } = await load('log.js');
   const { Worker } = await load('worker/worker.js');
@@ -106,6 +138,8 @@ async function closedLoop(worker, model, concurrency, forMs) {
   const req = request(model);
   const cpu0 = process.cpuUsage();
   const wakes0 = worker.hookPoolCounters?.wakes ?? NaN;
+  const parts = splitOf(buildOf.get(worker), model);
+  for (const k of Object.keys(parts)) parts[k] = [];
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
       while (performance.now() < end) {
@@ -119,7 +153,11 @@ async function closedLoop(worker, model, concurrency, forMs) {
   // Wake-ups of a sleeping hook thread per row (the pool's counter; a build without it: NaN).
   const wakes = ((worker.hookPoolCounters?.wakes ?? NaN) - wakes0) / lat.length;
   lat.sort((a, b) => a - b);
+  const p50us = (xs) => (xs.length === 0 ? NaN : [...xs].sort((a, b) => a - b)[xs.length >> 1] * 1000);
   return {
+    pre: p50us(parts.preprocess),
+    post: p50us(parts.postprocess),
+    inline: p50us(parts.inline),
     wakes,
     p50: lat[Math.floor(lat.length / 2)] * 1000,
     rate: lat.length / (forMs / 1000),
@@ -127,6 +165,8 @@ async function closedLoop(worker, model, concurrency, forMs) {
   };
 }
 
+const fmtUs = (x) => (x === undefined || Number.isNaN(x) ? '-' : `${x.toFixed(1)} µs`);
+const buildOf = new Map(Object.entries(workers).map(([b, w]) => [w, b]));
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 for (const b of builds) for (const m of models) await closedLoop(workers[b], m, 4, 500);
 const cells = [];
@@ -141,7 +181,18 @@ for (const c of concurrencies) {
     for (const b of builds)
       for (const m of models) {
         const k = `${b} ${m}`;
-        (res[k] ??= { p50: [], rate: [], added: [], ratio: [], cpu: [], wakes: [] }).p50.push(got[k].p50);
+        (res[k] ??= {
+          p50: [],
+          rate: [],
+          added: [],
+          ratio: [],
+          cpu: [],
+          wakes: [],
+          pre: [],
+          post: [],
+          inline: [],
+        }).p50.push(got[k].p50);
+        for (const part of ['pre', 'post', 'inline']) if (!Number.isNaN(got[k][part])) res[k][part].push(got[k][part]);
         res[k].cpu.push(got[k].cpuPerRow);
         res[k].wakes.push(got[k].wakes);
         res[k].rate.push(got[k].rate);
@@ -162,10 +213,15 @@ for (const c of concurrencies) {
         ratio: median(v.ratio),
         cpuPerRow: median(v.cpu),
         wakesPerRow: median(v.wakes),
+        ...(split ? { preUs: median(v.pre), postUs: median(v.post), inlineUs: median(v.inline) } : {}),
       };
       console.log(
         `  c=${c} ${b.padEnd(12)} ${m.padEnd(11)} p50 ${row.p50.toFixed(0)} µs  added p50 ${row.added.toFixed(0)} µs  ${row.rate.toFixed(0)} rows/s (${(row.ratio * 100).toFixed(0)} % of plain), process CPU ${row.cpuPerRow.toFixed(0)} µs/row${m === 'mlp' || Number.isNaN(row.wakesPerRow) ? '' : `, hook thread woken ${row.wakesPerRow.toFixed(2)}/row`}`,
       );
+      if (split)
+        console.log(
+          `      split: hook round trip p50 pre ${fmtUs(row.preUs)}, post ${fmtUs(row.postUs)}; program run inline p50 ${fmtUs(row.inlineUs)}`,
+        );
       if (process.env.HOOKS_BENCH_JSON) console.log(JSON.stringify(row));
     }
 }
