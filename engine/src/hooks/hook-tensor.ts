@@ -73,8 +73,7 @@ export function toHookTensor(t: HostTensor): HookTensor {
 
 /**
  * A hook tensor back in wire layout; numeric data is viewed, not copied, unless it lives in a
- * SharedArrayBuffer: the hook's thread could still write it, and the addon takes only plain
- * buffers.
+ * SharedArrayBuffer: the hook's thread could still write it while a batch reads it.
  */
 export function toHostTensor(name: string, t: HookTensor): HostTensor {
   if (t.dtype === 'BYTES')
