@@ -13,6 +13,7 @@ import { type JsonUpload, OFF_THREAD_BYTES, openJsonUpload, parseHttpInferReques
 import type { InferenceService } from './service.js';
 import { httpsOptions, type TlsMaterial } from '../tls/tls-material.js';
 import { lazySchemaCompilers } from '../lazy-schema-compilers.js';
+import { closeIdleWhenClosing } from './close-idle.js';
 
 interface ModelParams {
   model: string;
@@ -128,6 +129,7 @@ export function buildHttpServer(service: InferenceService, options: HttpServerOp
     // request's overrun small.
     ...serverOptions,
   }) as unknown as FastifyInstance;
+  closeIdleWhenClosing(app);
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (req, payload, done) => {
     // Without Inference-Header-Content-Length the whole body is JSON.

@@ -29,6 +29,7 @@ import { lazySchemaCompilers } from '../../lazy-schema-compilers.js';
 import type { ModelPort } from './model-port.js';
 import { httpsOptions } from '../../tls/tls-material.js';
 import { HTTP_LIMIT_DEFAULTS } from '../../transports/http-limits.js';
+import { closeIdleWhenClosing } from '../../transports/close-idle.js';
 
 export interface ControlAppOptions {
   readonly port: ModelPort;
@@ -103,6 +104,7 @@ export async function buildControlApp(o: ControlAppOptions): Promise<ControlApp>
       return typeof given === 'string' && /^[\x21-\x7e]{1,100}$/.test(given) ? given : randomUUID();
     },
   }) as unknown as FastifyInstance;
+  closeIdleWhenClosing(app);
   installErrorHandler(app);
   installAuth(app, tokens);
   await app.register(swagger, {

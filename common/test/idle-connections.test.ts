@@ -1,0 +1,81 @@
+import assert from 'node:assert/strict';
+import { Agent, createServer, request, type Server } from 'node:http';
+import { suite, test } from 'node:test';
+import { closeIdleUntilClosed } from '../src/idle-connections.js';
+import { listen } from '../src/listen.js';
+
+/** A keep-alive request whose answer the server sends `answerAfterMs` after it arrives. */
+function slowServer(answerAfterMs: number): Server {
+  const server = createServer((_req, res) => setTimeout(() => res.end('ok'), answerAfterMs));
+  server.keepAliveTimeout = 72_000;
+  return server;
+}
+
+function get(port: number, agent: Agent): Promise<number> {
+  return new Promise((resolve, reject) => {
+    request({ host: '127.0.0.1', port, agent }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    })
+      .on('error', reject)
+      .end();
+  });
+}
+
+/** ms until `server` has closed, or Infinity past `boundMs`. */
+function closedWithin(server: Server, boundMs: number, start: number): Promise<number> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(Infinity), boundMs);
+    server.once('close', () => {
+      clearTimeout(timer);
+      resolve(performance.now() - start);
+    });
+  });
+}
+
+suite('closeIdleUntilClosed', () => {
+  test('a keep-alive connection whose request was in flight at close() is closed once answered', async () => {
+    const server = slowServer(150);
+    const port = await listen(server, '127.0.0.1', 0);
+    const agent = new Agent({ keepAlive: true });
+    try {
+      const answered = get(port, agent);
+      await new Promise((r) => setTimeout(r, 30));
+      const start = performance.now();
+      server.close();
+      closeIdleUntilClosed(server, 20);
+      assert.equal(await answered, 200, 'the request in flight is answered');
+      const ms = await closedWithin(server, 3_000, start);
+      assert.ok(ms < 1_000, `closed ${ms} ms after close(), not at the keep-alive timeout`);
+    } finally {
+      agent.destroy();
+      server.closeAllConnections();
+    }
+  });
+
+  test('without it, the same connection holds close() open (what it is for)', async () => {
+    const server = slowServer(100);
+    const port = await listen(server, '127.0.0.1', 0);
+    const agent = new Agent({ keepAlive: true });
+    try {
+      const answered = get(port, agent);
+      await new Promise((r) => setTimeout(r, 30));
+      const start = performance.now();
+      server.close();
+      assert.equal(await answered, 200);
+      assert.equal(await closedWithin(server, 600, start), Infinity);
+    } finally {
+      agent.destroy();
+      server.closeAllConnections();
+    }
+  });
+
+  test('an idle server closes at once and the timer goes with it', async () => {
+    const server = slowServer(0);
+    await listen(server, '127.0.0.1', 0);
+    const start = performance.now();
+    server.close();
+    closeIdleUntilClosed(server);
+    assert.ok((await closedWithin(server, 1_000, start)) < 1_000);
+  });
+});
