@@ -9,6 +9,7 @@ import { startGatewayGrpc } from './grpc-server.js';
 import { startGatewayHttp } from './http-server.js';
 import { type GatewayConsoleHandle, startGatewayConsole } from './control/console-server.js';
 import { secureOptions, type GatewayTls } from './tls.js';
+import { closeIdleUntilClosed } from '@hloserve/common/idle-connections';
 
 export interface GatewayListen {
   readonly host: string;
@@ -77,7 +78,10 @@ export async function serveGateway(
     ports: { grpc: grpc.port, http: http.port, metrics: metrics?.port ?? -1, console: console?.port ?? -1 },
     stop: async () => {
       await Promise.all([grpc.close(), http.close(), console?.close()]);
-      metrics?.server.close();
+      if (metrics) {
+        metrics.server.close();
+        closeIdleUntilClosed(metrics.server);
+      }
       gateway.stop();
     },
   };
