@@ -33,41 +33,40 @@ function closedWithin(server: Server, boundMs: number, start: number): Promise<n
   });
 }
 
+/** Closes a server while one keep-alive request is in flight: its answer, and ms until closed. */
+async function closeWithOneInFlight(
+  answerAfterMs: number,
+  helper: boolean,
+  boundMs: number,
+): Promise<{ status: number; ms: number }> {
+  const server = slowServer(answerAfterMs);
+  const port = await listen(server, '127.0.0.1', 0);
+  const agent = new Agent({ keepAlive: true });
+  try {
+    const answered = get(port, agent);
+    await new Promise((r) => setTimeout(r, 30));
+    const start = performance.now();
+    server.close();
+    if (helper) closeIdleUntilClosed(server, 20);
+    const closed = closedWithin(server, boundMs, start);
+    return { status: await answered, ms: await closed };
+  } finally {
+    agent.destroy();
+    server.closeAllConnections();
+  }
+}
+
 suite('closeIdleUntilClosed', () => {
   test('a keep-alive connection whose request was in flight at close() is closed once answered', async () => {
-    const server = slowServer(150);
-    const port = await listen(server, '127.0.0.1', 0);
-    const agent = new Agent({ keepAlive: true });
-    try {
-      const answered = get(port, agent);
-      await new Promise((r) => setTimeout(r, 30));
-      const start = performance.now();
-      server.close();
-      closeIdleUntilClosed(server, 20);
-      assert.equal(await answered, 200, 'the request in flight is answered');
-      const ms = await closedWithin(server, 3_000, start);
-      assert.ok(ms < 1_000, `closed ${ms} ms after close(), not at the keep-alive timeout`);
-    } finally {
-      agent.destroy();
-      server.closeAllConnections();
-    }
+    const { status, ms } = await closeWithOneInFlight(150, true, 3_000);
+    assert.equal(status, 200, 'the request in flight is answered');
+    assert.ok(ms < 1_000, `closed ${ms} ms after close(), not at the keep-alive timeout`);
   });
 
   test('without it, the same connection holds close() open (what it is for)', async () => {
-    const server = slowServer(100);
-    const port = await listen(server, '127.0.0.1', 0);
-    const agent = new Agent({ keepAlive: true });
-    try {
-      const answered = get(port, agent);
-      await new Promise((r) => setTimeout(r, 30));
-      const start = performance.now();
-      server.close();
-      assert.equal(await answered, 200);
-      assert.equal(await closedWithin(server, 600, start), Infinity);
-    } finally {
-      agent.destroy();
-      server.closeAllConnections();
-    }
+    const { status, ms } = await closeWithOneInFlight(100, false, 600);
+    assert.equal(status, 200);
+    assert.equal(ms, Infinity);
   });
 
   test('an idle server closes at once and the timer goes with it', async () => {
