@@ -17,3 +17,11 @@ export function closeIdleUntilClosed(server: Server, everyMs = IDLE_CLOSE_EVERY_
   timer.unref();
   server.once('close', () => clearInterval(timer));
 }
+
+/** `server.close()` with closeIdleUntilClosed: resolves once every connection has ended. */
+export function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    closeIdleUntilClosed(server);
+  });
+}

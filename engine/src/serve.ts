@@ -5,7 +5,7 @@ import type { ConsoleServer } from './console-server.js';
 import { ControlService } from './control/control-service.js';
 import type { GrpcServerHandle } from './transports/grpc-server.js';
 import type { Logger } from './log.js';
-import { closeIdleUntilClosed } from '@hloserve/common/idle-connections';
+import { closeServer } from '@hloserve/common/idle-connections';
 import { loadTlsMaterial } from './tls/tls-material.js';
 import { Worker } from './worker/worker.js';
 
@@ -138,14 +138,7 @@ export async function serve(
             ]);
             await step('worker', worker.stop(drain));
             await closing;
-            if (metrics)
-              await step(
-                'metrics',
-                new Promise<void>((r) => {
-                  metrics!.server.close(() => r());
-                  closeIdleUntilClosed(metrics!.server);
-                }),
-              );
+            if (metrics) await step('metrics', closeServer(metrics.server));
           } finally {
             clearInterval(report);
           }

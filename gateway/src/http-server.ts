@@ -12,7 +12,7 @@ import type { RawAnswer, WorkerClient } from './worker-client.js';
 import { secureOptions, type GatewayTls } from './tls.js';
 import { ERROR_CATALOGUE, type ErrorCode, ServeError, toHttpStatus, toServeError } from '@hloserve/common/errors';
 import { answerClientError } from '@hloserve/common/http-client-error';
-import { closeIdleUntilClosed } from '@hloserve/common/idle-connections';
+import { closeServer } from '@hloserve/common/idle-connections';
 import { listen } from '@hloserve/common/listen';
 
 interface HttpAnswer extends RawAnswer {
@@ -327,15 +327,11 @@ export async function startGatewayHttp(
   return {
     server,
     port: bound,
+    // The upstream agents go once every answer has: destroyed sooner, they would cut the
+    // requests still in flight to the workers (a 503 for a call the stop should finish).
     close: () =>
-      new Promise<void>((r) => {
-        // The upstream agents go once every answer has: destroyed sooner, they would cut the
-        // requests still in flight to the workers (a 503 for a call the stop should finish).
-        server.close(() => {
-          for (const a of agents.values()) a.destroy();
-          r();
-        });
-        closeIdleUntilClosed(server);
+      closeServer(server).then(() => {
+        for (const a of agents.values()) a.destroy();
       }),
   };
 }

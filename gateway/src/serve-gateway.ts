@@ -9,7 +9,7 @@ import { startGatewayGrpc } from './grpc-server.js';
 import { startGatewayHttp } from './http-server.js';
 import { type GatewayConsoleHandle, startGatewayConsole } from './control/console-server.js';
 import { secureOptions, type GatewayTls } from './tls.js';
-import { closeIdleUntilClosed } from '@hloserve/common/idle-connections';
+import { closeServer } from '@hloserve/common/idle-connections';
 
 export interface GatewayListen {
   readonly host: string;
@@ -78,10 +78,7 @@ export async function serveGateway(
     ports: { grpc: grpc.port, http: http.port, metrics: metrics?.port ?? -1, console: console?.port ?? -1 },
     stop: async () => {
       await Promise.all([grpc.close(), http.close(), console?.close()]);
-      if (metrics) {
-        metrics.server.close();
-        closeIdleUntilClosed(metrics.server);
-      }
+      if (metrics) void closeServer(metrics.server);
       gateway.stop();
     },
   };
