@@ -67,10 +67,14 @@ for (const m of [PLAIN, HOOKED, POST]) {
     rmSync(join(repo, m, f), { force: true });
   writeFileSync(join(repo, m, 'manifest.yaml'), stringifyYaml({ ...manifest, name: m }));
 }
-const input = manifest.executable_inputs[0];
+// The first input's wire shape at batch 1, as the engine reads the manifest.
+const { parseManifest } = await import(
+  pathToFileURL(join(here, '..', 'engine', builds[0], 'src', 'bundle', 'manifest.js')).href
+);
+const plainManifest = join(repo, PLAIN, 'manifest.yaml');
+const input = parseManifest(readFileSync(plainManifest, 'utf8'), plainManifest).executableInputs[0];
 if (input.dtype !== 'f32') throw new Error(`--model ${base}: its first input is ${input.dtype}, not f32`);
-// Wire shape: the manifest's dimension letters reversed, batch (n) 1.
-const inputShape = [...input.shape].reverse().map((d) => (d === 'n' ? 1 : input.dims[d]));
+const inputShape = input.wireShape(1);
 writeFileSync(
   join(repo, HOOKED, 'model.mjs'),
   'export function preprocess(t) { return t; }\nexport function postprocess(t) { return t; }\n',
